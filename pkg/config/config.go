@@ -1,0 +1,356 @@
+// Package config reads specgate's YAML configuration.
+//
+// The types mirror config.example.yaml key for key. Load and Parse decode a
+// file strictly (an unknown key is an error naming its line), expand
+// ${NAME} environment references in string values and read secrets from
+// *_file keys. Default gives every default, Validate reports every problem at
+// once without I/O, and the resolution helpers (ForEndpoint, ForSpec, Budget)
+// answer what applies to one spec or endpoint after the endpoint -> spec ->
+// global fallbacks.
+//
+// Credentials are Secrets: printing a Config in any way shows "[redacted]"
+// in their place.
+//
+// Only cmd/specgate imports this package; it applies flags on top of a loaded
+// Config, calls Validate, and turns the result into each package's options.
+package config
+
+import "time"
+
+// Config is the whole configuration file. Zero values are not the defaults:
+// start from Default (Load and Parse do) and override. A Config is plain
+// data: treat it as read-only once validated and share it freely.
+type Config struct {
+	// RateLimitInterval is the per-endpoint cooldown: after a call to an
+	// endpoint, another call to it within this interval is refused with
+	// rate_limit. Default 10s. Overridable per spec and per endpoint.
+	RateLimitInterval Duration `yaml:"rate_limit_interval" json:"rate_limit_interval"`
+	// DisableRateLimiter turns the per-endpoint cooldown off; upstream
+	// budgets still apply. Default false. Overridable per spec and endpoint.
+	DisableRateLimiter bool `yaml:"disable_ratelimiter" json:"disable_ratelimiter"`
+	// CacheTTL answers an identical idempotent call from the last successful
+	// result for this long, costing no cooldown or budget. Default 0 (off).
+	CacheTTL Duration `yaml:"cache_ttl" json:"cache_ttl"`
+	// MaxRetries bounds retries after an upstream 429/5xx, for idempotent
+	// calls only and only when the wait fits the call deadline. Default 2.
+	MaxRetries int `yaml:"max_retries" json:"max_retries"`
+	// MaxRetryWait caps the wait before one retry. Default 30s.
+	MaxRetryWait Duration `yaml:"max_retry_wait" json:"max_retry_wait"`
+	// CallTimeout is the deadline of one invoke: it bounds holds learned from
+	// the upstream, retries and the HTTP exchange (not the budget queue,
+	// which queue_timeout bounds). Default 30s. Overridable per spec and
+	// endpoint.
+	CallTimeout Duration `yaml:"call_timeout" json:"call_timeout"`
+	// MaxResponseBytes caps the response body kept from an upstream; a longer
+	// body comes back cut with truncated: true. Default 256KiB. Overridable
+	// per spec.
+	MaxResponseBytes ByteSize `yaml:"max_response_bytes" json:"max_response_bytes"`
+	// AllowRuntimeTuning registers the set_rate_limit tool. Default false: a
+	// model should not raise its own limits.
+	AllowRuntimeTuning bool `yaml:"allow_runtime_tuning" json:"allow_runtime_tuning"`
+	// AuditLog is a file that gets one JSON line per call (no argument
+	// values, no secrets). Default "" (off). Load makes a relative path
+	// relative to the config file.
+	AuditLog string `yaml:"audit_log" json:"audit_log"`
+	// AllowedHosts are hosts (host or host:port) every spec may call besides
+	// its own base URL host. Default none. Specs add their own.
+	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
+	// BlockPrivateNetworks refuses private, loopback and link-local targets,
+	// checked on the resolved address at connect time. Unset (nil, the
+	// default): on for specs loaded from URLs, off for specs from files.
+	// Overridable per spec.
+	BlockPrivateNetworks *bool `yaml:"block_private_networks" json:"block_private_networks"`
+	// AllowCredentialHeaders lets the model set Authorization, Cookie and the
+	// configured API-key headers in invoke. Default false. Overridable per
+	// spec.
+	AllowCredentialHeaders bool `yaml:"allow_credential_headers" json:"allow_credential_headers"`
+	// UploadsDir is the only directory multipart file parts may be read from
+	// by path. Default "" (by-path uploads off; base64 values still work).
+	// Load makes a relative path relative to the config file.
+	UploadsDir string `yaml:"uploads_dir" json:"uploads_dir"`
+	// AllowExternalRefs lets specs resolve $refs to other documents. Default
+	// false. Overridable per spec.
+	AllowExternalRefs bool `yaml:"allow_external_refs" json:"allow_external_refs"`
+	// SpecFetchTimeout bounds fetching one spec from a URL. Default 30s.
+	SpecFetchTimeout Duration `yaml:"spec_fetch_timeout" json:"spec_fetch_timeout"`
+	// MaxSpecBytes caps the size of one spec, from a file or a URL. Default
+	// 64MiB (the full GitHub description is 13 MB).
+	MaxSpecBytes ByteSize `yaml:"max_spec_bytes" json:"max_spec_bytes"`
+
+	// Specs are the API descriptions to serve.
+	Specs []Spec `yaml:"specs" json:"specs"`
+	// Upstreams are budgets shared by every call to one upstream.
+	Upstreams []Upstream `yaml:"upstreams" json:"upstreams"`
+	// HTTP configures `specgate serve --http`.
+	HTTP HTTP `yaml:"http" json:"http"`
+	// Store says where limiter state lives.
+	Store Store `yaml:"store" json:"store"`
+
+	// Source is the path Load read, for messages. Not a key in the file.
+	Source string `yaml:"-" json:"-"`
+	// MissingEnv lists every ${NAME} reference whose variable was unset at
+	// load, by the key that held it. Warn about each; not a key in the file.
+	MissingEnv []EnvRef `yaml:"-" json:"-"`
+}
+
+// EnvRef is one ${NAME} reference: the config key that holds it (for
+// example "specs[petstore].auth.api_key.value") and the variable name. It
+// never holds a value.
+type EnvRef struct {
+	Key string
+	Var string
+}
+
+// Spec is one API description to serve. Override fields are pointers: nil
+// means "not set here, use the global value".
+type Spec struct {
+	// Name starts every endpoint id of the spec (<name>.<operationId>).
+	// Letters, digits, '-' and '_'. Default: the file name without extension.
+	Name string `yaml:"name" json:"name"`
+	// Location is a file path or an http(s) URL. Required. Load makes a
+	// relative file path relative to the config file.
+	Location string `yaml:"location" json:"location"`
+	// Required makes a failure to load this spec stop specgate; otherwise
+	// the rest are served and the failure is reported. Default false.
+	Required bool `yaml:"required" json:"required"`
+	// BaseURL overrides the spec's servers. Default: from the spec.
+	BaseURL string `yaml:"base_url" json:"base_url"`
+	// Upstream joins a named budget group shared with other specs instead of
+	// the base URL's host:port. Default "" (the host).
+	Upstream string `yaml:"upstream" json:"upstream"`
+
+	// Overrides of the global keys of the same names for this spec; nil
+	// means unset (use the global value). Endpoints can override further.
+	RateLimitInterval  *Duration `yaml:"rate_limit_interval" json:"rate_limit_interval,omitempty"`
+	DisableRateLimiter *bool     `yaml:"disable_ratelimiter" json:"disable_ratelimiter,omitempty"`
+	CacheTTL           *Duration `yaml:"cache_ttl" json:"cache_ttl,omitempty"`
+	CallTimeout        *Duration `yaml:"call_timeout" json:"call_timeout,omitempty"`
+	MaxResponseBytes   *ByteSize `yaml:"max_response_bytes" json:"max_response_bytes,omitempty"`
+
+	// AllowedHosts are added to the global allowed_hosts for this spec.
+	AllowedHosts           []string `yaml:"allowed_hosts" json:"allowed_hosts,omitempty"`
+	BlockPrivateNetworks   *bool    `yaml:"block_private_networks" json:"block_private_networks,omitempty"`
+	AllowExternalRefs      *bool    `yaml:"allow_external_refs" json:"allow_external_refs,omitempty"`
+	AllowCredentialHeaders *bool    `yaml:"allow_credential_headers" json:"allow_credential_headers,omitempty"`
+
+	// Headers are static extra headers sent on every call to this spec's
+	// own host. Values are Secrets because they often carry keys.
+	Headers map[string]Secret `yaml:"headers" json:"headers,omitzero"`
+	// Auth holds credentials keyed by the spec's securitySchemes names; the
+	// scheme's type (and where an API key goes) comes from the spec.
+	Auth map[string]Credential `yaml:"auth" json:"auth,omitempty"`
+	// Endpoints override settings per endpoint, keyed by operationId or by
+	// full endpoint id ("getPetById" or "petstore.getPetById").
+	Endpoints map[string]Endpoint `yaml:"endpoints" json:"endpoints,omitempty"`
+}
+
+// Endpoint overrides settings for one endpoint; nil fields fall back to the
+// spec, then to the global value.
+type Endpoint struct {
+	RateLimitInterval  *Duration `yaml:"rate_limit_interval" json:"rate_limit_interval,omitempty"`
+	DisableRateLimiter *bool     `yaml:"disable_ratelimiter" json:"disable_ratelimiter,omitempty"`
+	CacheTTL           *Duration `yaml:"cache_ttl" json:"cache_ttl,omitempty"`
+	CallTimeout        *Duration `yaml:"call_timeout" json:"call_timeout,omitempty"`
+}
+
+// Credential is what one security scheme needs. Which fields apply depends
+// on the scheme's type in the spec: apiKey uses Value; http bearer Token;
+// http basic Username and Password; oauth2 client credentials ClientID,
+// ClientSecret and optionally TokenURL and Scopes. A secret field with a
+// *_file sibling may come from that file instead (read at load, trimmed;
+// a relative path is relative to the config file); setting both is an error.
+type Credential struct {
+	Value            Secret   `yaml:"value" json:"value,omitzero"`
+	ValueFile        string   `yaml:"value_file" json:"value_file,omitempty"`
+	Token            Secret   `yaml:"token" json:"token,omitzero"`
+	TokenFile        string   `yaml:"token_file" json:"token_file,omitempty"`
+	Username         Secret   `yaml:"username" json:"username,omitzero"`
+	Password         Secret   `yaml:"password" json:"password,omitzero"`
+	PasswordFile     string   `yaml:"password_file" json:"password_file,omitempty"`
+	ClientID         Secret   `yaml:"client_id" json:"client_id,omitzero"`
+	ClientSecret     Secret   `yaml:"client_secret" json:"client_secret,omitzero"`
+	ClientSecretFile string   `yaml:"client_secret_file" json:"client_secret_file,omitempty"`
+	TokenURL         string   `yaml:"token_url" json:"token_url,omitempty"`
+	Scopes           []string `yaml:"scopes" json:"scopes,omitempty"`
+}
+
+// Upstream is a budget for every call to one upstream. Each dimension is
+// off while zero. Entries decoded from YAML start from the defaults noted.
+type Upstream struct {
+	// Match names the upstream: a group name that specs join with
+	// `upstream:`, a host:port, or a bare host (all its ports). Required.
+	Match string `yaml:"match" json:"match"`
+	// RequestsPerWindow admits at most this many calls in any rolling Window.
+	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`
+	// Window is the rolling window of RequestsPerWindow and TokensPerWindow.
+	// Required when either is set.
+	Window Duration `yaml:"window" json:"window"`
+	// WindowPad widens the window against network jitter. Default 250ms.
+	WindowPad Duration `yaml:"window_pad" json:"window_pad"`
+	// TokensPerWindow bounds request plus response size, in tokens.
+	TokensPerWindow int `yaml:"tokens_per_window" json:"tokens_per_window"`
+	// MinInterval paces calls to the upstream.
+	MinInterval Duration `yaml:"min_interval" json:"min_interval"`
+	// MaxConcurrent bounds calls in flight.
+	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent"`
+	// OnLimit is wait (queue the call) or reject (answer rate_limit at once).
+	// Default wait.
+	OnLimit OnLimit `yaml:"on_limit" json:"on_limit"`
+	// QueueDepth bounds calls waiting; more are refused with queue_full.
+	// Default 16; must be positive with on_limit wait.
+	QueueDepth int `yaml:"queue_depth" json:"queue_depth"`
+	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default 30s.
+	QueueTimeout Duration `yaml:"queue_timeout" json:"queue_timeout"`
+}
+
+// UnmarshalYAML starts each budget from its defaults, so omitted keys get
+// them and a key written as 0 stays 0 (and Validate can call it out).
+func (u *Upstream) UnmarshalYAML(unmarshal func(any) error) error {
+	type upstreamFields Upstream // no methods: no recursion
+	p := upstreamFields(defaultUpstream())
+	// The callback form, unlike yaml.Node.Decode, keeps KnownFields.
+	if err := unmarshal(&p); err != nil {
+		return err
+	}
+	*u = Upstream(p)
+	return nil
+}
+
+func defaultUpstream() Upstream {
+	return Upstream{
+		WindowPad:    Duration(250 * time.Millisecond),
+		OnLimit:      OnLimitWait,
+		QueueDepth:   16,
+		QueueTimeout: Duration(30 * time.Second),
+	}
+}
+
+// HTTP configures serving MCP over streamable HTTP.
+type HTTP struct {
+	// Listen is the address `serve --http` binds when the flag gives none.
+	// Default 127.0.0.1:8080. Not loopback requires http.auth.
+	Listen string `yaml:"listen" json:"listen"`
+	// TrustedProxies are CIDRs (or single IPs) whose X-Forwarded-For is
+	// believed when finding the client IP. Default none.
+	TrustedProxies []string `yaml:"trusted_proxies" json:"trusted_proxies"`
+	// AllowedOrigins are Origin values accepted besides loopback origins,
+	// against DNS rebinding; "*" turns the check off. Default none.
+	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins"`
+	// MaxBodyBytes caps one inbound request body. Default 4MiB.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes" json:"max_body_bytes"`
+	// ShutdownTimeout bounds finishing in-flight calls on SIGTERM. Default
+	// 25s, inside Kubernetes' default 30s grace period.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+	// Auth is inbound authentication; with neither tokens nor JWT, none.
+	Auth HTTPAuth `yaml:"auth" json:"auth"`
+	// Inbound are per-principal limits.
+	Inbound Inbound `yaml:"inbound" json:"inbound"`
+}
+
+// HTTPAuth is inbound authentication. A request passes with any configured
+// static token or a valid JWT.
+type HTTPAuth struct {
+	// Tokens are static bearer tokens, each mapped to a principal.
+	Tokens []Token `yaml:"tokens" json:"tokens"`
+	// JWT verifies bearer JWTs; off while JWKS is empty.
+	JWT JWT `yaml:"jwt" json:"jwt"`
+}
+
+// Token is one static inbound bearer token and the principal it stands for.
+// An entry whose token expanded to empty (an unset variable) never matches.
+type Token struct {
+	Token     Secret `yaml:"token" json:"token"`
+	TokenFile string `yaml:"token_file" json:"token_file,omitempty"`
+	// Subject names the principal; budgets key on subject and org, not on
+	// the token, so a rotated token keeps its budget. Required.
+	Subject string `yaml:"subject" json:"subject"`
+	// Org is the principal's organisation. Default "".
+	Org string `yaml:"org" json:"org"`
+}
+
+// JWT configures verification of inbound JWTs (signature, issuer, audience,
+// expiry).
+type JWT struct {
+	// JWKS is a JWKS file path or https URL. Default "" (JWT off). Load makes
+	// a relative file path relative to the config file.
+	JWKS string `yaml:"jwks" json:"jwks"`
+	// Issuer is the required iss. Required with JWKS.
+	Issuer string `yaml:"issuer" json:"issuer"`
+	// Audience is the required aud. Required with JWKS.
+	Audience string `yaml:"audience" json:"audience"`
+	// SubjectClaim names the principal. Default "sub".
+	SubjectClaim string `yaml:"subject_claim" json:"subject_claim"`
+	// OrgClaim names the principal's organisation. Default "org".
+	OrgClaim string `yaml:"org_claim" json:"org_claim"`
+}
+
+// Inbound are per-principal limits for HTTP serving; a count of 0 turns that
+// limit off.
+type Inbound struct {
+	// RequestsPerWindow counts every MCP request; over it, HTTP 429.
+	// Default 600.
+	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`
+	// ToolCallsPerWindow counts tools/call; over it, a rate_limit tool
+	// error the model can read. Default 300.
+	ToolCallsPerWindow int `yaml:"tool_calls_per_window" json:"tool_calls_per_window"`
+	// Window is the rolling window of the counts above. Default 1m.
+	Window Duration `yaml:"window" json:"window"`
+	// FailedAuthPerWindow counts failed verifications per client IP (IPv6
+	// by /64); past it, that IP's failing attempts get 429. Default 10.
+	FailedAuthPerWindow int `yaml:"failed_auth_per_window" json:"failed_auth_per_window"`
+	// MaxTracked bounds the principals and client IPs tracked at once; when
+	// full, new ones are refused rather than evicting active ones.
+	// Default 10000.
+	MaxTracked int `yaml:"max_tracked" json:"max_tracked"`
+}
+
+// Store says where cooldowns, budgets and learned limits live.
+type Store struct {
+	// Backend is memory (this process) or redis (shared by replicas).
+	// Default memory.
+	Backend Backend `yaml:"backend" json:"backend"`
+	// RedisURL is the Redis to use with backend redis; a Secret because it
+	// may carry a password. Default redis://127.0.0.1:6379/0.
+	RedisURL Secret `yaml:"redis_url" json:"redis_url"`
+	// KeyPrefix starts every Redis key. Default "specgate:".
+	KeyPrefix string `yaml:"key_prefix" json:"key_prefix"`
+	// FallbackShare is the share of each budget one replica uses while Redis
+	// is unreachable (cooldowns stretch by its inverse). In (0, 1]. Default
+	// 0.34, so three replicas stay within a budget.
+	FallbackShare float64 `yaml:"fallback_share" json:"fallback_share"`
+}
+
+// Default returns a Config holding every default and no specs.
+func Default() *Config {
+	return &Config{
+		RateLimitInterval: Duration(10 * time.Second),
+		MaxRetries:        2,
+		MaxRetryWait:      Duration(30 * time.Second),
+		CallTimeout:       Duration(30 * time.Second),
+		MaxResponseBytes:  256 << 10,
+		SpecFetchTimeout:  Duration(30 * time.Second),
+		MaxSpecBytes:      64 << 20,
+		HTTP: HTTP{
+			Listen:          "127.0.0.1:8080",
+			MaxBodyBytes:    4 << 20,
+			ShutdownTimeout: Duration(25 * time.Second),
+			Auth: HTTPAuth{JWT: JWT{
+				SubjectClaim: "sub",
+				OrgClaim:     "org",
+			}},
+			Inbound: Inbound{
+				RequestsPerWindow:   600,
+				ToolCallsPerWindow:  300,
+				Window:              Duration(time.Minute),
+				FailedAuthPerWindow: 10,
+				MaxTracked:          10000,
+			},
+		},
+		Store: Store{
+			Backend:       BackendMemory,
+			RedisURL:      NewSecret("redis://127.0.0.1:6379/0"),
+			KeyPrefix:     "specgate:",
+			FallbackShare: 0.34,
+		},
+	}
+}

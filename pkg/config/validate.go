@@ -1,0 +1,330 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Validate reports every problem in c at once as an *Error, or returns nil.
+// It does no I/O: files and URLs are checked when they are used. Call it
+// after applying command-line flags.
+func (c *Config) Validate() error {
+	v := &validator{}
+	v.nonNegative("rate_limit_interval", c.RateLimitInterval)
+	v.nonNegative("cache_ttl", c.CacheTTL)
+	if c.MaxRetries < 0 {
+		v.addf("max_retries", "must not be negative (got %d)", c.MaxRetries)
+	}
+	v.nonNegative("max_retry_wait", c.MaxRetryWait)
+	v.positive("call_timeout", c.CallTimeout)
+	v.positiveSize("max_response_bytes", c.MaxResponseBytes)
+	v.positive("spec_fetch_timeout", c.SpecFetchTimeout)
+	v.positiveSize("max_spec_bytes", c.MaxSpecBytes)
+	v.hosts("allowed_hosts", c.AllowedHosts)
+
+	names := map[string]string{}
+	for i := range c.Specs {
+		v.spec(specKey(i, &c.Specs[i]), &c.Specs[i], names)
+	}
+
+	matches := map[string]string{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		key := fmt.Sprintf("upstreams[%d]", i)
+		if u.Match == "" {
+			v.add(key+".match", "is required: a host, host:port or group name")
+		} else {
+			key = "upstreams[" + u.Match + "]"
+			if prev, dup := matches[strings.ToLower(u.Match)]; dup {
+				v.addf(key+".match", "%q is already matched by %s", u.Match, prev)
+			}
+			matches[strings.ToLower(u.Match)] = key
+		}
+		v.upstream(key, u)
+	}
+
+	v.http(&c.HTTP)
+	v.store(&c.Store)
+
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &Error{File: c.Source, Problems: v.problems}
+}
+
+type validator struct{ problems []string }
+
+func (v *validator) add(key, msg string) { v.problems = append(v.problems, key+": "+msg) }
+
+func (v *validator) addf(key, format string, args ...any) { v.add(key, fmt.Sprintf(format, args...)) }
+
+func (v *validator) nonNegative(key string, d Duration) {
+	if d < 0 {
+		v.addf(key, "must not be negative (got %s)", d)
+	}
+}
+
+func (v *validator) positive(key string, d Duration) {
+	if d <= 0 {
+		v.addf(key, "must be positive (got %s)", d)
+	}
+}
+
+func (v *validator) positiveSize(key string, b ByteSize) {
+	if b <= 0 {
+		v.addf(key, "must be positive (got %d)", int64(b))
+	}
+}
+
+func (v *validator) count(key string, n int) {
+	if n < 0 {
+		v.addf(key, "must not be negative (got %d); 0 turns it off", n)
+	}
+}
+
+var specName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func specKey(i int, s *Spec) string {
+	if s.Name != "" {
+		return "specs[" + s.Name + "]"
+	}
+	return fmt.Sprintf("specs[%d]", i)
+}
+
+func (v *validator) spec(key string, s *Spec, names map[string]string) {
+	if s.Name != "" {
+		if !specName.MatchString(s.Name) {
+			v.addf(key+".name", "%q: use letters, digits, '-' and '_' (it starts every endpoint id, before a '.')", s.Name)
+		}
+		if prev, dup := names[s.Name]; dup {
+			v.addf(key+".name", "%q is already used by %s", s.Name, prev)
+		}
+		names[s.Name] = key
+	}
+	if s.Location == "" {
+		v.add(key+".location", "is required: a file path or an http(s) URL")
+	}
+	if s.BaseURL != "" {
+		v.httpURL(key+".base_url", s.BaseURL)
+	}
+	if s.RateLimitInterval != nil {
+		v.nonNegative(key+".rate_limit_interval", *s.RateLimitInterval)
+	}
+	if s.CacheTTL != nil {
+		v.nonNegative(key+".cache_ttl", *s.CacheTTL)
+	}
+	if s.CallTimeout != nil {
+		v.positive(key+".call_timeout", *s.CallTimeout)
+	}
+	if s.MaxResponseBytes != nil {
+		v.positiveSize(key+".max_response_bytes", *s.MaxResponseBytes)
+	}
+	v.hosts(key+".allowed_hosts", s.AllowedHosts)
+	for _, name := range sortedKeys(s.Headers) {
+		h := s.Headers[name]
+		hk := joinKey(key+".headers", name)
+		if !validHeaderName(name) {
+			v.add(hk, "is not a valid header name")
+		}
+		// Never echo the value: it may be a key.
+		if strings.ContainsAny(h.Reveal(), "\r\n") {
+			v.add(hk, "value contains a line break")
+		}
+	}
+	for _, name := range sortedKeys(s.Auth) {
+		cred := s.Auth[name]
+		ak := joinKey(key+".auth", name)
+		v.secretPair(ak, "value", cred.Value, cred.ValueFile)
+		v.secretPair(ak, "token", cred.Token, cred.TokenFile)
+		v.secretPair(ak, "password", cred.Password, cred.PasswordFile)
+		v.secretPair(ak, "client_secret", cred.ClientSecret, cred.ClientSecretFile)
+		if cred.TokenURL != "" {
+			v.httpURL(ak+".token_url", cred.TokenURL)
+		}
+	}
+	for _, id := range sortedKeys(s.Endpoints) {
+		e := s.Endpoints[id]
+		ek := joinKey(key+".endpoints", id)
+		if e.RateLimitInterval != nil {
+			v.nonNegative(ek+".rate_limit_interval", *e.RateLimitInterval)
+		}
+		if e.CacheTTL != nil {
+			v.nonNegative(ek+".cache_ttl", *e.CacheTTL)
+		}
+		if e.CallTimeout != nil {
+			v.positive(ek+".call_timeout", *e.CallTimeout)
+		}
+	}
+}
+
+// secretPair checks that a secret is given at most one way. A value read
+// from the file itself does not count as given in the file.
+func (v *validator) secretPair(key, name string, s Secret, file string) {
+	if s.raw != "" && file != "" {
+		v.addf(key, "set %s or %s_file, not both", name, name)
+	}
+}
+
+func (v *validator) httpURL(key, s string) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.addf(key, "%q is not an absolute http(s) URL", s)
+	}
+}
+
+func (v *validator) hosts(key string, hosts []string) {
+	for i, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "/ ") || strings.Contains(h, "://") {
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q: write a host or host:port, not a URL", h)
+		}
+	}
+}
+
+func (v *validator) upstream(key string, u *Upstream) {
+	v.count(key+".requests_per_window", u.RequestsPerWindow)
+	v.count(key+".tokens_per_window", u.TokensPerWindow)
+	v.count(key+".max_concurrent", u.MaxConcurrent)
+	v.nonNegative(key+".window", u.Window)
+	v.nonNegative(key+".window_pad", u.WindowPad)
+	v.nonNegative(key+".min_interval", u.MinInterval)
+	if (u.RequestsPerWindow > 0 || u.TokensPerWindow > 0) && u.Window <= 0 {
+		v.add(key+".window", "must be positive when requests_per_window or tokens_per_window is set")
+	}
+	switch u.OnLimit {
+	case OnLimitWait:
+		if u.QueueDepth <= 0 {
+			v.addf(key+".queue_depth", "must be positive with on_limit: wait (got %d); use on_limit: reject for no queue", u.QueueDepth)
+		}
+		v.positive(key+".queue_timeout", u.QueueTimeout)
+	case OnLimitReject:
+		v.count(key+".queue_depth", u.QueueDepth)
+		v.nonNegative(key+".queue_timeout", u.QueueTimeout)
+	default:
+		v.addf(key+".on_limit", "%q is not one of wait, reject", u.OnLimit)
+	}
+}
+
+func (v *validator) http(h *HTTP) {
+	host, _, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		v.addf("http.listen", "%q is not host:port", h.Listen)
+	} else if !isLoopback(host) && !h.AuthEnabled() {
+		v.addf("http.listen", "%q is not a loopback address and http.auth has no tokens or jwt: configure auth or listen on 127.0.0.1", h.Listen)
+	}
+	for i, p := range h.TrustedProxies {
+		if _, ok := parsePrefix(p); !ok {
+			v.addf(fmt.Sprintf("http.trusted_proxies[%d]", i), "%q is not a CIDR or IP address", p)
+		}
+	}
+	for i, o := range h.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			v.addf(fmt.Sprintf("http.allowed_origins[%d]", i), `%q is not an origin such as "https://app.example.com" (or "*")`, o)
+		}
+	}
+	v.positiveSize("http.max_body_bytes", h.MaxBodyBytes)
+	v.nonNegative("http.shutdown_timeout", h.ShutdownTimeout)
+
+	tokens := map[string]int{}
+	for i, t := range h.Auth.Tokens {
+		key := fmt.Sprintf("http.auth.tokens[%d]", i)
+		if val := t.Token.Reveal(); val != "" {
+			if j, dup := tokens[val]; dup {
+				v.addf(key+".token", "is the same as http.auth.tokens[%d].token", j)
+			}
+			tokens[val] = i
+		}
+		if t.Subject == "" {
+			v.add(key+".subject", "is required: it names the principal budgets key on")
+		}
+		v.secretPair(key, "token", t.Token, t.TokenFile)
+		if !t.Token.IsConfigured() && t.TokenFile == "" {
+			v.add(key+".token", "is required (or token_file)")
+		}
+	}
+	if j := h.Auth.JWT; j.JWKS != "" {
+		if j.Issuer == "" {
+			v.add("http.auth.jwt.issuer", "is required with jwks")
+		}
+		if j.Audience == "" {
+			v.add("http.auth.jwt.audience", "is required with jwks")
+		}
+		if j.SubjectClaim == "" {
+			v.add("http.auth.jwt.subject_claim", "must not be empty")
+		}
+	}
+
+	in := h.Inbound
+	v.count("http.inbound.requests_per_window", in.RequestsPerWindow)
+	v.count("http.inbound.tool_calls_per_window", in.ToolCallsPerWindow)
+	v.count("http.inbound.failed_auth_per_window", in.FailedAuthPerWindow)
+	if in.RequestsPerWindow > 0 || in.ToolCallsPerWindow > 0 || in.FailedAuthPerWindow > 0 {
+		v.positive("http.inbound.window", in.Window)
+	} else {
+		v.nonNegative("http.inbound.window", in.Window)
+	}
+	if in.MaxTracked <= 0 {
+		v.addf("http.inbound.max_tracked", "must be positive (got %d)", in.MaxTracked)
+	}
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+func (v *validator) store(s *Store) {
+	switch s.Backend {
+	case BackendMemory:
+	case BackendRedis:
+		u := s.RedisURL.Reveal()
+		switch {
+		case u == "" && len(s.RedisURL.MissingEnv()) > 0:
+			v.addf("store.redis_url", "is empty: set %s", strings.Join(s.RedisURL.MissingEnv(), ", "))
+		case u == "":
+			v.add("store.redis_url", "is required with backend: redis")
+		case !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://"):
+			// Not echoed: the URL may carry a password.
+			v.add("store.redis_url", "must start with redis://, rediss:// or unix://")
+		}
+	default:
+		v.addf("store.backend", "%q is not one of memory, redis", s.Backend)
+	}
+	if math.IsNaN(s.FallbackShare) || s.FallbackShare <= 0 || s.FallbackShare > 1 {
+		v.addf("store.fallback_share", "must be in (0, 1] (got %v)", s.FallbackShare)
+	}
+}
+
+// validHeaderName reports whether name is an HTTP token (RFC 9110).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,192 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// cacheFormat changes whenever the cached layout or the way a catalog is
+// derived changes, so an old cache is rebuilt rather than misread.
+const cacheFormat = "specgate-catalog-v1"
+
+var cacheMagic = []byte("SGCATv1\n")
+
+// Cache keeps derived catalogs between starts, keyed by the content of the
+// spec and the options that shape the catalog. A file that fails its
+// checksum or does not decode is ignored and rebuilt, never trusted.
+//
+// The zero value is a disabled cache; a Cache is safe for concurrent use as
+// far as the file system is (writes are atomic renames).
+type Cache struct {
+	// Dir holds the cache files. If empty, caching is off.
+	Dir string
+}
+
+// DefaultCacheDir returns specgate's directory under the user cache
+// directory (which honours XDG_CACHE_HOME), or "" when there is none.
+func DefaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "specgate")
+}
+
+// LoadResult says how a spec was obtained.
+type LoadResult struct {
+	Spec *Spec
+	// FromCache reports that the catalog came from the cache.
+	FromCache bool
+	// CacheError is a cache problem that did not stop the load (a corrupt
+	// file that was rebuilt, an unwritable directory).
+	CacheError error
+}
+
+// Load reads the spec at location and returns its catalog, from the cache
+// when the content is unchanged since it was cached.
+func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadResult, error) {
+	data, err := Read(ctx, location, opts)
+	if err != nil {
+		return LoadResult{}, err
+	}
+	if c.Dir == "" {
+		s, err := Parse(ctx, location, data, opts)
+		return LoadResult{Spec: s}, err
+	}
+	file := filepath.Join(c.Dir, c.key(location, data, opts)+".gob")
+	var res LoadResult
+	s, err := readCache(file)
+	if err == nil {
+		s.Location = location
+		res.Spec, res.FromCache = s, true
+		return res, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		res.CacheError = fmt.Errorf("cache %s ignored: %w", filepath.Base(file), err)
+	}
+	s, err = Parse(ctx, location, data, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Spec = s
+	if werr := writeCache(file, s); werr != nil && res.CacheError == nil {
+		res.CacheError = fmt.Errorf("cache not written: %w", werr)
+	}
+	return res, nil
+}
+
+func (c Cache) key(location string, data []byte, opts Options) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%t\x00", cacheFormat, opts.Name, opts.BaseURL, opts.Validate)
+	if opts.Name == "" {
+		// The default name comes from the location.
+		fmt.Fprintf(h, "%s\x00", NameFromLocation(location))
+	}
+	if isURL(location) {
+		// Relative server URLs resolve against the spec's URL.
+		fmt.Fprintf(h, "%s\x00", location)
+	}
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// cachedSpec is the gob form of a Spec.
+type cachedSpec struct {
+	Name, Title, APIVersion, Description, Version, OpenAPI, BaseURL string
+	Schemes                                                         map[string]SecurityScheme
+	Warnings                                                        []string
+	Components                                                      map[string]map[string]json.RawMessage
+	Endpoints                                                       []cachedEndpoint
+}
+
+type cachedEndpoint struct {
+	E   Endpoint
+	Raw []byte
+}
+
+func readCache(file string) (*Spec, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(data, cacheMagic) || len(data) < len(cacheMagic)+sha256.Size {
+		return nil, errors.New("not a catalog cache file")
+	}
+	data = data[len(cacheMagic):]
+	sum, payload := data[:sha256.Size], data[sha256.Size:]
+	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
+		return nil, errors.New("checksum mismatch")
+	}
+	var cs cachedSpec
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&cs); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	s := &Spec{
+		Name: cs.Name, Title: cs.Title, APIVersion: cs.APIVersion, Description: cs.Description,
+		Version: cs.Version, OpenAPI: cs.OpenAPI, BaseURL: cs.BaseURL, Schemes: cs.Schemes,
+		Warnings: cs.Warnings,
+	}
+	s.Components = cs.Components
+	s.Endpoints = make([]*Endpoint, len(cs.Endpoints))
+	for i := range cs.Endpoints {
+		e := cs.Endpoints[i].E
+		e.raw = cs.Endpoints[i].Raw
+		e.spec = s
+		s.Endpoints[i] = &e
+	}
+	return s, nil
+}
+
+func writeCache(file string, s *Spec) error {
+	cs := cachedSpec{
+		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
+		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
+		Warnings: s.Warnings, Components: s.Components,
+	}
+	cs.Endpoints = make([]cachedEndpoint, len(s.Endpoints))
+	for i, e := range s.Endpoints {
+		cs.Endpoints[i] = cachedEndpoint{E: *e, Raw: e.raw}
+		cs.Endpoints[i].E.raw, cs.Endpoints[i].E.spec = nil, nil
+	}
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(&cs); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".catalog-*")
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(payload.Bytes())
+	_, err = tmp.Write(cacheMagic)
+	if err == nil {
+		_, err = tmp.Write(sum[:])
+	}
+	if err == nil {
+		_, err = tmp.Write(payload.Bytes())
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}

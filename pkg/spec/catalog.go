@@ -1,0 +1,287 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Spec is one loaded API description. It is read-only after load and safe
+// for concurrent use.
+type Spec struct {
+	Name        string
+	Location    string
+	Title       string
+	APIVersion  string
+	Description string
+	// Version is the format the document was written in: "2.0", "3.0.3",
+	// "3.1.0", ...
+	Version string
+	// OpenAPI is the OpenAPI version operations are rebuilt under.
+	OpenAPI string
+	// BaseURL is the spec-wide server URL (configured or first server).
+	BaseURL string
+	// Schemes holds the security schemes by name.
+	Schemes   map[string]SecurityScheme
+	Endpoints []*Endpoint
+	// Warnings are problems that did not stop the spec from serving.
+	Warnings []string
+	// Components holds each components section ("schemas", "parameters",
+	// ...) as compact JSON by name.
+	Components map[string]map[string]json.RawMessage
+
+	hydr hydrator
+}
+
+// SecurityScheme is the part of a security scheme that auth needs.
+type SecurityScheme struct {
+	Type     string   `json:"type"` // apiKey, http, oauth2, openIdConnect, mutualTLS
+	In       string   `json:"in,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	Scheme   string   `json:"scheme,omitempty"` // basic, bearer, ... (lower case)
+	TokenURL string   `json:"tokenUrl,omitempty"`
+	Flows    []string `json:"flows,omitempty"`
+}
+
+// Operation is an endpoint's operation rebuilt with kin-openapi, references
+// resolved, ready for openapi3filter validation. Treat it as read-only: it
+// is shared between callers.
+type Operation struct {
+	Doc      *openapi3.T
+	Path     string
+	Method   string
+	PathItem *openapi3.PathItem
+	Op       *openapi3.Operation
+}
+
+// Catalog is the set of endpoints of all loaded specs, indexed by id. It is
+// read-only after NewCatalog and safe for concurrent use.
+type Catalog struct {
+	specs     []*Spec
+	endpoints []*Endpoint
+	byID      map[string]*Endpoint
+}
+
+// NewCatalog indexes the endpoints of specs. Specs with a name already seen
+// are an error: endpoint ids would collide.
+func NewCatalog(specs ...*Spec) (*Catalog, error) {
+	c := &Catalog{byID: map[string]*Endpoint{}}
+	names := map[string]bool{}
+	for _, s := range specs {
+		if names[s.Name] {
+			return nil, fmt.Errorf("two specs are named %q: give one a different name", s.Name)
+		}
+		names[s.Name] = true
+		c.specs = append(c.specs, s)
+		for _, e := range s.Endpoints {
+			c.byID[e.ID] = e
+			c.endpoints = append(c.endpoints, e)
+		}
+	}
+	return c, nil
+}
+
+// Specs returns the loaded specs in load order.
+func (c *Catalog) Specs() []*Spec { return c.specs }
+
+// Endpoints returns every endpoint, spec by spec in document order.
+func (c *Catalog) Endpoints() []*Endpoint { return c.endpoints }
+
+// Len returns the number of endpoints.
+func (c *Catalog) Len() int { return len(c.endpoints) }
+
+// Lookup returns the endpoint with the given id.
+func (c *Catalog) Lookup(id string) (*Endpoint, bool) {
+	e, ok := c.byID[id]
+	return e, ok
+}
+
+// Spec returns the spec with the given name.
+func (c *Catalog) Spec(name string) (*Spec, bool) {
+	for _, s := range c.specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Operation rebuilds the endpoint's operation with its references resolved.
+// Results are cached per spec in a small bounded cache.
+func (e *Endpoint) Operation(ctx context.Context) (*Operation, error) {
+	if e.spec == nil {
+		return nil, fmt.Errorf("endpoint %s has no spec", e.ID)
+	}
+	return e.spec.hydr.get(ctx, e)
+}
+
+// hydrateCacheSize bounds the rebuilt operations kept per spec.
+const hydrateCacheSize = 64
+
+type hydrator struct {
+	mu    sync.Mutex
+	cache map[string]*hydrated
+	order []string // least recently used first
+}
+
+type hydrated struct {
+	once sync.Once
+	op   *Operation
+	err  error
+}
+
+func (h *hydrator) get(ctx context.Context, e *Endpoint) (*Operation, error) {
+	h.mu.Lock()
+	if h.cache == nil {
+		h.cache = map[string]*hydrated{}
+	}
+	entry, ok := h.cache[e.ID]
+	if ok {
+		h.touch(e.ID)
+	} else {
+		entry = &hydrated{}
+		h.cache[e.ID] = entry
+		h.order = append(h.order, e.ID)
+		if len(h.order) > hydrateCacheSize {
+			delete(h.cache, h.order[0])
+			h.order = h.order[1:]
+		}
+	}
+	h.mu.Unlock()
+	entry.once.Do(func() { entry.op, entry.err = hydrate(ctx, e) })
+	return entry.op, entry.err
+}
+
+func (h *hydrator) touch(id string) {
+	for i, x := range h.order {
+		if x == id {
+			copy(h.order[i:], h.order[i+1:])
+			h.order[len(h.order)-1] = id
+			return
+		}
+	}
+}
+
+var refPattern = regexp.MustCompile(`"\$ref"\s*:\s*"(#/components/[^"]+)"`)
+
+// hydrate builds a minimal document holding the operation and the
+// components it reaches, and resolves it with kin-openapi.
+func hydrate(ctx context.Context, e *Endpoint) (*Operation, error) {
+	s := e.spec
+	// Request validation needs parameters and the body, not responses,
+	// which on specs like Stripe's reach most of the components.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.raw, &fields); err != nil {
+		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, jsonErrorText(err))
+	}
+	fields["responses"] = json.RawMessage(`{"default":{"description":""}}`)
+	delete(fields, "callbacks")
+	opRaw, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	needed := map[string]map[string]json.RawMessage{}
+	queue := [][]byte{opRaw}
+	for len(queue) > 0 {
+		raw := queue[0]
+		queue = queue[1:]
+		for _, m := range refPattern.FindAllSubmatch(raw, -1) {
+			section, name, ok := splitComponentRef(string(m[1]))
+			if !ok {
+				continue
+			}
+			if needed[section] == nil {
+				needed[section] = map[string]json.RawMessage{}
+			}
+			if _, done := needed[section][name]; done {
+				continue
+			}
+			body, ok := s.Components[section][name]
+			if !ok {
+				return nil, fmt.Errorf("endpoint %s refers to missing component %s/%s", e.ID, section, name)
+			}
+			needed[section][name] = body
+			queue = append(queue, body)
+		}
+	}
+	if ss, ok := s.Components["securitySchemes"]; ok {
+		needed["securitySchemes"] = ss
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"openapi":`)
+	writeJSONString(&buf, s.OpenAPI)
+	buf.WriteString(`,"info":{"title":"`)
+	buf.WriteString("specgate")
+	buf.WriteString(`","version":"1"},"paths":{`)
+	writeJSONString(&buf, e.Path)
+	buf.WriteString(`:{`)
+	writeJSONString(&buf, strings.ToLower(e.Method))
+	buf.WriteByte(':')
+	buf.Write(opRaw)
+	buf.WriteString(`}},"components":`)
+	comps, err := json.Marshal(needed)
+	if err != nil {
+		return nil, err
+	}
+	buf.Write(comps)
+	buf.WriteByte('}')
+
+	doc := &openapi3.T{}
+	if err := json.Unmarshal(buf.Bytes(), doc); err != nil {
+		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, jsonErrorText(err))
+	}
+	loader := newLoader(ctx, Options{})
+	if err := loader.ResolveRefsIn(doc, nil); err != nil {
+		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, oneLine(err.Error()))
+	}
+	item := doc.Paths.Value(e.Path)
+	if item == nil {
+		return nil, fmt.Errorf("rebuilding %s: path lost", e.ID)
+	}
+	op := item.GetOperation(e.Method)
+	if op == nil {
+		return nil, fmt.Errorf("rebuilding %s: operation lost", e.ID)
+	}
+	return &Operation{Doc: doc, Path: e.Path, Method: e.Method, PathItem: item, Op: op}, nil
+}
+
+// splitComponentRef splits "#/components/schemas/Foo" into its section and
+// unescaped name.
+func splitComponentRef(ref string) (section, name string, ok bool) {
+	rest, found := strings.CutPrefix(ref, "#/components/")
+	if !found {
+		return "", "", false
+	}
+	section, name, found = strings.Cut(rest, "/")
+	if !found || name == "" {
+		return "", "", false
+	}
+	// A pointer into a component ("schemas/Pet/properties/id") needs the
+	// whole component.
+	name, _, _ = strings.Cut(name, "/")
+	if strings.Contains(name, "%") {
+		if u, err := url.PathUnescape(name); err == nil {
+			name = u
+		}
+	}
+	name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
+	return section, name, true
+}
+
+// SpecNames returns the names of specs in sorted order.
+func (c *Catalog) SpecNames() []string {
+	names := make([]string, len(c.specs))
+	for i, s := range c.specs {
+		names[i] = s.Name
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,383 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxBytes = 64 << 20
+	DefaultTimeout  = 30 * time.Second
+)
+
+// Options tune Load. The zero value loads a local file or URL with the
+// defaults below and refuses external references.
+type Options struct {
+	// Name is the spec name endpoint ids start with. If empty, the file name
+	// without its extension is used ("petstore-v3.yaml" gives "petstore-v3").
+	Name string
+	// BaseURL overrides every server the spec declares. If empty, the spec's
+	// own servers are used.
+	BaseURL string
+	// AllowExternalRefs lets the loader follow $refs to http(s) URLs. Refs to
+	// local files are never followed.
+	AllowExternalRefs bool
+	// HTTPClient fetches specs and external refs given as URLs. If nil, a
+	// client with Timeout that follows no redirect to another host is used.
+	HTTPClient *http.Client
+	// MaxBytes bounds the size of a spec read from a file or URL. If zero,
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// Timeout bounds fetching a spec from a URL. If zero, DefaultTimeout.
+	Timeout time.Duration
+	// Validate runs kin-openapi's strict validation and reports its findings
+	// as warnings. Problems never stop a spec from serving.
+	Validate bool
+}
+
+// LoadError says which spec failed to load and why, in one line.
+type LoadError struct {
+	Location string
+	Reason   string
+}
+
+func (e *LoadError) Error() string { return e.Location + ": " + e.Reason }
+
+// Read returns the bytes at location, a file path or an http(s) URL, bounded
+// by opts.MaxBytes and, for URLs, opts.Timeout.
+func Read(ctx context.Context, location string, opts Options) ([]byte, error) {
+	max := opts.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if isURL(location) {
+		return readURL(ctx, location, opts, max)
+	}
+	f, err := os.Open(location)
+	if err != nil {
+		return nil, &LoadError{Location: location, Reason: shortOSError(err)}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &LoadError{Location: location, Reason: shortOSError(err)}
+	}
+	if int64(len(data)) > max {
+		return nil, &LoadError{Location: location, Reason: fmt.Sprintf("larger than the %d byte limit", max)}
+	}
+	return data, nil
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+func shortOSError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func readURL(ctx context.Context, location string, opts Options, max int64) ([]byte, error) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := opts.HTTPClient
+	if client == nil {
+		client = sameHostClient()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, location, nil)
+	if err != nil {
+		return nil, &LoadError{Location: location, Reason: "invalid URL"}
+	}
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &LoadError{Location: location, Reason: "fetch: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &LoadError{Location: location, Reason: "fetch: HTTP " + resp.Status}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, &LoadError{Location: location, Reason: "fetch: " + err.Error()}
+	}
+	if int64(len(data)) > max {
+		return nil, &LoadError{Location: location, Reason: fmt.Sprintf("larger than the %d byte limit", max)}
+	}
+	return data, nil
+}
+
+// sameHostClient follows redirects only within the original host.
+func sameHostClient() *http.Client {
+	return &http.Client{
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("too many redirects")
+			}
+			if req.URL.Host != via[0].URL.Host {
+				return fmt.Errorf("redirect to another host (%s) refused", req.URL.Host)
+			}
+			return nil
+		},
+	}
+}
+
+// NameFromLocation derives a spec name from a file path or URL: the last
+// path element without its extension, dots turned into dashes.
+func NameFromLocation(location string) string {
+	p := location
+	if isURL(location) {
+		if u, err := url.Parse(location); err == nil {
+			p = u.Path
+		}
+	}
+	base := filepath.Base(p)
+	for _, ext := range []string{".json", ".yaml", ".yml"} {
+		if strings.HasSuffix(strings.ToLower(base), ext) {
+			base = base[:len(base)-len(ext)]
+			break
+		}
+	}
+	// Dots would blur where the spec name ends in an endpoint id.
+	base = strings.ReplaceAll(base, ".", "-")
+	if base == "" || base == "-" || base == "/" {
+		return "api"
+	}
+	return base
+}
+
+// Load reads and parses the spec at location.
+func Load(ctx context.Context, location string, opts Options) (*Spec, error) {
+	data, err := Read(ctx, location, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(ctx, location, data, opts)
+}
+
+// Parse builds a Spec from the bytes of an OpenAPI 3.x or Swagger 2.0
+// description in JSON or YAML. location names the spec in errors, gives the
+// default name, and is the base for relative server URLs when it is a URL.
+//
+// OpenAPI 3 documents are read straight from their JSON (YAML is first
+// turned into JSON, keeping key order) without building kin-openapi's object
+// graph, which for a large spec costs seconds and hundreds of megabytes.
+// Swagger 2.0 is converted with openapi2conv first.
+func Parse(ctx context.Context, location string, data []byte, opts Options) (s *Spec, err error) {
+	defer func() {
+		// A spec is untrusted input: a panic while reading one must cost this
+		// spec, not the server.
+		if r := recover(); r != nil {
+			s, err = nil, &LoadError{Location: location, Reason: fmt.Sprintf("unsupported document (%v)", r)}
+		}
+	}()
+	v3, version, err := toOpenAPI3JSON(ctx, location, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	name := opts.Name
+	if name == "" {
+		name = NameFromLocation(location)
+	}
+	s, err = buildRaw(name, location, version, v3, opts)
+	if err != nil {
+		return nil, &LoadError{Location: location, Reason: err.Error()}
+	}
+	if refs := externalRefs(v3); len(refs) > 0 {
+		more := ""
+		if len(refs) > 3 {
+			more = fmt.Sprintf(" and %d more", len(refs)-3)
+			refs = refs[:3]
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("external $refs are not followed (%s%s): operations that need them cannot be validated", strings.Join(refs, ", "), more))
+	}
+	if opts.Validate {
+		s.Warnings = append(s.Warnings, validate(ctx, v3, opts)...)
+	}
+	return s, nil
+}
+
+// toOpenAPI3JSON returns the document as OpenAPI 3 JSON and the version the
+// document was written in.
+func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Options) ([]byte, string, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, "", &LoadError{Location: location, Reason: "empty document"}
+	}
+	if trimmed[0] != '{' {
+		j, err := yamlToJSON(trimmed)
+		if err != nil {
+			return nil, "", &LoadError{Location: location, Reason: err.Error()}
+		}
+		trimmed = j
+	}
+	var head struct {
+		Swagger any `json:"swagger"`
+		OpenAPI any `json:"openapi"`
+	}
+	if err := json.Unmarshal(trimmed, &head); err != nil {
+		return nil, "", &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
+	}
+	switch {
+	case head.Swagger != nil:
+		if v := fmt.Sprint(head.Swagger); v != "2.0" {
+			return nil, "", &LoadError{Location: location, Reason: fmt.Sprintf("unsupported swagger version %q", v)}
+		}
+		var doc2 openapi2.T
+		if err := json.Unmarshal(trimmed, &doc2); err != nil {
+			return nil, "", &LoadError{Location: location, Reason: "invalid Swagger 2.0: " + jsonErrorText(err)}
+		}
+		var base *url.URL
+		if isURL(location) {
+			base, _ = url.Parse(location)
+		}
+		doc, err := openapi2conv.ToV3WithLoader(&doc2, newLoader(ctx, opts), base)
+		if err != nil {
+			return nil, "", &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
+		}
+		out, err := json.Marshal(doc)
+		if err != nil {
+			return nil, "", &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
+		}
+		return out, "2.0", nil
+	case head.OpenAPI != nil:
+		v := fmt.Sprint(head.OpenAPI)
+		if !strings.HasPrefix(v, "3.") {
+			return nil, "", &LoadError{Location: location, Reason: fmt.Sprintf("unsupported openapi version %q", v)}
+		}
+		var compact bytes.Buffer
+		compact.Grow(len(trimmed))
+		if err := json.Compact(&compact, trimmed); err != nil {
+			return nil, "", &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
+		}
+		return compact.Bytes(), v, nil
+	default:
+		return nil, "", &LoadError{Location: location, Reason: `neither an "openapi" nor a "swagger" version field`}
+	}
+}
+
+// externalRefs lists the external references a document holds (by a
+// textual scan, so a "$ref" inside an example counts too). specgate serves
+// each spec from its own document and reads no other file or URL on a
+// spec's say-so: an operation that needs one of these cannot be rebuilt.
+func externalRefs(doc []byte) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range anyRefPattern.FindAllSubmatch(doc, -1) {
+		ref := string(m[1])
+		if strings.HasPrefix(ref, "#") || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		out = append(out, ref)
+	}
+	return out
+}
+
+var kinTypeError = regexp.MustCompile(`cannot unmarshal (\w+) into (?:Go )?(?:value|field \S+|struct field \S+) of type (?:\S+\.)?(\S+)`)
+
+var anyRefPattern = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
+
+func newLoader(ctx context.Context, opts Options) *openapi3.Loader {
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = false
+	// A spec's refs never read local files or URLs.
+	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+		return nil, fmt.Errorf("external $ref %q refused", u.Redacted())
+	}
+	return loader
+}
+
+// jsonErrorText drops Go type names from encoding/json errors.
+func jsonErrorText(err error) string {
+	if m := kinTypeError.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Sprintf("a JSON %s where the format expects %s", m[1], strings.ToLower(strings.TrimPrefix(m[2], "openapi")))
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := te.Field
+		if where == "" {
+			where = fmt.Sprintf("offset %d", te.Offset)
+		}
+		return fmt.Sprintf("%s: a %s where the format expects another type", where, te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("syntax error at offset %d: %s", se.Offset, se.Error())
+	}
+	return oneLine(strings.ReplaceAll(strings.ReplaceAll(err.Error(), " Go struct", ""), "Bis", ""))
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return s
+}
+
+// validate runs kin-openapi's full load and strict validation. It is slow
+// and memory hungry on large specs, so only `specgate check` asks for it.
+func validate(ctx context.Context, v3 []byte, opts Options) []string {
+	doc := &openapi3.T{}
+	if err := json.Unmarshal(v3, doc); err != nil {
+		return []string{"validation: " + jsonErrorText(err)}
+	}
+	if err := newLoader(ctx, opts).ResolveRefsIn(doc, nil); err != nil {
+		return []string{"validation: " + oneLine(err.Error())}
+	}
+	err := doc.Validate(ctx,
+		openapi3.DisableExamplesValidation(),
+		openapi3.DisableSchemaDefaultsValidation(),
+		openapi3.DisableSchemaPatternValidation(),
+	)
+	if err == nil {
+		return nil
+	}
+	return []string{"validation: " + oneLine(err.Error())}
+}
+
+// firstSentences trims s to at most max bytes at a sentence or word end.
+func firstSentences(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= max {
+		return s
+	}
+	cut := s[:max]
+	if i := strings.LastIndex(cut, ". "); i > max/3 {
+		return cut[:i+1]
+	}
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}

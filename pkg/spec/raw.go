@@ -1,0 +1,411 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// This file builds a Spec from OpenAPI 3 JSON without kin-openapi: each
+// level is decoded only as deep as the catalog needs, and what is not
+// understood is skipped with a warning rather than failing the spec.
+
+var methodOrder = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace", "query"}
+
+type rawServer struct {
+	URL       string `json:"url"`
+	Variables map[string]struct {
+		Default any   `json:"default"`
+		Enum    []any `json:"enum"`
+	} `json:"variables"`
+}
+
+type entry struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// objectEntries decodes a JSON object keeping its key order.
+func objectEntries(raw []byte) ([]entry, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("not an object")
+	}
+	var out []entry
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, entry{Key: key, Value: v})
+	}
+	return out, nil
+}
+
+// field decodes one field leniently: a value of the wrong type is ignored.
+func field[T any](m map[string]json.RawMessage, key string) (T, bool) {
+	var v T
+	raw, ok := m[key]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return v, false
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false
+	}
+	return v, true
+}
+
+func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %s", jsonErrorText(err))
+	}
+	s := &Spec{Name: name, Location: location, Version: version}
+	s.OpenAPI, _ = field[string](top, "openapi")
+	if version == "2.0" || s.OpenAPI == "" {
+		s.OpenAPI = "3.0.3"
+	}
+	if info, ok := field[map[string]json.RawMessage](top, "info"); ok {
+		s.Title, _ = field[string](info, "title")
+		s.APIVersion, _ = field[string](info, "version")
+		d, _ := field[string](info, "description")
+		s.Description = firstSentences(d, 200)
+	}
+	if comps, ok := top["components"]; ok {
+		if err := json.Unmarshal(comps, &s.Components); err != nil {
+			// Sections of the wrong shape are dropped one by one.
+			var loose map[string]json.RawMessage
+			if json.Unmarshal(comps, &loose) == nil {
+				s.Components = map[string]map[string]json.RawMessage{}
+				for sec, raw := range loose {
+					var m map[string]json.RawMessage
+					if json.Unmarshal(raw, &m) == nil {
+						s.Components[sec] = m
+					} else {
+						s.Warnings = append(s.Warnings, fmt.Sprintf("components.%s is not an object: ignored", sec))
+					}
+				}
+			}
+		}
+	}
+	s.Schemes = rawSchemes(s.Components["securitySchemes"])
+
+	var specURL *url.URL
+	if isURL(location) {
+		specURL, _ = url.Parse(location)
+	}
+	servers, _ := field[[]rawServer](top, "servers")
+	s.BaseURL = opts.BaseURL
+	if s.BaseURL == "" {
+		s.BaseURL = rawServerURL(servers, specURL)
+	}
+	docSecurity, _ := field[[]map[string][]string](top, "security")
+
+	pathsRaw, ok := top["paths"]
+	if !ok || string(pathsRaw) == "null" {
+		return s, nil
+	}
+	paths, err := objectEntries(pathsRaw)
+	if err != nil {
+		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
+	}
+	seen := map[string]int{}
+	for _, p := range paths {
+		var item map[string]json.RawMessage
+		if err := json.Unmarshal(p.Value, &item); err != nil {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("path %s is not an object: skipped", p.Key))
+			continue
+		}
+		if ref, ok := field[string](item, "$ref"); ok {
+			target, ok := s.resolve(ref, "pathItems")
+			if !ok || json.Unmarshal(target, &item) != nil {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("path %s: $ref %s not found: skipped", p.Key, ref))
+				continue
+			}
+		}
+		itemParams, _ := field[[]json.RawMessage](item, "parameters")
+		itemServers, _ := field[[]rawServer](item, "servers")
+		for _, m := range methodOrder {
+			opRaw, ok := item[m]
+			if !ok {
+				continue
+			}
+			e, warn := s.buildEndpoint(p.Key, m, opRaw, itemParams, itemServers, docSecurity, specURL, opts)
+			if warn != "" {
+				s.Warnings = append(s.Warnings, warn)
+			}
+			if e == nil {
+				continue
+			}
+			if n := seen[e.ID]; n > 0 {
+				// A repeated operationId keeps its first id; later ones get a
+				// numeric suffix in document order, so ids stay stable.
+				base := e.ID
+				for seen[e.ID] > 0 {
+					n++
+					e.ID = fmt.Sprintf("%s_%d", base, n)
+				}
+				seen[base] = n
+			}
+			seen[e.ID]++
+			s.Endpoints = append(s.Endpoints, e)
+		}
+	}
+	return s, nil
+}
+
+// resolve follows a local "#/components/<section>/<name>" reference, and
+// chains of them, to the JSON they name.
+func (s *Spec) resolve(ref, wantSection string) (json.RawMessage, bool) {
+	for range 16 {
+		section, name, ok := splitComponentRef(ref)
+		if !ok || (wantSection != "" && section != wantSection) {
+			return nil, false
+		}
+		raw, ok := s.Components[section][name]
+		if !ok {
+			return nil, false
+		}
+		var probe struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(raw, &probe) != nil || probe.Ref == "" {
+			return raw, true
+		}
+		ref = probe.Ref
+	}
+	return nil, false
+}
+
+func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemParams []json.RawMessage,
+	itemServers []rawServer, docSecurity []map[string][]string, specURL *url.URL, opts Options) (*Endpoint, string) {
+	var op map[string]json.RawMessage
+	if err := json.Unmarshal(opRaw, &op); err != nil {
+		return nil, fmt.Sprintf("%s %s is not an object: skipped", strings.ToUpper(method), path)
+	}
+	e := &Endpoint{Spec: s.Name, Method: strings.ToUpper(method), Path: path, spec: s}
+	e.OperationID, _ = field[string](op, "operationId")
+	e.Summary, _ = field[string](op, "summary")
+	e.Summary = strings.TrimSpace(e.Summary)
+	e.Description, _ = field[string](op, "description")
+	e.Description = strings.TrimSpace(e.Description)
+	e.Tags, _ = field[[]string](op, "tags")
+	e.Deprecated, _ = field[bool](op, "deprecated")
+	if oid := cleanOperationID(e.OperationID); oid != "" {
+		e.ID = s.Name + "." + oid
+	} else {
+		e.ID = s.Name + "." + slugID(e.Method, path)
+	}
+
+	// Parameters: path-level ones merged in, the operation's own winning on
+	// name and location.
+	opParams, _ := field[[]json.RawMessage](op, "parameters")
+	type resolved struct {
+		raw  json.RawMessage
+		name string
+		in   string
+		req  bool
+	}
+	read := func(raw json.RawMessage) (resolved, bool) {
+		body := raw
+		var probe struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(raw, &probe) == nil && probe.Ref != "" {
+			var ok bool
+			if body, ok = s.resolve(probe.Ref, "parameters"); !ok {
+				return resolved{}, false
+			}
+		}
+		var p struct {
+			Name     string `json:"name"`
+			In       string `json:"in"`
+			Required any    `json:"required"`
+		}
+		if json.Unmarshal(body, &p) != nil || p.Name == "" || p.In == "" {
+			return resolved{}, false
+		}
+		req, _ := p.Required.(bool)
+		return resolved{raw: raw, name: p.Name, in: p.In, req: req || p.In == "path"}, true
+	}
+	var warn []string
+	var mine []resolved
+	have := map[string]bool{}
+	for _, raw := range opParams {
+		r, ok := read(raw)
+		if !ok {
+			warn = append(warn, "a parameter that cannot be read")
+			continue
+		}
+		have[r.in+"\x00"+r.name] = true
+		mine = append(mine, r)
+	}
+	var merged []resolved
+	for _, raw := range itemParams {
+		r, ok := read(raw)
+		if !ok {
+			warn = append(warn, "a path-level parameter that cannot be read")
+			continue
+		}
+		if !have[r.in+"\x00"+r.name] {
+			merged = append(merged, r)
+		}
+	}
+	merged = append(merged, mine...)
+	rawParams := make([]json.RawMessage, len(merged))
+	for i, r := range merged {
+		e.Params = append(e.Params, Param{Name: r.name, In: r.in, Required: r.req})
+		rawParams[i] = r.raw
+	}
+
+	if rb, ok := op["requestBody"]; ok && string(rb) != "null" {
+		body := rb
+		var probe struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(rb, &probe) == nil && probe.Ref != "" {
+			body, ok = s.resolve(probe.Ref, "requestBodies")
+		}
+		if ok {
+			var b map[string]json.RawMessage
+			if json.Unmarshal(body, &b) == nil {
+				e.BodyRequired, _ = field[bool](b, "required")
+				if c, ok := b["content"]; ok {
+					if ents, err := objectEntries(c); err == nil {
+						for _, en := range ents {
+							e.BodyTypes = append(e.BodyTypes, en.Key)
+						}
+					}
+				}
+			}
+		} else {
+			warn = append(warn, "a request body that cannot be resolved")
+		}
+	}
+
+	if sec, ok := field[[]map[string][]string](op, "security"); ok || op["security"] != nil {
+		e.Security = securityNames(sec)
+	} else {
+		e.Security = securityNames(docSecurity)
+	}
+
+	e.BaseURL = opts.BaseURL
+	if e.BaseURL == "" {
+		opServers, _ := field[[]rawServer](op, "servers")
+		switch {
+		case len(opServers) > 0:
+			e.BaseURL = rawServerURL(opServers, specURL)
+		case len(itemServers) > 0:
+			e.BaseURL = rawServerURL(itemServers, specURL)
+		default:
+			e.BaseURL = s.BaseURL
+		}
+	}
+
+	// The compact operation keeps what describes the call, references intact.
+	if len(rawParams) > 0 {
+		op["parameters"], _ = json.Marshal(rawParams)
+	} else {
+		delete(op, "parameters")
+	}
+	delete(op, "servers")
+	delete(op, "callbacks")
+	raw, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Sprintf("%s %s: %s: skipped", e.Method, path, oneLine(err.Error()))
+	}
+	e.raw = raw
+	w := ""
+	if len(warn) > 0 {
+		w = fmt.Sprintf("%s %s: %s ignored", e.Method, path, strings.Join(warn, ", "))
+	}
+	return e, w
+}
+
+func securityNames(reqs []map[string][]string) [][]string {
+	if reqs == nil {
+		return nil
+	}
+	out := make([][]string, 0, len(reqs))
+	for _, r := range reqs {
+		names := make([]string, 0, len(r))
+		for n := range r {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out = append(out, names)
+	}
+	return out
+}
+
+func rawSchemes(section map[string]json.RawMessage) map[string]SecurityScheme {
+	if len(section) == 0 {
+		return nil
+	}
+	out := make(map[string]SecurityScheme, len(section))
+	for name, raw := range section {
+		var v struct {
+			Type   string `json:"type"`
+			In     string `json:"in"`
+			Name   string `json:"name"`
+			Scheme string `json:"scheme"`
+			Flows  map[string]struct {
+				TokenURL string `json:"tokenUrl"`
+			} `json:"flows"`
+		}
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		sc := SecurityScheme{Type: v.Type, In: v.In, Name: v.Name, Scheme: strings.ToLower(v.Scheme)}
+		for _, f := range []string{"clientCredentials", "authorizationCode", "implicit", "password"} {
+			if fl, ok := v.Flows[f]; ok {
+				sc.Flows = append(sc.Flows, f)
+				if f == "clientCredentials" {
+					sc.TokenURL = fl.TokenURL
+				}
+			}
+		}
+		out[name] = sc
+	}
+	return out
+}
+
+// rawServerURL picks the first server, fills its variables from their
+// defaults, and resolves a relative URL against the spec's own URL.
+func rawServerURL(servers []rawServer, specURL *url.URL) string {
+	if len(servers) == 0 {
+		if specURL != nil {
+			return specURL.Scheme + "://" + specURL.Host
+		}
+		return ""
+	}
+	srv := servers[0]
+	u := srv.URL
+	for name, v := range srv.Variables {
+		val := ""
+		if v.Default != nil {
+			val = fmt.Sprint(v.Default)
+		} else if len(v.Enum) > 0 {
+			val = fmt.Sprint(v.Enum[0])
+		}
+		u = strings.ReplaceAll(u, "{"+name+"}", val)
+	}
+	if specURL != nil && !strings.Contains(u, "://") {
+		if ref, err := url.Parse(u); err == nil {
+			u = specURL.ResolveReference(ref).String()
+		}
+	}
+	return strings.TrimSuffix(u, "/")
+}
