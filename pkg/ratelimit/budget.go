@@ -1,0 +1,275 @@
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+)
+
+// OnLimit says what Acquire does with a call that cannot go now.
+type OnLimit int
+
+const (
+	// Wait queues the call (FIFO) until it can go, within the queue's depth and timeout and
+	// the call's deadline.
+	Wait OnLimit = iota
+	// Reject refuses the call at once with a *LimitError carrying the exact wait.
+	Reject
+)
+
+// Default values used where a Budget field is zero.
+const (
+	DefaultWindow       = time.Minute
+	DefaultWindowPad    = 250 * time.Millisecond
+	DefaultQueueDepth   = 64
+	DefaultQueueTimeout = 30 * time.Second
+)
+
+// Budget limits the calls to one upstream. Each dimension is off while its field is zero;
+// the zero Budget limits nothing and queues calls held by learned limits.
+type Budget struct {
+	// Match names the upstream the budget belongs to: a group name that endpoints join, a
+	// host:port, or a bare host (all its ports share the budget).
+	Match string
+	// Requests is the most calls admitted in any rolling Window+WindowPad. Zero: no limit.
+	Requests int
+	// Tokens is the most tokens (request plus response size) charged in any rolling
+	// Window+WindowPad. Calls are charged their estimate when admitted and settled to the
+	// real size afterwards. Zero: no limit.
+	Tokens int64
+	// Window is the length of the rolling window of Requests and Tokens. Zero: one minute.
+	Window time.Duration
+	// WindowPad widens the window to absorb network jitter, so the upstream never sees more
+	// than Requests in its own window. Zero: 250ms; negative: no pad.
+	WindowPad time.Duration
+	// MinInterval is the least time between two admitted calls. Zero: no pacing.
+	MinInterval time.Duration
+	// MaxConcurrent is the most calls in flight (admitted and not yet released). Zero: no limit.
+	MaxConcurrent int
+	// OnLimit says whether a call that cannot go now waits or is refused. Zero: Wait.
+	OnLimit OnLimit
+	// QueueDepth is the most calls waiting for this upstream. Zero: 64.
+	QueueDepth int
+	// QueueTimeout is the longest a call waits for this budget. Holds learned from the
+	// upstream are bounded by the call's deadline instead. Zero: 30s.
+	QueueTimeout time.Duration
+}
+
+// Validate reports the first field that makes no sense, with no I/O.
+func (b Budget) Validate() error {
+	switch {
+	case b.Requests < 0:
+		return fmt.Errorf("budget %q: requests must not be negative", b.Match)
+	case b.Tokens < 0:
+		return fmt.Errorf("budget %q: tokens must not be negative", b.Match)
+	case b.Window < 0:
+		return fmt.Errorf("budget %q: window must not be negative", b.Match)
+	case b.MinInterval < 0:
+		return fmt.Errorf("budget %q: min_interval must not be negative", b.Match)
+	case b.MaxConcurrent < 0:
+		return fmt.Errorf("budget %q: max_concurrent must not be negative", b.Match)
+	case b.QueueDepth < 0:
+		return fmt.Errorf("budget %q: queue_depth must not be negative", b.Match)
+	case b.QueueTimeout < 0:
+		return fmt.Errorf("budget %q: queue_timeout must not be negative", b.Match)
+	case b.OnLimit != Wait && b.OnLimit != Reject:
+		return fmt.Errorf("budget %q: on_limit must be wait or reject", b.Match)
+	case b.Requests > maxRequests:
+		return fmt.Errorf("budget %q: requests above %d per window are not supported", b.Match, maxRequests)
+	}
+	return nil
+}
+
+// maxRequests bounds the sliding log (8 bytes per request).
+const maxRequests = 1 << 20
+
+// withDefaults fills the documented defaults of zero fields.
+func (b Budget) withDefaults() Budget {
+	if b.Window == 0 {
+		b.Window = DefaultWindow
+	}
+	if b.WindowPad == 0 {
+		b.WindowPad = DefaultWindowPad
+	} else if b.WindowPad < 0 {
+		b.WindowPad = 0
+	}
+	if b.QueueDepth == 0 {
+		b.QueueDepth = DefaultQueueDepth
+	}
+	if b.QueueTimeout == 0 {
+		b.QueueTimeout = DefaultQueueTimeout
+	}
+	return b
+}
+
+// span is the rolling window the request and token logs are kept over.
+func (b *Budget) span() int64 { return int64(b.Window + b.WindowPad) }
+
+// requestLog is a sliding log of the last n admission times, oldest first, in a ring.
+// A call at now is allowed when fewer than n are logged or the oldest of the last n is at
+// least span before now, so no half-open window of length span ever holds more than n.
+type requestLog struct {
+	ring []int64
+	head int // index of the oldest entry
+	n    int // entries in use
+}
+
+func (r *requestLog) resize(limit int) {
+	if limit == len(r.ring) {
+		return
+	}
+	nr := make([]int64, limit)
+	keep := min(r.n, limit)
+	// keep the newest entries
+	for i := 0; i < keep; i++ {
+		nr[i] = r.ring[(r.head+r.n-keep+i)%len(r.ring)]
+	}
+	r.ring, r.head, r.n = nr, 0, keep
+}
+
+// wait returns nanoseconds until a call is allowed (zero or less: now).
+func (r *requestLog) wait(now, span int64) int64 {
+	if r.n < len(r.ring) {
+		return 0
+	}
+	return r.ring[r.head] + span - now
+}
+
+// used counts entries still inside the window at now.
+func (r *requestLog) used(now, span int64) int {
+	c := 0
+	for i := 0; i < r.n; i++ {
+		if r.ring[(r.head+i)%len(r.ring)]+span > now {
+			c++
+		}
+	}
+	return c
+}
+
+func (r *requestLog) add(now int64) {
+	if r.n > 0 {
+		// keep the log ordered even when callers pass slightly older times: later is
+		// conservative, the entry leaves the window later
+		if newest := r.ring[(r.head+r.n-1)%len(r.ring)]; now < newest {
+			now = newest
+		}
+	}
+	if r.n < len(r.ring) {
+		r.ring[(r.head+r.n)%len(r.ring)] = now
+		r.n++
+		return
+	}
+	r.ring[r.head] = now
+	r.head = (r.head + 1) % len(r.ring)
+}
+
+// nextFree returns when the oldest entry leaves the window (for status), or now.
+func (r *requestLog) nextFree(now, span int64) int64 {
+	if w := r.wait(now, span); w > 0 {
+		return now + w
+	}
+	return now
+}
+
+// tokenBuckets is a ring of token charges grouped in buckets of width g. A charge made
+// during bucket [t, t+g) counts until t+g+span, which is at least span after the charge:
+// counting whole buckets is conservative, never lenient.
+type tokenBuckets struct {
+	ring []tokenBucket
+	head int
+	n    int
+	sum  int64
+	g    int64
+}
+
+type tokenBucket struct {
+	start  int64
+	tokens int64
+}
+
+// tokenBucketsPerWindow sets the granularity: a charge may count up to span/64 longer
+// than its exact time.
+const tokenBucketsPerWindow = 64
+
+func (tb *tokenBuckets) setSpan(span int64) {
+	g := span / tokenBucketsPerWindow
+	if g < int64(time.Millisecond) {
+		g = int64(time.Millisecond)
+	}
+	tb.g = g
+	want := int(span/g) + 3
+	if len(tb.ring) < want {
+		tb.grow(want)
+	}
+}
+
+func (tb *tokenBuckets) grow(size int) {
+	nr := make([]tokenBucket, size)
+	for i := 0; i < tb.n; i++ {
+		nr[i] = tb.ring[(tb.head+i)%len(tb.ring)]
+	}
+	tb.ring, tb.head = nr, 0
+}
+
+func (tb *tokenBuckets) expire(now, span int64) {
+	for tb.n > 0 {
+		b := tb.ring[tb.head]
+		if b.start+tb.g+span > now {
+			return
+		}
+		tb.sum -= b.tokens
+		tb.head = (tb.head + 1) % len(tb.ring)
+		tb.n--
+	}
+}
+
+// wait returns nanoseconds until cost more tokens fit under limit (zero or less: now).
+// A cost above limit is treated as limit: such a call goes when the window is empty.
+func (tb *tokenBuckets) wait(now, span, limit, cost int64) int64 {
+	tb.expire(now, span)
+	cost = min(cost, limit)
+	if tb.sum+cost <= limit {
+		return 0
+	}
+	freed := int64(0)
+	for i := 0; i < tb.n; i++ {
+		b := tb.ring[(tb.head+i)%len(tb.ring)]
+		freed += b.tokens
+		if tb.sum-freed+cost <= limit {
+			return b.start + tb.g + span - now
+		}
+	}
+	return span // unreachable: freeing every bucket always fits
+}
+
+// add charges tokens at now and returns the start of the bucket charged.
+func (tb *tokenBuckets) add(now, tokens int64) int64 {
+	start := now - now%tb.g
+	if tb.n > 0 {
+		last := &tb.ring[(tb.head+tb.n-1)%len(tb.ring)]
+		if start <= last.start {
+			last.tokens += tokens
+			tb.sum += tokens
+			return last.start
+		}
+	}
+	if tb.n == len(tb.ring) {
+		tb.grow(2 * len(tb.ring))
+	}
+	tb.ring[(tb.head+tb.n)%len(tb.ring)] = tokenBucket{start: start, tokens: tokens}
+	tb.n++
+	tb.sum += tokens
+	return start
+}
+
+// refund takes back up to tokens from the bucket that started at start, if it is still kept.
+func (tb *tokenBuckets) refund(start, tokens int64) {
+	for i := 0; i < tb.n; i++ {
+		b := &tb.ring[(tb.head+i)%len(tb.ring)]
+		if b.start == start {
+			tokens = min(tokens, b.tokens)
+			b.tokens -= tokens
+			tb.sum -= tokens
+			return
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Scope says who refused a call: specgate's own limits or what the upstream said.
+type Scope string
+
+const (
+	// ScopeProxy is a refusal by a limit configured in specgate (cooldown or budget).
+	// Raising specgate's limits helps only with these.
+	ScopeProxy Scope = "proxy"
+	// ScopeUpstream is a refusal because of what the upstream said: a 429, a rate-limit 403,
+	// or an advertised remaining of zero.
+	ScopeUpstream Scope = "upstream"
+)
+
+// Kind names the limit that bound a refused call.
+type Kind string
+
+const (
+	KindCooldown    Kind = "cooldown"    // the per-endpoint cooldown
+	KindRequests    Kind = "requests"    // requests per rolling window
+	KindTokens      Kind = "tokens"      // tokens per rolling window
+	KindInterval    Kind = "interval"    // minimum interval between calls to an upstream
+	KindConcurrency Kind = "concurrency" // calls in flight to an upstream
+	KindLearned     Kind = "learned"     // learned from the upstream's answers
+)
+
+// Error codes, as in DESIGN.md's closed set.
+const (
+	CodeRateLimit         = "rate_limit"
+	CodeUpstreamRateLimit = "upstream_rate_limit"
+	CodeQueueFull         = "queue_full"
+	CodeQueueTimeout      = "queue_timeout"
+)
+
+// LimitError is a refused admission. RetryAfter is never zero, and for every kind but
+// KindConcurrency it is exact: a call made exactly RetryAfter later passes the limit that
+// refused this one (unless other calls take the room first). For KindConcurrency no exact
+// time is known and RetryAfter is an estimate: the mean duration of recent calls to the
+// upstream (one second before any call has finished), and Estimated is true.
+type LimitError struct {
+	Scope    Scope
+	Kind     Kind
+	Key      string        // the endpoint id for KindCooldown, else the upstream key
+	Interval time.Duration // the cooldown or minimum interval, for KindCooldown and KindInterval
+	Limit    int64         // requests or tokens per Window, or calls in flight
+	Window   time.Duration // the window of Limit, when it has one
+	// Source is the response header that set a learned limit, such as "retry-after" or
+	// "x-ratelimit-remaining" (lower case; never its value).
+	Source     string
+	RetryAfter time.Duration
+	RetryAt    time.Time // the decision's now plus RetryAfter
+	Estimated  bool      // RetryAfter is an estimate (KindConcurrency)
+}
+
+// Code is the error code the model reads: CodeRateLimit for ScopeProxy,
+// CodeUpstreamRateLimit for ScopeUpstream.
+func (e *LimitError) Code() string {
+	if e.Scope == ScopeUpstream {
+		return CodeUpstreamRateLimit
+	}
+	return CodeRateLimit
+}
+
+// RetryAfterSeconds is RetryAfter in seconds with millisecond precision, rounded up, so
+// waiting that long never falls short.
+func (e *LimitError) RetryAfterSeconds() float64 { return ceilSeconds(e.RetryAfter) }
+
+func (e *LimitError) Error() string {
+	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
+	switch e.Kind {
+	case KindCooldown:
+		return fmt.Sprintf("endpoint %s is cooling down: try again in %s seconds", e.Key, wait)
+	case KindRequests:
+		return fmt.Sprintf("upstream %s request budget (%d per %s) is spent: try again in %s seconds", e.Key, e.Limit, e.Window, wait)
+	case KindTokens:
+		return fmt.Sprintf("upstream %s token budget (%d per %s) is spent: try again in %s seconds", e.Key, e.Limit, e.Window, wait)
+	case KindInterval:
+		return fmt.Sprintf("upstream %s allows one call every %s: try again in %s seconds", e.Key, e.Interval, wait)
+	case KindConcurrency:
+		return fmt.Sprintf("upstream %s has %d calls in flight: try again in about %s seconds", e.Key, e.Limit, wait)
+	default:
+		return fmt.Sprintf("upstream %s asked to slow down (%s): try again in %s seconds", e.Key, e.Source, wait)
+	}
+}
+
+// QueueError is a call that the wait queue of an upstream could not hold: the queue was
+// full (CodeQueueFull) or the wait ran, or would run, past the queue timeout
+// (CodeQueueTimeout).
+type QueueError struct {
+	Code     string
+	Upstream string
+	Depth    int           // the queue's configured depth
+	Timeout  time.Duration // the queue's configured timeout
+	Waited   time.Duration // how long the call waited before giving up
+	// RetryAfter is an estimate of when a new attempt could be served; never zero.
+	RetryAfter time.Duration
+}
+
+// RetryAfterSeconds is RetryAfter in seconds with millisecond precision, rounded up.
+func (e *QueueError) RetryAfterSeconds() float64 { return ceilSeconds(e.RetryAfter) }
+
+func (e *QueueError) Error() string {
+	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
+	if e.Code == CodeQueueFull {
+		return fmt.Sprintf("wait queue for upstream %s is full (%d calls): try again in about %s seconds", e.Upstream, e.Depth, wait)
+	}
+	return fmt.Sprintf("call waited %s for upstream %s, past the queue timeout of %s: try again in about %s seconds", e.Waited.Round(time.Millisecond), e.Upstream, e.Timeout, wait)
+}
+
+// ceilSeconds rounds d up to whole milliseconds and returns seconds.
+func ceilSeconds(d time.Duration) float64 {
+	if d <= 0 {
+		return 0.001
+	}
+	ms := math.Ceil(float64(d) / float64(time.Millisecond))
+	return ms / 1000
+}

@@ -1,0 +1,509 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Limiter. The zero Options give a Limiter with no endpoints and no
+// budgets: every call is admitted, and only what upstreams say (Ticket.Observe) holds calls.
+type Options struct {
+	// Endpoints are the endpoints whose cooldown is kept, each with its upstream. Only these
+	// ids hold state; calls naming any other endpoint pass the cooldown.
+	Endpoints []Endpoint
+	// Budgets are the upstream budgets, by Match. Upstreams with no budget still learn from
+	// their answers.
+	Budgets []Budget
+	// MaxUpstreams bounds the upstream keys that hold state; calls to further upstreams pass
+	// with only their cooldown. Zero: 1024.
+	MaxUpstreams int
+	// ProgressInterval is how often Acquire reports progress while a call waits. Zero: 1s.
+	ProgressInterval time.Duration
+}
+
+// Endpoint is one callable endpoint.
+type Endpoint struct {
+	// ID is the endpoint id (for example "petstore.getPetById"), the cooldown's key.
+	ID string
+	// Upstream is the key of the upstream it calls: host:port of its base URL, or the group
+	// name its spec joins. Empty: no upstream budget and no learning, only the cooldown.
+	Upstream string
+	// Interval is the cooldown between two calls to this endpoint. Zero: no cooldown.
+	Interval time.Duration
+}
+
+// Request describes one call to be admitted.
+type Request struct {
+	// Endpoint is the endpoint id. An id that was never registered has no cooldown.
+	Endpoint string
+	// Upstream overrides the endpoint's registered upstream key. Empty: the registered one.
+	Upstream string
+	// Tokens is the estimated size of the call in tokens (request plus expected response),
+	// charged against token budgets when admitted; Ticket.Settle corrects it. Zero: the call
+	// is charged nothing but is still held while a token budget is spent.
+	Tokens int64
+	// Retry marks a retry of a call already admitted once: the endpoint's
+	// cooldown, charged by the first attempt, is neither checked nor charged
+	// again. Budgets and learned limits apply as to any call.
+	Retry bool
+	// Progress, when not nil, is called by Acquire from the waiting goroutine as the call
+	// enters the queue and every ProgressInterval while it waits.
+	Progress func(Progress)
+}
+
+// Progress reports a call waiting in a queue.
+type Progress struct {
+	Waited   time.Duration // time spent in the queue so far
+	Estimate time.Duration // estimated time left; zero when unknown
+	Position int           // place in the queue, 1 for the next call to go
+}
+
+// EstimateTokens estimates the tokens of a payload of n bytes (about four bytes a token).
+func EstimateTokens(n int) int64 { return int64(n+3) / 4 }
+
+// Limiter governs calls to upstream APIs: per-endpoint cooldowns, upstream budgets, what it
+// learns from the upstreams' answers, and a wait queue per upstream. A Limiter is safe for
+// concurrent use. It starts no goroutines.
+type Limiter struct {
+	progressEvery time.Duration
+	maxUpstreams  int
+	cooldown      Cooldown
+
+	endpoints atomic.Pointer[map[string]*endpoint]
+	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
+
+	mu      sync.Mutex // serialises writers of endpoints and upstreams; guards the fields below
+	budgets map[string]Budget
+	nUp     int
+}
+
+// endpoint ties an endpoint id to its cooldown and upstream.
+type endpoint struct {
+	id       string
+	cd       *cooldownKey
+	upKey    string // guarded by Limiter.mu
+	up       atomic.Pointer[upstream]
+	resource atomic.Pointer[string] // the upstream quota its answers count against, once said
+}
+
+// ErrUnknownEndpoint is returned when tuning an endpoint that was never registered.
+var ErrUnknownEndpoint = errors.New("unknown endpoint")
+
+// New returns a Limiter for opts, or the first configuration error.
+func New(opts Options) (*Limiter, error) {
+	l := &Limiter{
+		progressEvery: opts.ProgressInterval,
+		maxUpstreams:  opts.MaxUpstreams,
+		budgets:       map[string]Budget{},
+	}
+	if l.progressEvery <= 0 {
+		l.progressEvery = time.Second
+	}
+	if l.maxUpstreams <= 0 {
+		l.maxUpstreams = 1024
+	}
+	for _, b := range opts.Budgets {
+		if b.Match == "" {
+			return nil, errors.New("budget has no match")
+		}
+		if err := b.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := l.budgets[b.Match]; dup {
+			return nil, fmt.Errorf("budget %q is given twice", b.Match)
+		}
+		l.budgets[b.Match] = b
+	}
+	for _, e := range opts.Endpoints {
+		if err := l.SetEndpoint(e); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// SetEndpoint registers an endpoint, or changes the cooldown interval and upstream of a
+// registered one at once, keeping its last admission.
+func (l *Limiter) SetEndpoint(e Endpoint) error {
+	if e.ID == "" {
+		return errors.New("endpoint has no id")
+	}
+	if e.Interval < 0 {
+		return fmt.Errorf("endpoint %s: interval must not be negative", e.ID)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cooldown.Set(e.ID, e.Interval)
+	old := l.endpoints.Load()
+	ep := l.lookupEndpoint(e.ID)
+	if ep == nil {
+		ep = &endpoint{id: e.ID, cd: l.cooldown.lookup(e.ID)}
+		m := make(map[string]*endpoint, mapLen(old)+1)
+		if old != nil {
+			for k, v := range *old {
+				m[k] = v
+			}
+		}
+		m[e.ID] = ep
+		l.endpoints.Store(&m)
+	}
+	ep.upKey = e.Upstream
+	ep.up.Store(l.upstreamLocked(e.Upstream))
+	return nil
+}
+
+// SetCooldown changes the cooldown interval of a registered endpoint at once, keeping its
+// last admission. Zero turns its cooldown off.
+func (l *Limiter) SetCooldown(endpointID string, interval time.Duration) error {
+	if interval < 0 {
+		return fmt.Errorf("endpoint %s: interval must not be negative", endpointID)
+	}
+	ep := l.lookupEndpoint(endpointID)
+	if ep == nil {
+		return fmt.Errorf("%w %s", ErrUnknownEndpoint, endpointID)
+	}
+	ep.cd.interval.Store(int64(interval))
+	return nil
+}
+
+// SetBudget adds the budget b or replaces the budget with the same Match at once. What was
+// already admitted stays counted: the request log, token charges, last admission, calls in
+// flight and learned limits are kept. Waiting calls are re-examined.
+func (l *Limiter) SetBudget(b Budget) error {
+	if b.Match == "" {
+		return errors.New("budget has no match")
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.budgets[b.Match] = b
+	old := l.upstreams.Load()
+	if old == nil {
+		return nil
+	}
+	// Keys may now resolve to a different budget (a new bare-host match, say): regroup them,
+	// reusing the state already kept under the new name when there is one.
+	byName := map[string]*upstream{}
+	for _, u := range *old {
+		byName[u.key] = u
+	}
+	m := make(map[string]*upstream, len(*old))
+	for k, u := range *old {
+		c := l.canonical(k)
+		t := byName[c]
+		if t == nil {
+			t = u
+			t.mu.Lock()
+			t.key = c
+			t.mu.Unlock()
+			byName[c] = t
+		}
+		m[k] = t
+	}
+	l.upstreams.Store(&m)
+	if eps := l.endpoints.Load(); eps != nil {
+		for _, ep := range *eps {
+			if u := m[ep.upKey]; u != nil {
+				ep.up.Store(u)
+			}
+		}
+	}
+	for name, u := range byName {
+		if bb, ok := l.budgets[name]; ok {
+			u.configure(bb, true)
+		}
+	}
+	return nil
+}
+
+// Budget returns the budget configured for match and whether there is one.
+func (l *Limiter) Budget(match string) (Budget, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.budgets[match]
+	return b, ok
+}
+
+func (l *Limiter) lookupEndpoint(id string) *endpoint {
+	m := l.endpoints.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[id]
+}
+
+// upstream returns the state of the upstream key, creating it on first use.
+func (l *Limiter) upstream(key string) *upstream {
+	if key == "" {
+		return nil
+	}
+	if m := l.upstreams.Load(); m != nil {
+		if u := (*m)[key]; u != nil {
+			return u
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.upstreamLocked(key)
+}
+
+func (l *Limiter) upstreamLocked(key string) *upstream {
+	if key == "" {
+		return nil
+	}
+	old := l.upstreams.Load()
+	if old != nil {
+		if u := (*old)[key]; u != nil {
+			return u
+		}
+	}
+	c := l.canonical(key)
+	var u *upstream
+	if old != nil {
+		u = (*old)[c]
+	}
+	if u == nil {
+		if l.nUp >= l.maxUpstreams {
+			return nil
+		}
+		l.nUp++
+		u = &upstream{key: c}
+		u.configure(l.budgets[c], false)
+	}
+	m := make(map[string]*upstream, mapLen(old)+2)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[key], m[c] = u, u
+	l.upstreams.Store(&m)
+	return u
+}
+
+// canonical names the state a key belongs to: the key itself when a budget matches it,
+// else its bare host when a budget matches that, else the key.
+func (l *Limiter) canonical(key string) string {
+	if _, ok := l.budgets[key]; ok {
+		return key
+	}
+	if host, _, err := net.SplitHostPort(key); err == nil {
+		if _, ok := l.budgets[host]; ok {
+			return host
+		}
+	}
+	return key
+}
+
+func (l *Limiter) resolve(req Request) (*endpoint, *upstream) {
+	ep := l.lookupEndpoint(req.Endpoint)
+	if req.Upstream != "" {
+		return ep, l.upstream(req.Upstream)
+	}
+	if ep == nil {
+		return nil, nil
+	}
+	return ep, ep.up.Load()
+}
+
+// AdmitAt decides at now whether req may go, checking the endpoint's cooldown, every
+// dimension of its upstream's budget and what the upstream said, all with the one now, and
+// charges them all only if all pass. On refusal the error is a *LimitError naming the limit
+// with the longest wait. AdmitAt never waits and never queues (see Acquire); it allocates
+// nothing when it admits. The Ticket must be released when the call ends.
+func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
+	ep, up := l.resolve(req)
+	t, rf, ok := admit(ep, up, req, now.UnixNano(), true)
+	if !ok {
+		return Ticket{}, rf.err(ep, up, now)
+	}
+	return t, nil
+}
+
+// ReadyAt returns how long after now a call to the endpoint would wait for its cooldown,
+// its upstream's budget and learned limits; zero when it could go now. It charges nothing
+// and does not count calls already waiting in the queue.
+func (l *Limiter) ReadyAt(endpointID string, now time.Time) time.Duration {
+	ep, up := l.resolve(Request{Endpoint: endpointID})
+	_, rf, ok := admit(ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
+	if ok {
+		return 0
+	}
+	return time.Duration(rf.wait)
+}
+
+// admit is the one check-and-charge. With charge false it only checks.
+func admit(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+	if up == nil {
+		if ep == nil || req.Retry {
+			return Ticket{ep: ep, admitted: now}, refusal{}, true
+		}
+		for {
+			last := ep.cd.last.Load()
+			if w := ep.cd.wait(last, now); w > 0 {
+				rf := refusal{}
+				rf.cooldownOf(ep, w)
+				if charge {
+					ep.cd.refused.Add(1)
+				}
+				return Ticket{}, rf, false
+			}
+			if !charge {
+				return Ticket{}, refusal{}, true
+			}
+			if ep.cd.last.CompareAndSwap(last, now) {
+				ep.cd.admitted.Add(1)
+				return Ticket{ep: ep, admitted: now}, refusal{}, true
+			}
+		}
+	}
+	up.mu.Lock()
+	t, rf, ok := up.admitLocked(ep, req, now, charge)
+	if !ok && charge {
+		up.countRefusal(ep, &rf)
+	}
+	up.mu.Unlock()
+	return t, rf, ok
+}
+
+// refusal is a refused admission before it becomes a *LimitError (which allocates).
+type refusal struct {
+	kind      Kind
+	scope     Scope
+	wait      int64
+	limit     int64
+	window    time.Duration
+	interval  time.Duration
+	source    string
+	estimated bool
+	cooldown  bool // the endpoint's cooldown refused: such calls are never queued
+}
+
+// consider keeps the limit with the longest wait, so waiting RetryAfter clears them all.
+func (r *refusal) consider(kind Kind, scope Scope, wait int64) bool {
+	if wait <= r.wait {
+		return false
+	}
+	*r = refusal{kind: kind, scope: scope, wait: wait, cooldown: r.cooldown}
+	return true
+}
+
+func (r *refusal) cooldownOf(ep *endpoint, wait int64) {
+	r.cooldown = true
+	if r.consider(KindCooldown, ScopeProxy, wait) {
+		r.interval = time.Duration(ep.cd.interval.Load())
+	}
+}
+
+func (r *refusal) err(ep *endpoint, up *upstream, now time.Time) *LimitError {
+	e := &LimitError{
+		Scope:      r.scope,
+		Kind:       r.kind,
+		Interval:   r.interval,
+		Limit:      r.limit,
+		Window:     r.window,
+		Source:     r.source,
+		RetryAfter: time.Duration(r.wait),
+		RetryAt:    now.Add(time.Duration(r.wait)),
+		Estimated:  r.estimated,
+	}
+	switch {
+	case r.kind == KindCooldown && ep != nil:
+		e.Key = ep.id
+	case up != nil:
+		e.Key = up.name()
+	}
+	return e
+}
+
+// Ticket is an admitted call. Release it when the call ends (defer t.Release()); until then
+// it counts as in flight. A Ticket is not safe for concurrent use and must not be copied
+// once used. The zero Ticket (a call with nothing to govern) does nothing.
+type Ticket struct {
+	// QueueWait is how long Acquire held the call in the queue.
+	QueueWait time.Duration
+	up        *upstream
+	ep        *endpoint
+	admitted  int64
+	tokens    int64 // tokens charged, after settling
+	bucket    int64 // the token bucket charged at admission
+	released  bool
+}
+
+// Admitted returns when the call was admitted.
+func (t *Ticket) Admitted() time.Time {
+	if t.admitted == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t.admitted)
+}
+
+// Release ends the call: it no longer counts as in flight. Only the first call has effect.
+func (t *Ticket) Release() { t.ReleaseAt(time.Now()) }
+
+// ReleaseAt is Release at a given time, used to estimate how long calls take.
+func (t *Ticket) ReleaseAt(now time.Time) {
+	if t.released || t.up == nil {
+		t.released = true
+		return
+	}
+	t.released = true
+	up := t.up
+	up.mu.Lock()
+	up.release(now.UnixNano() - t.admitted)
+	up.wakeHead()
+	up.mu.Unlock()
+}
+
+// Settle replaces the call's token estimate with its real size (request plus response), so
+// token budgets count what was really spent.
+func (t *Ticket) Settle(actual int64) { t.SettleAt(actual, time.Now()) }
+
+// SettleAt is Settle at a given time: more tokens than estimated are charged at now.
+func (t *Ticket) SettleAt(actual int64, now time.Time) {
+	if t.up == nil || actual < 0 {
+		return
+	}
+	up := t.up
+	up.mu.Lock()
+	up.settle(t, actual, now.UnixNano())
+	up.wakeHead()
+	up.mu.Unlock()
+	t.tokens = actual
+}
+
+// Observe parses the upstream's answer to this call (status, headers and, optionally, the
+// first bytes of its body) and learns from it; see ParseHeaders and ObserveAt.
+func (t *Ticket) Observe(status int, h http.Header, body []byte) Signal {
+	now := time.Now()
+	sig := ParseHeaders(status, h, body, now)
+	t.ObserveAt(sig, now)
+	return sig
+}
+
+// ObserveAt applies what the upstream said at now: a rate-limited answer blocks the upstream
+// (or the quota its headers name) until its retry time, at least one second; a remaining of
+// zero holds calls until the reset; an advertised limit becomes a learned budget, counted
+// down by every call admitted after it, in flight ones included. Learned limits only add
+// to the configured ones, never loosen them.
+func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
+	if t.up == nil {
+		return
+	}
+	up := t.up
+	up.mu.Lock()
+	others := up.inflight
+	if !t.released {
+		others--
+	}
+	up.learn(t.ep, sig, others, now.UnixNano())
+	up.wakeHead()
+	up.mu.Unlock()
+}

@@ -1,0 +1,419 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+)
+
+// upstream is the state of one upstream: its budget's logs, what it has said, its queue and
+// its counters. Everything is guarded by mu; admission is one critical section.
+type upstream struct {
+	mu         sync.Mutex
+	key        string
+	budget     Budget // with defaults filled in
+	configured bool   // a Budget was given for it
+	span       int64  // window plus pad, nanoseconds
+
+	reqs      requestLog
+	toks      tokenBuckets
+	lastAdmit int64 // unix nanoseconds; zero: never
+	inflight  int
+	avgCall   int64 // moving mean of call durations, nanoseconds; zero: none finished yet
+
+	learned []*learnedSet // index 0, when present, may be any resource
+	queue   []*waiter
+
+	admitted     int64
+	refused      [numKinds]int64
+	queueFull    int64
+	queueTimeout int64
+	limited      int64 // rate-limited answers seen (429s and rate-limit 403s)
+}
+
+const numKinds = 6
+
+func kindIndex(k Kind) int {
+	switch k {
+	case KindCooldown:
+		return 0
+	case KindRequests:
+		return 1
+	case KindTokens:
+		return 2
+	case KindInterval:
+		return 3
+	case KindConcurrency:
+		return 4
+	default:
+		return 5
+	}
+}
+
+var kinds = [numKinds]Kind{KindCooldown, KindRequests, KindTokens, KindInterval, KindConcurrency, KindLearned}
+
+func (u *upstream) name() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.key
+}
+
+// configure applies b, keeping all state; wake re-examines waiting calls.
+func (u *upstream) configure(b Budget, wake bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.configured = b.Match != ""
+	u.budget = b.withDefaults()
+	u.span = u.budget.span()
+	if u.budget.Requests > 0 {
+		u.reqs.resize(u.budget.Requests)
+	}
+	if u.budget.Tokens > 0 {
+		u.toks.setSpan(u.span)
+	}
+	if wake {
+		u.wakeHead()
+	}
+}
+
+// admitLocked checks every limit at now and, with charge, charges them all if all pass.
+// It does not count refusals: only the caller knows whether one is final (countRefusal).
+func (u *upstream) admitLocked(ep *endpoint, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+	var rf refusal
+	var last int64
+	if ep != nil && !req.Retry {
+		last = ep.cd.last.Load()
+		if w := ep.cd.wait(last, now); w > 0 {
+			rf.cooldownOf(ep, w)
+		}
+	}
+	res := ep.resourceName()
+	for _, s := range u.learned {
+		if s.resource != "" && s.resource != res {
+			continue
+		}
+		s.check(&rf, now, req.Tokens)
+	}
+	b := &u.budget
+	if b.Requests > 0 {
+		if rf.consider(KindRequests, ScopeProxy, u.reqs.wait(now, u.span)) {
+			rf.limit, rf.window = int64(b.Requests), b.Window
+		}
+	}
+	if b.Tokens > 0 {
+		if rf.consider(KindTokens, ScopeProxy, u.toks.wait(now, u.span, b.Tokens, max(req.Tokens, 1))) {
+			rf.limit, rf.window = b.Tokens, b.Window
+		}
+	}
+	if b.MinInterval > 0 && u.lastAdmit != 0 {
+		if rf.consider(KindInterval, ScopeProxy, u.lastAdmit+int64(b.MinInterval)-now) {
+			rf.interval = b.MinInterval
+		}
+	}
+	if b.MaxConcurrent > 0 && u.inflight >= b.MaxConcurrent {
+		if rf.consider(KindConcurrency, ScopeProxy, u.callEstimate()) {
+			rf.limit, rf.estimated = int64(b.MaxConcurrent), true
+		}
+	}
+	if rf.wait > 0 {
+		return Ticket{}, rf, false
+	}
+	if !charge {
+		return Ticket{}, rf, true
+	}
+	if ep != nil && !req.Retry && !ep.cd.last.CompareAndSwap(last, now) {
+		// the endpoint was admitted through another upstream key meanwhile
+		rf.cooldownOf(ep, max(ep.cd.wait(ep.cd.last.Load(), now), 1))
+		return Ticket{}, rf, false
+	}
+	t := Ticket{up: u, ep: ep, admitted: now, tokens: req.Tokens}
+	if b.Requests > 0 {
+		u.reqs.add(now)
+	}
+	if b.Tokens > 0 && req.Tokens > 0 {
+		t.bucket = u.toks.add(now, req.Tokens)
+	}
+	for _, s := range u.learned {
+		if s.resource == "" || s.resource == res {
+			s.charge(req.Tokens)
+		}
+	}
+	u.lastAdmit = max(u.lastAdmit, now)
+	u.inflight++
+	u.admitted++
+	if ep != nil {
+		ep.cd.admitted.Add(1)
+	}
+	return t, rf, true
+}
+
+// countRefusal counts a final refusal.
+func (u *upstream) countRefusal(ep *endpoint, rf *refusal) {
+	u.refused[kindIndex(rf.kind)]++
+	if ep != nil {
+		ep.cd.refused.Add(1)
+	}
+}
+
+func (ep *endpoint) resourceName() string {
+	if ep == nil {
+		return ""
+	}
+	if p := ep.resource.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// callEstimate guesses how long until a call in flight ends: the moving mean of recent
+// call durations, one second before any has finished.
+func (u *upstream) callEstimate() int64 {
+	if u.avgCall <= 0 {
+		return int64(time.Second)
+	}
+	return max(u.avgCall, int64(time.Millisecond))
+}
+
+func (u *upstream) release(took int64) {
+	if u.inflight > 0 {
+		u.inflight--
+	}
+	if took <= 0 {
+		return
+	}
+	if u.avgCall == 0 {
+		u.avgCall = took
+	} else {
+		u.avgCall += (took - u.avgCall) / 8
+	}
+}
+
+func (u *upstream) settle(t *Ticket, actual, now int64) {
+	delta := actual - t.tokens
+	if delta == 0 {
+		return
+	}
+	if u.budget.Tokens > 0 {
+		if delta > 0 {
+			u.toks.add(now, delta)
+		} else if t.bucket != 0 {
+			u.toks.refund(t.bucket, -delta)
+		}
+	}
+	if delta > 0 {
+		res := t.ep.resourceName()
+		for _, s := range u.learned {
+			if s.resource == "" || s.resource == res {
+				s.tok.spend(delta)
+			}
+		}
+	}
+}
+
+// wakeHead nudges the first waiting call to look again.
+func (u *upstream) wakeHead() {
+	if len(u.queue) > 0 {
+		u.queue[0].nudge()
+	}
+}
+
+// maxResources bounds the quotas learned per upstream (GitHub has about ten).
+const maxResources = 16
+
+func (u *upstream) set(resource string) *learnedSet {
+	for _, s := range u.learned {
+		if s.resource == resource {
+			return s
+		}
+	}
+	if len(u.learned) >= maxResources {
+		return nil
+	}
+	s := &learnedSet{resource: resource}
+	u.learned = append(u.learned, s)
+	return s
+}
+
+// minBlock is how long a rate-limited answer without a usable retry time blocks.
+const minBlock = time.Second
+
+// learn applies sig, seen at now; others is the number of other calls in flight, which
+// the upstream may not have counted yet in its remaining.
+func (u *upstream) learn(ep *endpoint, sig Signal, others int, now int64) {
+	res := sig.Resource
+	if ep != nil && res != "" && res != ep.resourceName() {
+		r := res
+		ep.resource.Store(&r)
+	}
+	if sig.RateLimited {
+		u.limited++
+	}
+	if !sig.RateLimited && sig.Requests.empty() && sig.Tokens.empty() {
+		return
+	}
+	s := u.set(res)
+	if s == nil {
+		if s = u.set(""); s == nil {
+			return
+		}
+	}
+	s.req.update(sig.Requests, int64(max(others, 0)), now)
+	s.tok.update(sig.Tokens, 0, now)
+	if !sig.RateLimited {
+		return
+	}
+	until, src := now+int64(minBlock), sig.Source
+	if t := unixNano(sig.RetryAt); t > until {
+		until = t
+	} else {
+		for _, q := range []Quota{sig.Requests, sig.Tokens} {
+			if t := unixNano(q.Reset); q.HasRemaining && q.Remaining == 0 && t > until {
+				until, src = t, q.Source
+			}
+		}
+	}
+	if until > s.blockUntil {
+		s.blockUntil, s.blockSource = until, src
+	}
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// learnedSet is what one upstream quota (or the upstream as a whole) has said.
+type learnedSet struct {
+	resource    string
+	blockUntil  int64 // a rate-limited answer blocks until then
+	blockSource string
+	req, tok    learnedWindow
+}
+
+func (s *learnedSet) check(rf *refusal, now, tokens int64) {
+	if rf.consider(KindLearned, ScopeUpstream, s.blockUntil-now) {
+		rf.source = s.blockSource
+	}
+	if w, ok := s.req.wait(now, 1); ok && rf.consider(KindLearned, ScopeUpstream, w) {
+		rf.source, rf.limit, rf.window = s.req.source, s.req.limit, time.Duration(s.req.window)
+	}
+	if tokens > 0 {
+		if w, ok := s.tok.wait(now, tokens); ok && rf.consider(KindLearned, ScopeUpstream, w) {
+			rf.source, rf.limit, rf.window = s.tok.source, s.tok.limit, time.Duration(s.tok.window)
+		}
+	}
+}
+
+func (s *learnedSet) charge(tokens int64) {
+	s.req.spend(1)
+	if tokens > 0 {
+		s.tok.spend(tokens)
+	}
+}
+
+// learnedWindow is an advertised quota: limit per window, what remains until the reset.
+// It is a fixed window ending at reset; once the reset passes and the limit and window are
+// known, the next window starts with the full limit.
+type learnedWindow struct {
+	limit        int64
+	remaining    int64
+	hasRemaining bool
+	reset        int64 // unix nanoseconds; zero: not known
+	window       int64 // nanoseconds; zero: not known
+	windowTold   bool  // the upstream stated the window (not inferred from a reset)
+	source       string
+}
+
+func (w *learnedWindow) roll(now int64) {
+	if w.reset == 0 || now < w.reset {
+		return
+	}
+	if w.limit > 0 && w.window > 0 {
+		w.reset += ((now-w.reset)/w.window + 1) * w.window
+		w.remaining, w.hasRemaining = w.limit, true
+		return
+	}
+	w.reset, w.hasRemaining = 0, false
+}
+
+// wait reports how long a call of cost must wait, and whether it must.
+func (w *learnedWindow) wait(now, cost int64) (int64, bool) {
+	w.roll(now)
+	if !w.hasRemaining || w.reset == 0 {
+		return 0, false
+	}
+	if w.limit > 0 {
+		cost = min(cost, w.limit)
+	}
+	if w.remaining >= cost {
+		return 0, false
+	}
+	return w.reset - now, true
+}
+
+func (w *learnedWindow) spend(n int64) {
+	if w.hasRemaining {
+		w.remaining = max(w.remaining-n, 0)
+	}
+}
+
+// update takes in an advertised quota q seen at now, less others calls in flight.
+// Within one window the remaining only goes down: answers arrive out of order.
+func (w *learnedWindow) update(q Quota, others, now int64) {
+	if q.empty() {
+		return
+	}
+	w.roll(now)
+	reset := unixNano(q.Reset)
+	if reset <= now {
+		reset = 0
+	}
+	if q.Limit > 0 {
+		w.limit = q.Limit
+	}
+	if q.Window > 0 {
+		w.window, w.windowTold = int64(q.Window), true
+	} else if !w.windowTold && reset != 0 && w.limit > 0 {
+		if inferred := niceCeil(reset - now); inferred > w.window {
+			w.window = inferred
+		}
+	}
+	if q.HasRemaining {
+		r := max(q.Remaining-others, 0)
+		sameWindow := w.hasRemaining && w.reset != 0 && (reset == 0 || abs(reset-w.reset) < int64(time.Second))
+		if sameWindow && w.remaining < r {
+			r = w.remaining
+		}
+		w.remaining, w.hasRemaining = r, true
+	}
+	if reset != 0 {
+		w.reset = reset
+	}
+	w.source = q.Source
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// niceWindows are the window lengths upstreams use; a window inferred from a reset is
+// rounded up to one of them.
+var niceWindows = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
+	30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
+	15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour,
+	12 * time.Hour, 24 * time.Hour,
+}
+
+func niceCeil(d int64) int64 {
+	for _, n := range niceWindows {
+		if int64(n) >= d {
+			return int64(n)
+		}
+	}
+	return d
+}
