@@ -1,0 +1,409 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// app is a configured server whose catalog loads in the background.
+type app struct {
+	cfg    *config.Config
+	srv    *mcpserver.Server
+	log    *slog.Logger
+	loaded chan error
+}
+
+func (c *common) cacheDir() string {
+	if c.noCache {
+		return ""
+	}
+	return spec.DefaultCacheDir()
+}
+
+// start builds the server and starts loading the specs.
+func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
+	log := c.logger()
+	for _, m := range cfg.MissingEnv {
+		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
+	}
+	limiter, err := newLimiter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, sc := range cfg.Specs {
+		names = append(names, specName(sc))
+	}
+	upstream := upstreamKeyFunc(cfg)
+	var audit io.Writer
+	if cfg.AuditLog != "" {
+		f, err := os.OpenFile(cfg.AuditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		// The file stays open for the life of the process.
+		audit = f
+	}
+	srv := mcpserver.New(mcpserver.Options{
+		Audit: audit,
+		CacheTTL: func(e *spec.Endpoint) time.Duration {
+			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
+		},
+		Version:            version,
+		SpecNames:          names,
+		Client:             newClient(cfg),
+		Limiter:            limiter,
+		Logger:             log,
+		AllowRuntimeTuning: cfg.AllowRuntimeTuning,
+		Upstream:           upstream,
+		Credentials:        credentialsFunc(cfg),
+		MaxRetries:         cfg.MaxRetries,
+		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
+	})
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1)}
+	go func() {
+		l, err := loadSpecs(ctx, cfg, c.cacheDir(), log)
+		if err == nil {
+			err = registerEndpoints(cfg, limiter, l.cat, upstream)
+		}
+		if err != nil {
+			srv.Fail(err)
+			a.loaded <- err
+			return
+		}
+		srv.Publish(l.cat, l.ix, l.failures)
+		log.Info("ready", "specs", len(l.cat.Specs()), "endpoints", l.cat.Len())
+		a.loaded <- nil
+	}()
+	return a, nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c := newCommon("serve", stderr)
+	httpAddr := c.fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	a, err := start(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
+	if *httpAddr == "" {
+		// A required spec that fails stops the server.
+		go func() {
+			if err := <-a.loaded; err != nil {
+				a.log.Error("loading failed", "err", err)
+			}
+		}()
+		return a.srv.ServeStdio(ctx, stdin, stdout)
+	}
+	return serveHTTP(ctx, a, *httpAddr, stderr)
+}
+
+func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: a.srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	fmt.Fprintf(stderr, "specgate serving MCP (streamable HTTP) at %s\n\nClient config:\n%s\n", url, clientSnippet(url))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return hs.Shutdown(shutdown)
+	}
+}
+
+func clientSnippet(url string) string {
+	b, _ := json.MarshalIndent(map[string]any{
+		"mcpServers": map[string]any{"specgate": map[string]any{"type": "http", "url": url}},
+	}, "", "  ")
+	return string(b)
+}
+
+// inProcess starts the app and an in-process MCP client for the shell
+// commands, so they answer exactly as the tools do.
+func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := start(ctx, c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := <-a.loaded; err != nil {
+		return nil, nil, err
+	}
+	cl, err := client.NewInProcessClient(a.srv.MCP())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cl.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "specgate-cli", Version: version}
+	if _, err := cl.Initialize(ctx, init); err != nil {
+		return nil, nil, err
+	}
+	return cl, a, nil
+}
+
+// callTool calls a tool and returns its JSON, or prints the tool error.
+func callTool(ctx context.Context, cl *client.Client, name string, args map[string]any, stderr io.Writer) (json.RawMessage, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := cl.CallTool(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	if res.IsError {
+		var env struct {
+			Error mcpserver.ErrorObject `json:"error"`
+		}
+		if json.Unmarshal([]byte(text), &env) == nil {
+			fmt.Fprintf(stderr, "error %s: %s\n", env.Error.Code, env.Error.Message)
+			if env.Error.Hint != "" {
+				fmt.Fprintln(stderr, env.Error.Hint)
+			}
+			for _, p := range env.Error.Problems {
+				fmt.Fprintln(stderr, "  -", p)
+			}
+		} else {
+			fmt.Fprintln(stderr, text)
+		}
+		return nil, exitError{code: 1}
+	}
+	return json.RawMessage(text), nil
+}
+
+func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCommon("search", stderr)
+	limit := c.fs.Int("limit", 10, "hits to show (1-50)")
+	asJSON := c.fs.Bool("json", false, "print the tool's JSON")
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return c.usageError("usage: specgate search [flags] QUERY")
+	}
+	cl, _, err := inProcess(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": *limit}, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, out)
+	}
+	var res mcpserver.SearchResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, h := range res.Endpoints {
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\n", h.ID, h.Method, h.Path, h.Summary)
+	}
+	if len(res.Endpoints) == 0 {
+		fmt.Fprintln(stderr, "no endpoint matched")
+	}
+	return tw.Flush()
+}
+
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCommon("inspect", stderr)
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return c.usageError("usage: specgate inspect [flags] ENDPOINT_ID")
+	}
+	cl, _, err := inProcess(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, stderr)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, out)
+}
+
+func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCommon("invoke", stderr)
+	params := c.fs.String("params", "", "parameters as a JSON object (path, query, header, cookie values by name)")
+	body := c.fs.String("body", "", "request body as JSON (@FILE reads a file)")
+	contentType := c.fs.String("content-type", "", "request body media type (default: the operation's first)")
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return c.usageError("usage: specgate invoke [flags] ENDPOINT_ID [--params JSON] [--body JSON]")
+	}
+	call := map[string]any{"endpointId": rest[0]}
+	if *params != "" {
+		var p map[string]any
+		if err := json.Unmarshal([]byte(*params), &p); err != nil {
+			return c.usageError("--params is not a JSON object: %v", err)
+		}
+		call["parameters"] = p
+	}
+	if *body != "" {
+		data := []byte(*body)
+		if strings.HasPrefix(*body, "@") {
+			if data, err = os.ReadFile((*body)[1:]); err != nil {
+				return err
+			}
+		}
+		var b any
+		if err := json.Unmarshal(data, &b); err != nil {
+			return c.usageError("--body is not JSON: %v", err)
+		}
+		call["requestBody"] = b
+	}
+	if *contentType != "" {
+		call["contentType"] = *contentType
+	}
+	cl, _, err := inProcess(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out, err := callTool(ctx, cl, "invoke", call, stderr)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, out)
+}
+
+// printJSON prints a tool's JSON indented, in the order the tool wrote it.
+func printJSON(w io.Writer, raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		_, err = w.Write(append(raw, '\n'))
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCommon("check", stderr)
+	validate := c.fs.Bool("validate", true, "also run strict OpenAPI validation (slow on large specs); findings are warnings")
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, m := range cfg.MissingEnv {
+		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
+	}
+	for i, sc := range cfg.Specs {
+		name := specName(sc)
+		settings := cfg.ForSpec(&cfg.Specs[i])
+		start := time.Now()
+		s, err := spec.Load(ctx, sc.Location, spec.Options{
+			Name: name, BaseURL: sc.BaseURL, AllowExternalRefs: settings.AllowExternalRefs,
+			MaxBytes: int64(cfg.MaxSpecBytes), Timeout: time.Duration(cfg.SpecFetchTimeout), Validate: *validate,
+		})
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stdout, "FAIL %s: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "ok   %s: %d endpoints (%s %s, base URL %s) in %s\n", name, len(s.Endpoints), formatName(s.Version),
+			s.Title, orNone(s.BaseURL), time.Since(start).Round(time.Millisecond))
+		for _, w := range s.Warnings {
+			fmt.Fprintf(stdout, "     warning: %s\n", w)
+		}
+		for _, k := range unknownEndpointKeys(&cfg.Specs[i], s) {
+			fmt.Fprintf(stdout, "     warning: endpoints.%s matches no endpoint\n", k)
+		}
+		for scheme := range sc.Auth {
+			if _, ok := s.Schemes[scheme]; !ok {
+				fmt.Fprintf(stdout, "     warning: auth.%s names no security scheme of the spec\n", scheme)
+			}
+		}
+	}
+	if failed {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func unknownEndpointKeys(sc *config.Spec, s *spec.Spec) []string {
+	var names []config.EndpointName
+	for _, e := range s.Endpoints {
+		names = append(names, config.EndpointName{ID: e.ID, OperationID: e.OperationID})
+	}
+	return sc.UnknownEndpointKeys(names)
+}
+
+func formatName(v string) string {
+	if v == "2.0" {
+		return "Swagger 2.0"
+	}
+	return "OpenAPI " + v
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: set base_url)"
+	}
+	return s
+}

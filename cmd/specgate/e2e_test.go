@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// binary is the specgate binary built once for the end-to-end tests.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func specgateBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "specgate-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "specgate")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building specgate: %v", buildErr)
+	}
+	return binPath
+}
+
+type upstreamLog struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (u *upstreamLog) add(s string) {
+	u.mu.Lock()
+	u.reqs = append(u.reqs, s)
+	u.mu.Unlock()
+}
+
+func (u *upstreamLog) list() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.reqs...)
+}
+
+func petUpstream(t *testing.T) (*httptest.Server, *upstreamLog) {
+	log := &upstreamLog{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r.Method + " " + r.URL.RequestURI())
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":7,"name":"doggie"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, log
+}
+
+// TestStdioEndToEnd drives the built binary over stdio with mcp-go's client.
+func TestStdioEndToEnd(t *testing.T) {
+	bin := specgateBinary(t)
+	up, log := petUpstream(t)
+	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()},
+		[]string{"serve", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL + "/api/v3", "--rate-limit-interval", "1h"})
+	c := client.NewClient(tr)
+	ctx := t.Context()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	ir, err := c.Initialize(ctx, init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ir.Instructions, "petstore-v3") {
+		t.Errorf("instructions do not list the spec: %q", ir.Instructions)
+	}
+
+	call := func(name string, args map[string]any) (map[string]any, bool) {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out, res.IsError
+	}
+
+	res, isErr := call("search", map[string]any{"query": "get a pet by id"})
+	if isErr || !strings.Contains(string(mustJSON(res)), "petstore-v3.getPetById") {
+		t.Fatalf("search = %v", res)
+	}
+	res, isErr = call("inspect", map[string]any{"endpointId": "petstore-v3.getPetById"})
+	if isErr || res["method"] != "GET" {
+		t.Fatalf("inspect = %v", res)
+	}
+	res, isErr = call("invoke", map[string]any{"endpointId": "petstore-v3.getPetById", "parameters": map[string]any{"petId": 7}})
+	if isErr || res["statusCode"] != float64(200) {
+		t.Fatalf("invoke = %v", res)
+	}
+	res, isErr = call("invoke", map[string]any{"endpointId": "petstore-v3.getPetById", "parameters": map[string]any{"petId": 8}})
+	if !isErr || res["error"].(map[string]any)["code"] != "rate_limit" {
+		t.Fatalf("second invoke = %v", res)
+	}
+	res, isErr = call("invoke", map[string]any{"endpointId": "petstore-v3.nope"})
+	if !isErr || res["error"].(map[string]any)["code"] != "not_found" {
+		t.Fatalf("bad id = %v", res)
+	}
+	if got := log.list(); len(got) != 1 || got[0] != "GET /api/v3/pet/7" {
+		t.Errorf("upstream saw %v", got)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// TestTypeScriptSDKClient runs test/ts with the official TypeScript MCP SDK
+// client against the built binary. It skips when node or the SDK is not
+// installed, unless SPECGATE_REQUIRE_NODE is set (CI sets it).
+func TestTypeScriptSDKClient(t *testing.T) {
+	require := os.Getenv("SPECGATE_REQUIRE_NODE") != ""
+	node, err := exec.LookPath("node")
+	sdk := filepath.Join("..", "..", "test", "ts", "node_modules", "@modelcontextprotocol", "sdk")
+	if _, serr := os.Stat(sdk); err != nil || serr != nil {
+		if require {
+			t.Fatalf("node or the TypeScript SDK is missing (run npm ci in test/ts): %v %v", err, serr)
+		}
+		t.Skip("node or test/ts/node_modules not present; run `cd test/ts && npm ci`")
+	}
+	bin := specgateBinary(t)
+	cmd := exec.CommandContext(t.Context(), node, "--test", "e2e.test.mjs")
+	cmd.Dir = filepath.Join("..", "..", "test", "ts")
+	cmd.Env = append(os.Environ(), "SPECGATE_BIN="+bin, "XDG_CACHE_HOME="+t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node --test failed: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "# pass 1") {
+		t.Fatalf("the TypeScript test did not pass:\n%s", out.String())
+	}
+}
+
+// TestCLI runs the shell commands people use.
+func TestCLI(t *testing.T) {
+	up, log := petUpstream(t)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	spec := "../../testdata/petstore-v3.yaml"
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string
+		stderr   string
+		upstream int
+	}{
+		{"search", []string{"search", "--spec", spec, "--log-level", "error", "find pets by status"}, 0, "petstore-v3.findPetsByStatus", "", 0},
+		{"inspect", []string{"inspect", "--spec", spec, "--log-level", "error", "petstore-v3.getPetById"}, 0, `"path": "/pet/{petId}"`, "", 0},
+		{"inspect unknown", []string{"inspect", "--spec", spec, "--log-level", "error", "petstore-v3.nope"}, 1, "", "error not_found", 0},
+		{"invoke", []string{"invoke", "--spec", spec, "--base-url", up.URL + "/api/v3", "--log-level", "error", "petstore-v3.getPetById", "--params", `{"petId": 7}`}, 0, `"statusCode": 200`, "", 1},
+		{"invoke bad args", []string{"invoke", "--spec", spec, "--base-url", up.URL + "/api/v3", "--log-level", "error", "petstore-v3.getPetById", "--params", `{"petId": "x"}`}, 1, "", "validation_failed", 1},
+		{"check", []string{"check", "--spec", spec, "--spec", "../../testdata/missing.yaml"}, 1, "FAIL missing", "", 1},
+		{"check ok", []string{"check", "--spec", spec}, 0, "ok   petstore-v3: 19 endpoints", "", 1},
+		{"no spec", []string{"serve"}, 1, "", "no spec to serve", 1},
+		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command", 1},
+		{"bad flag", []string{"search", "--nope", "x"}, 2, "", "flag provided but not defined", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.stdout, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
+			}
+			if n := len(log.list()); n != tt.upstream {
+				t.Errorf("upstream saw %d requests, want %d", n, tt.upstream)
+			}
+		})
+	}
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// loaded is the outcome of loading every configured spec.
+type loaded struct {
+	cat      *spec.Catalog
+	ix       *search.Index
+	failures []mcpserver.LoadFailure
+	warnings []string
+}
+
+// specName is the name a config entry gives its spec.
+func specName(sc config.Spec) string {
+	if sc.Name != "" {
+		return sc.Name
+	}
+	return spec.NameFromLocation(sc.Location)
+}
+
+// loadSpecs loads every spec of cfg, a few at a time. A spec that fails is
+// reported and skipped unless it is required.
+func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger) (*loaded, error) {
+	type result struct {
+		spec *spec.Spec
+		err  error
+		warn []string
+	}
+	results := make([]result, len(cfg.Specs))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	cache := spec.Cache{Dir: cacheDir}
+	for i, sc := range cfg.Specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			settings := cfg.ForSpec(&cfg.Specs[i])
+			opts := spec.Options{
+				Name:              specName(sc),
+				BaseURL:           sc.BaseURL,
+				AllowExternalRefs: settings.AllowExternalRefs,
+				MaxBytes:          int64(cfg.MaxSpecBytes),
+				Timeout:           time.Duration(cfg.SpecFetchTimeout),
+			}
+			start := time.Now()
+			res, err := cache.Load(ctx, sc.Location, opts)
+			if err != nil {
+				results[i] = result{err: err}
+				return
+			}
+			var warn []string
+			if res.CacheError != nil {
+				warn = append(warn, res.CacheError.Error())
+			}
+			log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints),
+				"cached", res.FromCache, "took", time.Since(start).Round(time.Millisecond))
+			results[i] = result{spec: res.Spec, warn: warn}
+		}()
+	}
+	wg.Wait()
+	out := &loaded{}
+	var specs []*spec.Spec
+	for i, r := range results {
+		sc := cfg.Specs[i]
+		if r.err != nil {
+			if sc.Required {
+				return nil, fmt.Errorf("required spec %s: %w", specName(sc), r.err)
+			}
+			out.failures = append(out.failures, mcpserver.LoadFailure{Spec: specName(sc), Reason: r.err.Error()})
+			log.Error("spec not loaded", "spec", specName(sc), "reason", r.err.Error())
+			continue
+		}
+		for _, w := range append(r.warn, r.spec.Warnings...) {
+			out.warnings = append(out.warnings, r.spec.Name+": "+w)
+			log.Warn("spec warning", "spec", r.spec.Name, "warning", w)
+		}
+		specs = append(specs, r.spec)
+	}
+	if len(specs) == 0 {
+		var reasons []string
+		for _, f := range out.failures {
+			reasons = append(reasons, f.Reason)
+		}
+		return nil, errors.New("no spec could be loaded: " + strings.Join(reasons, "; "))
+	}
+	cat, err := spec.NewCatalog(specs...)
+	if err != nil {
+		return nil, err
+	}
+	out.cat = cat
+	ix, err := search.New(cat, search.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("building the search index: %w", err)
+	}
+	out.ix = ix
+	// Loading a large spec leaves garbage behind; give it back now rather
+	// than at the next GC cycle.
+	debug.FreeOSMemory()
+	return out, nil
+}
+
+// upstreamKey returns the upstream an endpoint's calls count against: the
+// group its spec joins, else the host:port of its base URL.
+func upstreamKeyFunc(cfg *config.Config) func(*spec.Endpoint) string {
+	groups := map[string]string{}
+	for _, sc := range cfg.Specs {
+		if sc.Upstream != "" {
+			groups[specName(sc)] = sc.Upstream
+		}
+	}
+	return func(e *spec.Endpoint) string {
+		if g, ok := groups[e.Spec]; ok {
+			return g
+		}
+		return mcpserver.HostKey(e.BaseURL)
+	}
+}
+
+// newLimiter builds the limiter with the configured budgets; endpoints are
+// registered once the catalog is loaded.
+func newLimiter(cfg *config.Config) (*ratelimit.Limiter, error) {
+	var budgets []ratelimit.Budget
+	for _, u := range cfg.Upstreams {
+		b := ratelimit.Budget{
+			Match:         u.Match,
+			Requests:      u.RequestsPerWindow,
+			Window:        time.Duration(u.Window),
+			WindowPad:     time.Duration(u.WindowPad),
+			Tokens:        int64(u.TokensPerWindow),
+			MinInterval:   time.Duration(u.MinInterval),
+			MaxConcurrent: u.MaxConcurrent,
+			QueueDepth:    u.QueueDepth,
+			QueueTimeout:  time.Duration(u.QueueTimeout),
+		}
+		if u.OnLimit == config.OnLimitReject {
+			b.OnLimit = ratelimit.Reject
+		} else {
+			b.OnLimit = ratelimit.Wait
+		}
+		budgets = append(budgets, b)
+	}
+	return ratelimit.New(ratelimit.Options{Budgets: budgets})
+}
+
+// registerEndpoints gives every endpoint its cooldown and upstream.
+func registerEndpoints(cfg *config.Config, l *ratelimit.Limiter, cat *spec.Catalog, upstream func(*spec.Endpoint) string) error {
+	for _, e := range cat.Endpoints() {
+		set := cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID)
+		interval := set.RateLimitInterval
+		if set.DisableRateLimiter {
+			interval = 0
+		}
+		if err := l.SetEndpoint(ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newClient turns the config into the invoke client's options.
+func newClient(cfg *config.Config) *invoke.Client {
+	opts := invoke.Options{
+		Timeout:                     time.Duration(cfg.CallTimeout),
+		MaxResponseBytes:            int64(cfg.MaxResponseBytes),
+		AllowedHosts:                cfg.AllowedHosts,
+		UploadsDir:                  cfg.UploadsDir,
+		AllowModelCredentialHeaders: cfg.AllowCredentialHeaders,
+		Specs:                       map[string]invoke.SpecOptions{},
+	}
+	if cfg.BlockPrivateNetworks != nil {
+		opts.BlockPrivateNetworks = *cfg.BlockPrivateNetworks
+	}
+	for i := range cfg.Specs {
+		sc := &cfg.Specs[i]
+		set := cfg.ForSpec(sc)
+		block := set.BlockPrivateNetworks
+		allowCred := set.AllowCredentialHeaders
+		so := invoke.SpecOptions{
+			Timeout:                     set.CallTimeout,
+			MaxResponseBytes:            set.MaxResponseBytes,
+			BlockPrivateNetworks:        &block,
+			AllowModelCredentialHeaders: &allowCred,
+			AllowedHosts:                sc.AllowedHosts,
+			Headers:                     map[string]string{},
+			Auth:                        map[string]invoke.Credential{},
+			EndpointTimeouts:            map[string]time.Duration{},
+		}
+		for k, v := range sc.Headers {
+			so.Headers[k] = v.Reveal()
+		}
+		for name, c := range sc.Auth {
+			var missing []string
+			for _, sec := range []config.Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret} {
+				missing = append(missing, sec.MissingEnv()...)
+			}
+			so.Auth[name] = invoke.Credential{
+				Value: c.Value.Reveal(), Token: c.Token.Reveal(), Username: c.Username.Reveal(), Password: c.Password.Reveal(),
+				ClientID: c.ClientID.Reveal(), ClientSecret: c.ClientSecret.Reveal(), TokenURL: c.TokenURL, Scopes: c.Scopes,
+				MissingEnv: missing,
+			}
+		}
+		for key, ep := range sc.Endpoints {
+			if ep.CallTimeout != nil {
+				so.EndpointTimeouts[key] = time.Duration(*ep.CallTimeout)
+			}
+		}
+		opts.Specs[specName(*sc)] = so
+	}
+	return invoke.New(opts)
+}
+
+// credentialsFunc reports whether a scheme of a spec has credentials.
+func credentialsFunc(cfg *config.Config) func(specName, scheme string) bool {
+	return func(name, scheme string) bool {
+		sc := cfg.SpecByName(name)
+		if sc == nil {
+			return false
+		}
+		c, ok := sc.Auth[scheme]
+		if !ok {
+			return false
+		}
+		for _, s := range []config.Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret} {
+			if s.IsSet() {
+				return true
+			}
+		}
+		return false
+	}
+}

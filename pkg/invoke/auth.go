@@ -1,0 +1,377 @@
+package invoke
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// authStep applies one security scheme's credential to a request.
+type authStep struct {
+	scheme   string // the securitySchemes name
+	kind     string // apiKey, basic, http (Authorization: <Scheme> token), oauth2
+	in       string // apiKey: header, query or cookie
+	name     string // apiKey: the header, query or cookie name; http: the auth scheme
+	cred     Credential
+	tokenURL string // oauth2
+}
+
+// authPlan is the credentials a call sends, chosen at Prepare.
+type authPlan struct {
+	spec  string
+	steps []authStep
+	// needed names a scheme the call declares but nothing is configured
+	// for; an upstream 401 then becomes an AuthError naming its key.
+	needed, neededKey string
+}
+
+func (p authPlan) headerNames() []string {
+	var out []string
+	for _, s := range p.steps {
+		switch {
+		case s.kind == "apiKey" && s.in == "header":
+			out = append(out, http.CanonicalHeaderKey(s.name))
+		case s.kind == "apiKey" && s.in == "cookie":
+			out = append(out, "Cookie")
+		case s.kind != "apiKey":
+			out = append(out, "Authorization")
+		}
+	}
+	return out
+}
+
+func (p authPlan) usesOAuth() bool {
+	for _, s := range p.steps {
+		if s.kind == "oauth2" {
+			return true
+		}
+	}
+	return false
+}
+
+// configKey names the config key a scheme's credential lives under.
+func configKey(specName, scheme string, sch spec.SecurityScheme) string {
+	field := "value"
+	switch sch.Type {
+	case "http":
+		if strings.EqualFold(sch.Scheme, "basic") {
+			field = "username"
+		} else {
+			field = "token"
+		}
+	case "oauth2":
+		field = "client_id"
+	case "openIdConnect":
+		field = "token"
+	}
+	return "specs[" + specName + "].auth." + scheme + "." + field
+}
+
+// stepFor builds the step for one scheme, or reports why it cannot.
+func stepFor(sch spec.SecurityScheme, name string, cred Credential, configured bool) (authStep, bool) {
+	if !configured || len(cred.MissingEnv) > 0 {
+		return authStep{}, false
+	}
+	st := authStep{scheme: name, cred: cred}
+	switch sch.Type {
+	case "apiKey":
+		if cred.Value == "" || sch.Name == "" {
+			return st, false
+		}
+		switch sch.In {
+		case "header", "query", "cookie":
+		default:
+			return st, false
+		}
+		st.kind, st.in, st.name = "apiKey", sch.In, sch.Name
+	case "http":
+		if strings.EqualFold(sch.Scheme, "basic") {
+			if cred.Username == "" && cred.Password == "" {
+				return st, false
+			}
+			st.kind = "basic"
+			return st, true
+		}
+		tok := cred.Token
+		if tok == "" {
+			tok = cred.Value
+		}
+		if tok == "" {
+			return st, false
+		}
+		st.cred.Token = tok
+		st.kind = "http"
+		st.name = "Bearer"
+		if sch.Scheme != "" && !strings.EqualFold(sch.Scheme, "bearer") {
+			st.name = sch.Scheme
+		}
+	case "oauth2", "openIdConnect":
+		if cred.Token != "" {
+			st.kind, st.name = "http", "Bearer"
+			return st, true
+		}
+		if sch.Type != "oauth2" || cred.ClientID == "" || cred.ClientSecret == "" {
+			return st, false
+		}
+		st.kind = "oauth2"
+		st.tokenURL = cred.TokenURL
+		if st.tokenURL == "" {
+			st.tokenURL = sch.TokenURL
+		}
+		if st.tokenURL == "" {
+			return st, false
+		}
+	default:
+		return st, false
+	}
+	return st, true
+}
+
+// planAuth chooses the first security alternative whose schemes all have
+// credentials. With none: an empty alternative, or nothing configured,
+// sends the call without credentials (an upstream 401 then names the key
+// to set); a credential whose ${ENV} is unset is an AuthError now, before
+// the call costs any rate-limit budget.
+func (c *Client) planAuth(e *spec.Endpoint) (authPlan, error) {
+	plan := authPlan{spec: e.Spec}
+	if len(e.Security) == 0 {
+		return plan, nil
+	}
+	s := e.SpecInfo()
+	var schemes map[string]spec.SecurityScheme
+	if s != nil {
+		schemes = s.Schemes
+	}
+	creds := c.specOptions(e.Spec).Auth
+	anonymous := false
+	var missing *AuthError
+	for _, alt := range e.Security {
+		if len(alt) == 0 {
+			anonymous = true
+			continue
+		}
+		var steps []authStep
+		ok := true
+		for _, name := range alt {
+			sch, known := schemes[name]
+			cred, configured := creds[name]
+			st, usable := stepFor(sch, name, cred, configured && known)
+			if !usable {
+				ok = false
+				if missing == nil && configured && len(cred.MissingEnv) > 0 {
+					missing = &AuthError{Spec: e.Spec, Scheme: name, Key: configKey(e.Spec, name, sch), EnvVars: slices.Clone(cred.MissingEnv)}
+				}
+				if plan.needed == "" && known {
+					plan.needed, plan.neededKey = name, configKey(e.Spec, name, sch)
+				}
+				continue
+			}
+			steps = append(steps, st)
+		}
+		if ok {
+			plan.steps = steps
+			plan.needed, plan.neededKey = "", ""
+			return plan, nil
+		}
+	}
+	if anonymous {
+		plan.needed, plan.neededKey = "", ""
+		return plan, nil
+	}
+	if missing != nil {
+		return plan, missing
+	}
+	return plan, nil
+}
+
+// applyAuth sets the plan's credentials on req (bound for the call's own
+// host: auth is never applied anywhere else).
+func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client) error {
+	for _, st := range c.auth.steps {
+		switch st.kind {
+		case "apiKey":
+			switch st.in {
+			case "header":
+				req.Header.Set(st.name, st.cred.Value)
+			case "query":
+				q := req.URL.RawQuery
+				if q != "" {
+					q += "&"
+				}
+				req.URL.RawQuery = q + escapeQuery(st.name) + "=" + escapeQuery(st.cred.Value)
+			case "cookie":
+				ck := escapeCookie(st.name) + "=" + escapeCookie(st.cred.Value)
+				if old := req.Header.Get("Cookie"); old != "" {
+					ck = old + "; " + ck
+				}
+				req.Header.Set("Cookie", ck)
+			}
+		case "basic":
+			req.SetBasicAuth(st.cred.Username, st.cred.Password)
+		case "http":
+			req.Header.Set("Authorization", st.name+" "+st.cred.Token)
+		case "oauth2":
+			tok, err := c.c.tokens.get(ctx, hc, c.endpoint.Spec, st, c.endpoint.BaseURL)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	// Static headers come from the config and win over the model's values.
+	for name, v := range c.c.specOptions(c.endpoint.Spec).Headers {
+		req.Header.Set(name, v)
+	}
+	return nil
+}
+
+// secrets returns every credential and static header value configured for
+// the call's spec, longest first, for redaction.
+func (c *Call) secrets() []string {
+	so := c.c.specOptions(c.endpoint.Spec)
+	var out []string
+	add := func(s string) {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	for _, cr := range so.Auth {
+		add(cr.Value)
+		add(cr.Token)
+		add(cr.Password)
+		add(cr.ClientSecret)
+		if cr.Username != "" && cr.Password == "" {
+			add(cr.Username) // an API key sent as the basic user (Stripe)
+		}
+		if cr.Username != "" || cr.Password != "" {
+			add(base64.StdEncoding.EncodeToString([]byte(cr.Username + ":" + cr.Password)))
+		}
+		if cr.ClientSecret != "" {
+			add(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(cr.ClientID) + ":" + url.QueryEscape(cr.ClientSecret))))
+		}
+	}
+	for _, v := range so.Headers {
+		add(v)
+		if _, after, ok := strings.Cut(v, " "); ok {
+			add(after) // "Bearer <token>": the token alone
+		}
+	}
+	c.c.tokens.mu.Lock()
+	for k, t := range c.c.tokens.tokens {
+		if strings.HasPrefix(k, c.endpoint.Spec+"\x00") {
+			add(t.value)
+		}
+	}
+	c.c.tokens.mu.Unlock()
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// oauthToken is a cached client-credentials access token.
+type oauthToken struct {
+	value   string
+	expires time.Time // zero: until refused
+}
+
+// maxTokenResponse bounds a token endpoint's answer.
+const maxTokenResponse = 64 << 10
+
+func (t *tokenCache) get(ctx context.Context, hc *http.Client, specName string, st authStep, baseURL string) (string, error) {
+	key := specName + "\x00" + st.scheme
+	now := time.Now()
+	t.mu.Lock()
+	if tok, ok := t.tokens[key]; ok && (tok.expires.IsZero() || now.Before(tok.expires)) {
+		t.mu.Unlock()
+		return tok.value, nil
+	}
+	t.mu.Unlock()
+
+	tok, err := fetchToken(ctx, hc, specName, st, baseURL, now)
+	if err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	if t.tokens == nil {
+		t.tokens = map[string]*oauthToken{}
+	}
+	t.tokens[key] = tok
+	t.mu.Unlock()
+	return tok.value, nil
+}
+
+// forget drops a cached token, so the next call fetches a new one.
+func (t *tokenCache) forget(specName, scheme string) {
+	t.mu.Lock()
+	delete(t.tokens, specName+"\x00"+scheme)
+	t.mu.Unlock()
+}
+
+func fetchToken(ctx context.Context, hc *http.Client, specName string, st authStep, baseURL string, now time.Time) (*oauthToken, error) {
+	fail := func(reason string) error {
+		return &AuthError{Spec: specName, Scheme: st.scheme, Key: "specs[" + specName + "].auth." + st.scheme + ".client_id", Refused: true, StatusCode: 0, Reason: reason}
+	}
+	tu, err := url.Parse(st.tokenURL)
+	if err != nil {
+		return nil, fail("the token URL is not valid")
+	}
+	if !tu.IsAbs() {
+		b, err := url.Parse(baseURL)
+		if err != nil {
+			return nil, fail("the token URL is not valid")
+		}
+		tu = b.ResolveReference(tu)
+	}
+	if tu.Scheme != "https" && tu.Scheme != "http" {
+		return nil, fail("the token URL must be http(s)")
+	}
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if len(st.cred.Scopes) > 0 {
+		form.Set("scope", strings.Join(st.cred.Scopes, " "))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tu.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fail("the token URL is not valid")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(url.QueryEscape(st.cred.ClientID), url.QueryEscape(st.cred.ClientSecret))
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fail("the token endpoint " + tu.Host + " could not be reached")
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+	if err != nil {
+		return nil, fail("reading the token response failed")
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fail("the token endpoint answered " + strconv.Itoa(resp.StatusCode))
+	}
+	var body struct {
+		AccessToken string          `json:"access_token"`
+		ExpiresIn   json.RawMessage `json:"expires_in"`
+	}
+	if err := json.Unmarshal(data, &body); err != nil || body.AccessToken == "" {
+		return nil, fail("the token response has no access_token")
+	}
+	tok := &oauthToken{value: body.AccessToken}
+	if secs, err := strconv.ParseFloat(strings.Trim(string(body.ExpiresIn), `"`), 64); err == nil && secs > 0 {
+		life := time.Duration(secs * float64(time.Second))
+		// Refresh shortly before expiry: a tenth of the lifetime, at most 60s.
+		early := min(life/10, time.Minute)
+		tok.expires = now.Add(life - early)
+	}
+	return tok, nil
+}

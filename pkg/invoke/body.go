@@ -1,0 +1,571 @@
+package invoke
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// maxUploadBytes bounds one file read from the uploads directory.
+const maxUploadBytes = 64 << 20
+
+// mediaBase returns the lower-case media type without parameters.
+func mediaBase(ct string) string {
+	ct, _, _ = strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// isJSONType reports application/json and the +json types.
+func isJSONType(ct string) bool {
+	b := mediaBase(ct)
+	return b == "application/json" || strings.HasSuffix(b, "+json") || b == "text/json"
+}
+
+// bodyInput is what encoding a body needs.
+type bodyInput struct {
+	contentType string              // the chosen media type, as the spec writes it
+	media       *openapi3.MediaType // may be nil
+	value       any
+	uploadsDir  string
+}
+
+// encodedBody is a body ready for the wire.
+type encodedBody struct {
+	data        []byte
+	contentType string // the Content-Type header, with a boundary for multipart
+	// check is the value to validate against the schema, with file parts
+	// replaced by placeholder strings; nil when the body is validated by
+	// openapi3filter (JSON) or not at all.
+	check    any
+	hasCheck bool
+}
+
+// fileArg is a file part the model described.
+type fileArg struct {
+	data        []byte
+	filename    string
+	contentType string
+}
+
+// encodeBody turns the model's value into bytes for the chosen content
+// type. Problems are returned as short sentences.
+func encodeBody(in bodyInput) (*encodedBody, []string) {
+	base := mediaBase(in.contentType)
+	var schema *openapi3.Schema
+	if in.media != nil && in.media.Schema != nil {
+		schema = in.media.Schema.Value
+	}
+	switch {
+	case isJSONType(base):
+		v := in.value
+		if s, ok := v.(string); ok && schema != nil && !schemaAllows(schema, "string") {
+			// Models sometimes send a JSON document as a string.
+			var parsed any
+			if json.Unmarshal([]byte(s), &parsed) == nil {
+				v = parsed
+			}
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, []string{"requestBody: cannot be encoded as JSON"}
+		}
+		return &encodedBody{data: data, contentType: jsonContentType(in.contentType)}, nil
+	case base == "application/x-www-form-urlencoded":
+		return encodeForm(in, schema)
+	case base == "multipart/form-data" || base == "multipart/mixed":
+		return encodeMultipart(in, schema, base)
+	case base == "application/octet-stream" || strings.HasPrefix(base, "image/") ||
+		strings.HasPrefix(base, "audio/") || strings.HasPrefix(base, "video/") ||
+		base == "application/pdf" || base == "application/zip":
+		f, problem := fileFromValue("requestBody", in.value, in.uploadsDir, true)
+		if problem != "" {
+			return nil, []string{problem}
+		}
+		ct := base
+		if f.contentType != "" && strings.Contains(base, "*") {
+			ct = f.contentType
+		}
+		return &encodedBody{data: f.data, contentType: ct}, nil
+	case strings.HasPrefix(base, "text/") || strings.HasSuffix(base, "+xml") || base == "application/xml":
+		return &encodedBody{data: []byte(scalarString(normalize(in.value))), contentType: in.contentType,
+			check: scalarString(normalize(in.value)), hasCheck: schema != nil}, nil
+	}
+	// Any other type: a string goes as it is.
+	s, ok := in.value.(string)
+	if !ok {
+		return nil, []string{fmt.Sprintf("requestBody: give the %s body as a string", base)}
+	}
+	return &encodedBody{data: []byte(s), contentType: in.contentType}, nil
+}
+
+// jsonContentType keeps the declared type but never a wildcard.
+func jsonContentType(ct string) string {
+	if strings.Contains(ct, "*") {
+		return "application/json"
+	}
+	return ct
+}
+
+// schemaAllows reports whether a schema (or any of its alternatives) has
+// type t; a schema without a type allows everything.
+func schemaAllows(s *openapi3.Schema, t string) bool {
+	if s == nil {
+		return true
+	}
+	if s.Type != nil && len(*s.Type) > 0 {
+		return s.Type.Includes(t)
+	}
+	alts := append(append(append([]*openapi3.SchemaRef{}, s.OneOf...), s.AnyOf...), s.AllOf...)
+	if len(alts) == 0 {
+		return true
+	}
+	for _, a := range alts {
+		if a != nil && a.Value != nil && schemaAllows(a.Value, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBinarySchema reports a schema describing raw file content.
+func isBinarySchema(s *openapi3.Schema) bool {
+	if s == nil {
+		return false
+	}
+	return s.Format == "binary" || s.ContentMediaType != "" || s.ContentEncoding == "base64"
+}
+
+// property returns a property's schema, looking through allOf/anyOf/oneOf.
+func property(s *openapi3.Schema, name string) *openapi3.Schema {
+	if s == nil {
+		return nil
+	}
+	if p, ok := s.Properties[name]; ok && p != nil {
+		return p.Value
+	}
+	for _, group := range [][]*openapi3.SchemaRef{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, a := range group {
+			if a != nil {
+				if p := property(a.Value, name); p != nil {
+					return p
+				}
+			}
+		}
+	}
+	if s.AdditionalProperties.Schema != nil {
+		return s.AdditionalProperties.Schema.Value
+	}
+	return nil
+}
+
+func encodingFor(media *openapi3.MediaType, name string) *openapi3.Encoding {
+	if media == nil {
+		return nil
+	}
+	return media.Encoding[name]
+}
+
+func asObject(field string, v any) (map[string]any, string) {
+	m, ok := normalize(v).(map[string]any)
+	if !ok {
+		return nil, field + ": must be an object of fields"
+	}
+	return m, ""
+}
+
+// encodeForm encodes an application/x-www-form-urlencoded body. Objects
+// and arrays of objects use bracket notation (metadata[key]=v,
+// items[0][price]=p) as Stripe and most form APIs read it; arrays of
+// scalars follow the property's encoding (repeated by default, joined
+// when explode is false, indexed with style deepObject).
+func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) {
+	if in.value == nil {
+		return &encodedBody{contentType: in.contentType}, nil
+	}
+	obj, problem := asObject("requestBody", in.value)
+	if problem != "" {
+		return nil, []string{problem}
+	}
+	var pairs []pair
+	for _, k := range sortedKeys(obj) {
+		v := normalize(obj[k])
+		style, explode := "form", true
+		if enc := encodingFor(in.media, k); enc != nil {
+			if enc.Style != "" {
+				style = enc.Style
+			}
+			if enc.Explode != nil {
+				explode = *enc.Explode
+			} else {
+				explode = style == "form"
+			}
+		}
+		switch x := v.(type) {
+		case nil:
+			continue
+		case map[string]any:
+			deepPairs(&pairs, formEscape(k), x, formEscape)
+		case []any:
+			if style == "deepObject" || hasComposite(x) {
+				deepPairs(&pairs, formEscape(k), x, formEscape)
+				continue
+			}
+			pairs = append(pairs, serializeForm(k, style, explode, x, formEscape)...)
+		default:
+			pairs = append(pairs, pair{formEscape(k), formEscape(scalarString(x))})
+		}
+	}
+	var b strings.Builder
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(p.k)
+		b.WriteByte('=')
+		b.WriteString(p.v)
+	}
+	return &encodedBody{data: []byte(b.String()), contentType: "application/x-www-form-urlencoded", check: obj, hasCheck: true}, nil
+}
+
+func formEscape(s string) string { return url.QueryEscape(s) }
+
+func hasComposite(a []any) bool {
+	for _, it := range a {
+		switch normalize(it).(type) {
+		case map[string]any, []any:
+			return true
+		}
+	}
+	return false
+}
+
+// encodeMultipart encodes a multipart/form-data body: scalars as text
+// parts, files (binary properties, or {"base64"|"path"|"text": ...}
+// objects) as file parts, arrays of scalars or files as repeated parts,
+// other objects and arrays as JSON parts.
+func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encodedBody, []string) {
+	var obj map[string]any
+	if in.value != nil {
+		var problem string
+		if obj, problem = asObject("requestBody", in.value); problem != "" {
+			return nil, []string{problem}
+		}
+	}
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	check := make(map[string]any, len(obj))
+	var problems []string
+	// Fields go before files: some APIs (Box) read metadata parts first.
+	keys := sortedKeys(obj)
+	slices.SortStableFunc(keys, func(a, b string) int {
+		fa, fb := isFilePart(schema, a, obj[a]), isFilePart(schema, b, obj[b])
+		switch {
+		case fa == fb:
+			return 0
+		case fb:
+			return -1
+		}
+		return 1
+	})
+	for _, k := range keys {
+		v := normalize(obj[k])
+		if v == nil {
+			continue
+		}
+		prop := property(schema, k)
+		var items *openapi3.Schema
+		if prop != nil && prop.Items != nil {
+			items = prop.Items.Value
+		}
+		enc := encodingFor(in.media, k)
+		field := "requestBody." + k
+		switch x := v.(type) {
+		case []any:
+			if hasComposite(x) && !allFiles(x, items) {
+				writeJSONPart(w, k, x, enc)
+				check[k] = x
+				continue
+			}
+			var checks []any
+			for i, it := range x {
+				if isBinarySchema(items) || isFileObject(it) {
+					f, problem := fileFromValue(fmt.Sprintf("%s[%d]", field, i), it, in.uploadsDir, isBinarySchema(items))
+					if problem != "" {
+						problems = append(problems, problem)
+						continue
+					}
+					writeFilePart(w, k, f, enc)
+					checks = append(checks, "file")
+					continue
+				}
+				writeTextPart(w, k, scalarString(it), enc)
+				checks = append(checks, it)
+			}
+			check[k] = checks
+		case map[string]any:
+			if isBinarySchema(prop) || isFileObject(x) {
+				f, problem := fileFromValue(field, x, in.uploadsDir, true)
+				if problem != "" {
+					problems = append(problems, problem)
+					continue
+				}
+				writeFilePart(w, k, f, enc)
+				check[k] = "file"
+				continue
+			}
+			writeJSONPart(w, k, x, enc)
+			check[k] = x
+		default:
+			if isBinarySchema(prop) {
+				f, problem := fileFromValue(field, x, in.uploadsDir, true)
+				if problem != "" {
+					problems = append(problems, problem)
+					continue
+				}
+				writeFilePart(w, k, f, enc)
+				check[k] = "file"
+				continue
+			}
+			writeTextPart(w, k, scalarString(x), enc)
+			check[k] = x
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	if err := w.Close(); err != nil {
+		return nil, []string{"requestBody: cannot be encoded as multipart"}
+	}
+	ct := mime.FormatMediaType(base, map[string]string{"boundary": w.Boundary()})
+	return &encodedBody{data: buf.Bytes(), contentType: ct, check: check, hasCheck: true}, nil
+}
+
+// isFilePart reports a top-level value sent as a file part.
+func isFilePart(schema *openapi3.Schema, name string, v any) bool {
+	return isBinarySchema(property(schema, name)) || isFileObject(v)
+}
+
+func allFiles(a []any, items *openapi3.Schema) bool {
+	for _, it := range a {
+		if !isBinarySchema(items) && !isFileObject(it) {
+			return false
+		}
+	}
+	return true
+}
+
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "%0D", "\n", "%0A")
+
+func partHeader(name, filename, ct string) textproto.MIMEHeader {
+	h := textproto.MIMEHeader{}
+	cd := `form-data; name="` + quoteEscaper.Replace(name) + `"`
+	if filename != "" {
+		cd += `; filename="` + quoteEscaper.Replace(filename) + `"`
+	}
+	h.Set("Content-Disposition", cd)
+	if ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	return h
+}
+
+// encodingType returns the first concrete type an encoding names.
+func encodingType(enc *openapi3.Encoding) string {
+	if enc == nil || enc.ContentType == "" {
+		return ""
+	}
+	for _, t := range strings.Split(enc.ContentType, ",") {
+		t = strings.TrimSpace(t)
+		if t != "" && !strings.Contains(t, "*") {
+			return t
+		}
+	}
+	return ""
+}
+
+func writeTextPart(w *multipart.Writer, name, value string, enc *openapi3.Encoding) {
+	pw, _ := w.CreatePart(partHeader(name, "", encodingType(enc)))
+	_, _ = io.WriteString(pw, value)
+}
+
+func writeJSONPart(w *multipart.Writer, name string, v any, enc *openapi3.Encoding) {
+	ct := encodingType(enc)
+	if ct == "" {
+		ct = "application/json"
+	}
+	data, _ := json.Marshal(v)
+	pw, _ := w.CreatePart(partHeader(name, "", ct))
+	_, _ = pw.Write(data)
+}
+
+func writeFilePart(w *multipart.Writer, name string, f fileArg, enc *openapi3.Encoding) {
+	ct := f.contentType
+	if ct == "" {
+		ct = encodingType(enc)
+	}
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	filename := f.filename
+	if filename == "" {
+		filename = name
+	}
+	pw, _ := w.CreatePart(partHeader(name, filename, ct))
+	_, _ = pw.Write(f.data)
+}
+
+// isFileObject reports a value shaped as a file description: an object
+// with exactly one of "base64", "path" or "text", and optionally
+// "filename" and "contentType".
+func isFileObject(v any) bool {
+	m, ok := normalize(v).(map[string]any)
+	if !ok {
+		return false
+	}
+	sources := 0
+	for k := range m {
+		switch k {
+		case "base64", "path", "text":
+			sources++
+		case "filename", "contentType":
+		default:
+			return false
+		}
+	}
+	return sources == 1
+}
+
+const fileHint = `give base64 text, or {"base64": ..., "filename": ...}, {"text": ...}, or {"path": ...} under the uploads directory`
+
+// fileFromValue reads the file a value describes: a base64 string (when
+// binary is true), or a file object.
+func fileFromValue(field string, v any, uploadsDir string, binary bool) (fileArg, string) {
+	switch x := normalize(v).(type) {
+	case string:
+		if !binary {
+			return fileArg{data: []byte(x)}, ""
+		}
+		data, ok := decodeBase64(x)
+		if !ok {
+			return fileArg{}, field + ": not valid base64; " + fileHint
+		}
+		return fileArg{data: data}, ""
+	case map[string]any:
+		if !isFileObject(x) {
+			return fileArg{}, field + ": " + fileHint
+		}
+		f := fileArg{}
+		if s, ok := x["filename"].(string); ok {
+			f.filename = s
+		}
+		if s, ok := x["contentType"].(string); ok {
+			if strings.ContainsAny(s, "\r\n") {
+				return fileArg{}, field + ": contentType must be one line"
+			}
+			f.contentType = s
+		}
+		switch {
+		case x["base64"] != nil:
+			s, _ := x["base64"].(string)
+			data, ok := decodeBase64(s)
+			if !ok {
+				return fileArg{}, field + ".base64: not valid base64"
+			}
+			f.data = data
+		case x["text"] != nil:
+			s, ok := x["text"].(string)
+			if !ok {
+				return fileArg{}, field + ".text: must be a string"
+			}
+			f.data = []byte(s)
+		default:
+			p, _ := x["path"].(string)
+			data, problem := readUpload(field, p, uploadsDir)
+			if problem != "" {
+				return fileArg{}, problem
+			}
+			f.data = data
+			if f.filename == "" {
+				f.filename = filepath.Base(p)
+			}
+		}
+		return f, ""
+	}
+	return fileArg{}, field + ": " + fileHint
+}
+
+func decodeBase64(s string) ([]byte, bool) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "data:"); ok {
+		// A data URL: keep what follows ";base64,".
+		if _, after, found := strings.Cut(rest, ";base64,"); found {
+			s = after
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if data, err := enc.DecodeString(s); err == nil {
+			return data, true
+		}
+	}
+	return nil, false
+}
+
+// readUpload reads p, which must lie under uploadsDir. os.Root refuses
+// "..", absolute escapes and symlinks leading out of the directory.
+func readUpload(field, p, uploadsDir string) ([]byte, string) {
+	if uploadsDir == "" {
+		return nil, field + ": reading files is off (no uploads directory configured); send base64 instead"
+	}
+	if p == "" {
+		return nil, field + ".path: empty"
+	}
+	rel := p
+	if filepath.IsAbs(p) {
+		absDir, err := filepath.Abs(uploadsDir)
+		if err != nil {
+			return nil, field + ".path: the uploads directory is not usable"
+		}
+		r, err := filepath.Rel(absDir, filepath.Clean(p))
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return nil, field + ".path: must be inside the uploads directory"
+		}
+		rel = r
+	}
+	root, err := os.OpenRoot(uploadsDir)
+	if err != nil {
+		return nil, field + ".path: the uploads directory is not usable"
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, field + ".path: no such file in the uploads directory"
+		}
+		return nil, field + ".path: must be a readable file inside the uploads directory"
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, field + ".path: not a regular file"
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxUploadBytes+1))
+	if err != nil {
+		return nil, field + ".path: cannot be read"
+	}
+	if len(data) > maxUploadBytes {
+		return nil, fmt.Sprintf("%s.path: larger than the %d MiB upload limit", field, maxUploadBytes>>20)
+	}
+	return data, ""
+}

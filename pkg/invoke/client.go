@@ -1,0 +1,221 @@
+// Package invoke validates a model's arguments against an operation, builds
+// the HTTP request (parameters, body, upstream auth) and sends it, shaping
+// the answer into a bounded Result or a typed error.
+//
+// The flow is two steps so that a bad call costs no rate-limit budget:
+//
+//	call, err := client.Prepare(ctx, endpoint, args) // validates; nothing sent
+//	if err != nil { ... }                            // *ArgError, *AuthError
+//	// charge the rate limiter here
+//	res, err := call.Do(ctx)                         // sends once
+package invoke
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxResponseBytes = 256 << 10
+	// maxRedirects bounds redirects followed within the allowed hosts.
+	maxRedirects = 5
+)
+
+// Options configure a Client. The zero value is useful: a 30s deadline per
+// call, a 256 KiB response cap, no credentials, private networks allowed.
+type Options struct {
+	// HTTPClient sends requests. If nil, the Client uses its own transport,
+	// which can refuse private networks (BlockPrivateNetworks). When set, its
+	// Timeout is ignored (the per-call deadline applies), its CheckRedirect
+	// is replaced by the Client's host policy, and blocking private networks
+	// is left to its transport.
+	HTTPClient *http.Client
+	// Timeout bounds one call: connect, headers and body. If zero,
+	// DefaultTimeout.
+	Timeout time.Duration
+	// MaxResponseBytes caps the response body kept. If zero,
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// BlockPrivateNetworks refuses loopback, private, link-local and
+	// unspecified addresses, checked on the resolved address at connect
+	// time (so DNS rebinding cannot get around it). Default false. A spec's
+	// SpecOptions.BlockPrivateNetworks overrides it.
+	BlockPrivateNetworks bool
+	// AllowedHosts are hosts ("host" or "host:port") every spec may be
+	// redirected to besides its own base URL host. Default none.
+	AllowedHosts []string
+	// UploadsDir is the only directory multipart and octet-stream file
+	// parts may be read from by path. Default "": reading files is off
+	// (base64 values still work).
+	UploadsDir string
+	// AllowModelCredentialHeaders lets the model's headers set
+	// Authorization, Cookie, Proxy-Authorization and the API-key headers of
+	// the spec's schemes. Default false: they are refused.
+	AllowModelCredentialHeaders bool
+	// Specs holds per-spec settings by spec name.
+	Specs map[string]SpecOptions
+}
+
+// SpecOptions are one spec's settings. Zero fields fall back to Options.
+type SpecOptions struct {
+	// Timeout overrides Options.Timeout for this spec.
+	Timeout time.Duration
+	// EndpointTimeouts override the timeout per endpoint, keyed by endpoint
+	// id or operationId.
+	EndpointTimeouts map[string]time.Duration
+	// MaxResponseBytes overrides Options.MaxResponseBytes for this spec.
+	MaxResponseBytes int64
+	// BlockPrivateNetworks overrides Options.BlockPrivateNetworks when set.
+	BlockPrivateNetworks *bool
+	// AllowModelCredentialHeaders overrides the global setting when set.
+	AllowModelCredentialHeaders *bool
+	// AllowedHosts are added to Options.AllowedHosts for this spec.
+	AllowedHosts []string
+	// Headers are static headers sent on every call to the spec's own host.
+	// Their values are treated as secrets: never shown.
+	Headers map[string]string
+	// Auth holds credentials by security scheme name (as the spec's
+	// securitySchemes name them).
+	Auth map[string]Credential
+}
+
+// Credential is what one security scheme needs. Which fields apply depends
+// on the scheme's type in the spec: apiKey uses Value; http bearer Token;
+// http basic Username and Password; oauth2 ClientID and ClientSecret (client
+// credentials flow) with an optional TokenURL (default: the spec's) and
+// Scopes. Values are never printed.
+type Credential struct {
+	Value        string
+	Token        string
+	Username     string
+	Password     string
+	ClientID     string
+	ClientSecret string
+	TokenURL     string
+	Scopes       []string
+	// MissingEnv names environment variables the config referred to that
+	// were unset; a call that needs this credential gets an AuthError
+	// naming them.
+	MissingEnv []string
+}
+
+// Client prepares and sends calls. It is safe for concurrent use; the zero
+// value is not usable, build one with New.
+type Client struct {
+	opts Options
+
+	open    *http.Client // private networks allowed
+	blocked *http.Client // private networks refused at connect time
+
+	tokens tokenCache
+}
+
+// New returns a Client with opts.
+func New(opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	c := &Client{opts: opts}
+	if opts.HTTPClient != nil {
+		hc := *opts.HTTPClient
+		hc.Timeout = 0
+		hc.CheckRedirect = checkRedirect
+		c.open, c.blocked = &hc, &hc
+	} else {
+		c.open = &http.Client{Transport: newTransport(false), CheckRedirect: checkRedirect}
+		c.blocked = &http.Client{Transport: newTransport(true), CheckRedirect: checkRedirect}
+	}
+	return c
+}
+
+// Close releases idle connections.
+func (c *Client) Close() {
+	c.open.CloseIdleConnections()
+	c.blocked.CloseIdleConnections()
+}
+
+func newTransport(blockPrivate bool) *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if blockPrivate {
+		d.Control = refusePrivate
+	}
+	return &http.Transport{
+		Proxy:                 nil, // a proxy would bypass the address check
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// Decompression stays on: the cap applies to decoded bytes.
+	}
+}
+
+func (c *Client) specOptions(name string) SpecOptions { return c.opts.Specs[name] }
+
+func (c *Client) timeoutFor(e *spec.Endpoint) time.Duration {
+	so := c.specOptions(e.Spec)
+	if d, ok := so.EndpointTimeouts[e.ID]; ok && d > 0 {
+		return d
+	}
+	if e.OperationID != "" {
+		if d, ok := so.EndpointTimeouts[e.OperationID]; ok && d > 0 {
+			return d
+		}
+	}
+	if so.Timeout > 0 {
+		return so.Timeout
+	}
+	return c.opts.Timeout
+}
+
+func (c *Client) maxBytesFor(e *spec.Endpoint) int64 {
+	if n := c.specOptions(e.Spec).MaxResponseBytes; n > 0 {
+		return n
+	}
+	return c.opts.MaxResponseBytes
+}
+
+func (c *Client) blockPrivateFor(e *spec.Endpoint) bool {
+	if b := c.specOptions(e.Spec).BlockPrivateNetworks; b != nil {
+		return *b
+	}
+	return c.opts.BlockPrivateNetworks
+}
+
+func (c *Client) allowCredHeadersFor(e *spec.Endpoint) bool {
+	if b := c.specOptions(e.Spec).AllowModelCredentialHeaders; b != nil {
+		return *b
+	}
+	return c.opts.AllowModelCredentialHeaders
+}
+
+// allowedHostsFor returns the lower-case hosts (host or host:port) a call
+// to e may be redirected to, its own host first.
+func (c *Client) allowedHostsFor(own string, e *spec.Endpoint) []string {
+	hosts := []string{strings.ToLower(own)}
+	for _, h := range c.opts.AllowedHosts {
+		hosts = append(hosts, strings.ToLower(h))
+	}
+	for _, h := range c.specOptions(e.Spec).AllowedHosts {
+		hosts = append(hosts, strings.ToLower(h))
+	}
+	return hosts
+}
+
+// tokenCache holds OAuth2 client-credentials tokens by spec and scheme.
+type tokenCache struct {
+	mu     sync.Mutex
+	tokens map[string]*oauthToken
+}

@@ -1,0 +1,177 @@
+package invoke
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxProblems bounds the problems an ArgError lists; the rest are counted.
+const maxProblems = 20
+
+// ArgError reports arguments that do not fit the operation: undeclared or
+// missing parameters, schema violations, an undeclared content type, a
+// header the model may not set. It is returned by Prepare before anything is
+// sent. The MCP layer maps it to validation_failed.
+type ArgError struct {
+	// Endpoint is the endpoint id.
+	Endpoint string
+	// Problems lists every problem, one short sentence each.
+	Problems []string
+	// Declared names the parameters the operation declares, set when an
+	// argument was not among them.
+	Declared []string
+}
+
+func (e *ArgError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid arguments for ")
+	b.WriteString(e.Endpoint)
+	b.WriteString(": ")
+	n := len(e.Problems)
+	shown := e.Problems
+	if n > maxProblems {
+		shown = shown[:maxProblems]
+	}
+	b.WriteString(strings.Join(shown, "; "))
+	if n > maxProblems {
+		fmt.Fprintf(&b, "; and %d more", n-maxProblems)
+	}
+	return b.String()
+}
+
+// Hint says what to do next.
+func (e *ArgError) Hint() string {
+	if len(e.Declared) > 0 {
+		return "Use only the declared parameters: " + strings.Join(e.Declared, ", ") + ". Call inspect for their schemas."
+	}
+	return "Fix the arguments (call inspect for the operation's schema) and call again."
+}
+
+// HTTPError is an upstream answer with status 4xx or 5xx that is neither a
+// rate limit nor an authentication refusal. Do returns it together with the
+// Result. The MCP layer maps it to http_error.
+type HTTPError struct {
+	StatusCode int
+	// Body is a bounded excerpt of the response body as text.
+	Body string
+}
+
+func (e *HTTPError) Error() string {
+	s := "upstream answered " + strconv.Itoa(e.StatusCode)
+	if t := http.StatusText(e.StatusCode); t != "" {
+		s += " " + t
+	}
+	return s
+}
+
+// Retryable reports whether the same call may succeed later (5xx, 408).
+func (e *HTTPError) Retryable() bool {
+	return e.StatusCode >= 500 || e.StatusCode == http.StatusRequestTimeout
+}
+
+// UpstreamRateLimitError is a 429, or a 403 the upstream marks as a rate
+// limit (GitHub style). Do returns it together with the Result, whose
+// RawHeaders the rate limiter should read. The MCP layer maps it to
+// upstream_rate_limit.
+type UpstreamRateLimitError struct {
+	StatusCode int
+	// RetryAfter is how long the upstream asked to wait, from Retry-After
+	// (seconds or an HTTP date) or a rate-limit reset header; zero when it
+	// said nothing usable.
+	RetryAfter time.Duration
+	// RetryAt is the moment RetryAfter ends; zero when unknown.
+	RetryAt time.Time
+	// Body is a bounded excerpt of the response body as text.
+	Body string
+}
+
+func (e *UpstreamRateLimitError) Error() string {
+	s := "upstream refused the call with " + strconv.Itoa(e.StatusCode) + ": rate limited"
+	if e.RetryAfter > 0 {
+		s += "; retry in " + formatSeconds(e.RetryAfter) + " seconds"
+	}
+	return s
+}
+
+// UnreachableError is a failure to reach the upstream: DNS, connect, TLS,
+// or a refused target (private network, host outside the allowed ones).
+// The MCP layer maps it to upstream_unreachable.
+type UnreachableError struct {
+	Host   string
+	Reason string
+}
+
+func (e *UnreachableError) Error() string {
+	return "upstream " + e.Host + " unreachable: " + e.Reason
+}
+
+// TimeoutError is a call that ran past its deadline before the response
+// headers arrived. (A body cut by the deadline is a truncated Result, not
+// an error.) The MCP layer maps it to timeout.
+type TimeoutError struct {
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return "upstream did not answer within " + e.Timeout.String()
+}
+
+// AuthError says credentials are missing or were refused. It names the
+// config key or environment variable to set, never a value. Prepare returns
+// it when a configured credential is empty; Do returns it (with the Result)
+// when the upstream answers 401, or 403 that is not a rate limit, to a call
+// that needs credentials. The MCP layer maps it to auth_error.
+type AuthError struct {
+	Spec   string
+	Scheme string
+	// Key is the config key to set, like "specs[petstore].auth.api_key.value".
+	Key string
+	// EnvVars are unset environment variables the credential refers to.
+	EnvVars []string
+	// StatusCode is the upstream's answer, or 0 when nothing was sent.
+	StatusCode int
+	// Refused is true when the upstream refused credentials that were sent.
+	Refused bool
+	// Reason is a short extra explanation (never a value).
+	Reason string
+}
+
+func (e *AuthError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.Refused:
+		fmt.Fprintf(&b, "upstream answered %d: it refused the credentials for %s scheme %q", e.StatusCode, e.Spec, e.Scheme)
+	case e.StatusCode != 0:
+		fmt.Fprintf(&b, "upstream answered %d: the call needs credentials", e.StatusCode)
+	default:
+		fmt.Fprintf(&b, "credentials for %s scheme %q are missing", e.Spec, e.Scheme)
+	}
+	if e.Reason != "" {
+		b.WriteString(" (" + e.Reason + ")")
+	}
+	b.WriteString("; ")
+	b.WriteString(e.Hint())
+	return b.String()
+}
+
+// Hint says which variable or config key to set.
+func (e *AuthError) Hint() string {
+	switch {
+	case len(e.EnvVars) > 0:
+		return "set the environment variable " + strings.Join(e.EnvVars, ", ") + " and restart"
+	case e.Key != "" && e.Refused:
+		return "check " + e.Key
+	case e.Key != "":
+		return "set " + e.Key + " in the config"
+	}
+	return "configure credentials for this spec"
+}
+
+// formatSeconds prints d in seconds with millisecond precision, rounded up.
+func formatSeconds(d time.Duration) string {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
+}

@@ -1,0 +1,216 @@
+package invoke
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// Calls against real operations from ../../../shared/specs, asserting the
+// bytes that arrive at the upstream.
+func TestRealSpecsOnTheWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads large specs")
+	}
+	tests := []struct {
+		name  string
+		file  string
+		opID  string
+		base  string // path appended to the recorder URL as base URL
+		opts  func(spec string) Options
+		args  Args
+		check func(t *testing.T, r recorded)
+	}{
+		{
+			name: "stripe form body with metadata", file: "stripe.json", opID: "PostCustomers",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"bearerAuth": {Token: "sk_test_123"}}}}}
+			},
+			args: Args{RequestBody: map[string]any{
+				"email":    "jo@example.com",
+				"metadata": map[string]any{"order_id": "6735"},
+				"address":  map[string]any{"city": "Paris", "line1": "1 rue X"},
+				"expand":   []any{"tax"},
+			}},
+			check: func(t *testing.T, r recorded) {
+				if r.Method != "POST" || r.RawPath != "/v1/customers" {
+					t.Errorf("%s %s", r.Method, r.RawPath)
+				}
+				want := "address[city]=Paris&address[line1]=1+rue+X&email=jo%40example.com&expand[0]=tax&metadata[order_id]=6735"
+				if string(r.Body) != want {
+					t.Errorf("body\n got %s\nwant %s", r.Body, want)
+				}
+				if r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || r.Header.Get("Authorization") != "Bearer sk_test_123" {
+					t.Errorf("headers %v", r.Header)
+				}
+			},
+		},
+		{
+			name: "stripe subscription items", file: "stripe.json", opID: "PostSubscriptions",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"basicAuth": {Username: "sk_test_123"}}}}}
+			},
+			args: Args{RequestBody: map[string]any{
+				"customer": "cus_1",
+				"items":    []any{map[string]any{"price": "price_1", "quantity": 2}, map[string]any{"price": "price_2"}},
+			}},
+			check: func(t *testing.T, r recorded) {
+				want := "customer=cus_1&items[0][price]=price_1&items[0][quantity]=2&items[1][price]=price_2"
+				if string(r.Body) != want {
+					t.Errorf("body\n got %s\nwant %s", r.Body, want)
+				}
+				if want := "Basic " + base64.StdEncoding.EncodeToString([]byte("sk_test_123:")); r.Header.Get("Authorization") != want {
+					t.Errorf("authorization %q", r.Header.Get("Authorization"))
+				}
+			},
+		},
+		{
+			name: "stripe list with deepObject query", file: "stripe.json", opID: "GetCustomers",
+			args: Args{Parameters: map[string]any{"limit": 3, "created": map[string]any{"gt": 1700000000}, "expand": []any{"data.tax"}}},
+			check: func(t *testing.T, r recorded) {
+				q, _ := url.QueryUnescape(r.RawQuery)
+				if q != "created[gt]=1700000000&expand[0]=data.tax&limit=3" && !sameQuery(q, "created[gt]=1700000000&expand[0]=data.tax&limit=3") {
+					t.Errorf("query %s", q)
+				}
+			},
+		},
+		{
+			name: "openai multipart file upload", file: "openai.yaml", opID: "createFile",
+			base: "/v1",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"ApiKeyAuth": {Token: "sk-abc"}}}}}
+			},
+			args: Args{RequestBody: map[string]any{
+				"file":    map[string]any{"text": `{"messages":[]}` + "\n", "filename": "train.jsonl"},
+				"purpose": "fine-tune",
+			}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawPath != "/v1/files" || r.Header.Get("Authorization") != "Bearer sk-abc" {
+					t.Errorf("%s auth %q", r.RawPath, r.Header.Get("Authorization"))
+				}
+				parts := readParts(t, r)
+				if f := parts["file"]; len(f) != 1 || f[0].filename != "train.jsonl" || f[0].data != `{"messages":[]}`+"\n" {
+					t.Errorf("file part %+v", f)
+				}
+				if p := parts["purpose"]; len(p) != 1 || p[0].data != "fine-tune" {
+					t.Errorf("purpose part %+v", p)
+				}
+			},
+		},
+		{
+			name: "box upload puts attributes before the file", file: "box.json", opID: "post_files_content",
+			args: Args{RequestBody: map[string]any{
+				"file":       base64.StdEncoding.EncodeToString([]byte("data")),
+				"attributes": map[string]any{"name": "a.txt", "parent": map[string]any{"id": "0"}},
+			}},
+			check: func(t *testing.T, r recorded) {
+				body := string(r.Body)
+				if a, f := strings.Index(body, `name="attributes"`), strings.Index(body, `name="file"`); a < 0 || f < 0 || a > f {
+					t.Errorf("attributes at %d, file at %d", a, f)
+				}
+			},
+		},
+		{
+			name: "twilio basic auth and form", file: "twilio-api-v2010.yaml", opID: "CreateMessage",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"accountSid_authToken": {Username: "AC123", Password: "tok"}}}}}
+			},
+			args: Args{Parameters: map[string]any{"AccountSid": "AC0123456789abcdef0123456789abcdef"}, RequestBody: map[string]any{"To": "+15550001111", "From": "+15550002222", "Body": "hi there"}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawPath != "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Messages.json" {
+					t.Errorf("path %s", r.RawPath)
+				}
+				if u, p, ok := (&http.Request{Header: r.Header}).BasicAuth(); !ok || u != "AC123" || p != "tok" {
+					t.Errorf("basic auth %q", r.Header.Get("Authorization"))
+				}
+				if string(r.Body) != "Body=hi+there&From=%2B15550002222&To=%2B15550001111" {
+					t.Errorf("body %s", r.Body)
+				}
+			},
+		},
+		{
+			name: "openweathermap appid in query", file: "openweathermap.yaml", opID: "CurrentWeatherData",
+			base: "/data/2.5",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"app_id": {Value: "owm-key"}}}}}
+			},
+			args: Args{Parameters: map[string]any{"q": "London,uk", "units": "metric"}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawPath != "/data/2.5/weather" || r.RawQuery != "q=London%2Cuk&units=metric&appid=owm-key" {
+					t.Errorf("%s?%s", r.RawPath, r.RawQuery)
+				}
+			},
+		},
+		{
+			name: "github bearer via static header", file: "github-rest.json", opID: "repos/get",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Headers: map[string]string{"Authorization": "Bearer ghp_abc"}}}}
+			},
+			args: Args{Parameters: map[string]any{"owner": "octo cat", "repo": "hello.world"}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawPath != "/repos/octo%20cat/hello.world" || r.Header.Get("Authorization") != "Bearer ghp_abc" {
+					t.Errorf("%s auth %q", r.RawPath, r.Header.Get("Authorization"))
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newRecorder(t, nil)
+			s := sharedSpec(t, tt.file, up.URL+tt.base)
+			e := endpoint(t, s, tt.opID)
+			opts := Options{}
+			if tt.opts != nil {
+				opts = tt.opts(s.Name)
+			}
+			call, err := New(opts).Prepare(t.Context(), e, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !call.Validated() {
+				t.Error("not validated against the schema")
+			}
+			if _, err := call.Do(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, up.last(t))
+		})
+	}
+}
+
+func sameQuery(a, b string) bool {
+	qa, _ := url.ParseQuery(a)
+	qb, _ := url.ParseQuery(b)
+	if len(qa) != len(qb) {
+		return false
+	}
+	for k, v := range qa {
+		if strings.Join(qb[k], ",") != strings.Join(v, ",") {
+			return false
+		}
+	}
+	return true
+}
+
+// Validation on real operations catches real mistakes, briefly.
+func TestRealSpecsValidation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads large specs")
+	}
+	s := sharedSpec(t, "stripe.json", "http://127.0.0.1:1")
+	_, err := New(Options{}).Prepare(t.Context(), endpoint(t, s, "PostCustomers"), Args{
+		RequestBody: map[string]any{"email": strings.Repeat("e", 600), "balance": "lots", "colour": "red"},
+	})
+	ae := asArgError(t, err)
+	if len(ae.Problems) < 2 || len(ae.Error()) > 1000 {
+		t.Errorf("problems %q", ae.Problems)
+	}
+	s = sharedSpec(t, "petstore-v3.yaml", "http://127.0.0.1:1")
+	_, err = New(Options{}).Prepare(t.Context(), endpoint(t, s, "getPetById"), Args{Parameters: map[string]any{"petId": "abc"}})
+	ae = asArgError(t, err)
+	if len(ae.Problems) != 1 || !strings.Contains(ae.Problems[0], `"petId" (path)`) {
+		t.Errorf("problems %q", ae.Problems)
+	}
+}

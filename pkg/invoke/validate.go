@@ -1,0 +1,310 @@
+package invoke
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// maxProblemLen bounds one problem sentence.
+const maxProblemLen = 200
+
+// validation is what validating a built request needs.
+type validation struct {
+	op         *spec.Operation
+	req        *http.Request // a copy: validation may read its body
+	pathParams map[string]string
+	params     []param
+	values     map[string]any // the model's value per parameter key (in+name)
+	jsonBody   bool           // let openapi3filter validate the body
+	check      any            // a non-JSON body's value to validate directly
+	hasCheck   bool
+	bodySchema *openapi3.Schema
+}
+
+// validate runs openapi3filter.ValidateRequest on the built request and
+// returns every problem as a short sentence. Parameters whose wire form
+// kin-openapi cannot decode (deepObject arrays, anyOf of object and
+// scalar, exploded cookies: all found in real specs) are validated from the
+// model's value against their schema instead, so no false problem stops a
+// good call.
+func validate(ctx context.Context, v validation) []string {
+	route := &routers.Route{
+		Spec:      v.op.Doc,
+		Path:      v.op.Path,
+		PathItem:  v.op.PathItem,
+		Method:    v.op.Method,
+		Operation: v.op.Op,
+	}
+	opts := &openapi3filter.Options{
+		MultiError:          true,
+		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+		SkipSettingDefaults: true,
+		ExcludeRequestBody:  !v.jsonBody,
+	}
+	input := &openapi3filter.RequestValidationInput{
+		Request:    v.req,
+		PathParams: v.pathParams,
+		Route:      route,
+		Options:    opts,
+	}
+	var problems []string
+	err := openapi3filter.ValidateRequest(ctx, input)
+	for _, e := range flatten(err) {
+		var re *openapi3filter.RequestError
+		if errors.As(e, &re) && re.Parameter != nil {
+			if isParseProblem(re.Err) {
+				if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil {
+					if val, ok := v.values[p.In+"\x00"+p.Name]; ok && p.Schema != nil {
+						problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), v.op.Doc, false)...)
+						continue
+					}
+				}
+			}
+			problems = append(problems, describe(paramLabel(re.Parameter.Name, re.Parameter.In), re.Err, re.Reason)...)
+			continue
+		}
+		if errors.As(e, &re) && re.RequestBody != nil {
+			problems = append(problems, describe("requestBody", re.Err, re.Reason)...)
+			continue
+		}
+		var se *openapi3filter.SecurityRequirementsError
+		if errors.As(e, &se) {
+			continue // auth is ours to apply, after validation
+		}
+		problems = append(problems, shorten(e.Error()))
+	}
+	if v.hasCheck && v.bodySchema != nil {
+		problems = append(problems, checkValue("requestBody", v.bodySchema, v.check, v.op.Doc, true)...)
+	}
+	return problems
+}
+
+// checkValue validates a JSON value against a schema directly.
+func checkValue(label string, s *openapi3.Schema, value any, doc *openapi3.T, request bool) []string {
+	opts := []openapi3.SchemaValidationOption{openapi3.MultiErrors()}
+	if request {
+		opts = append(opts, openapi3.VisitAsRequest())
+	}
+	if doc != nil && doc.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+	}
+	err := s.VisitJSON(jsonValue(value), opts...)
+	if err == nil {
+		return nil
+	}
+	return describe(label, err, "")
+}
+
+// jsonValue converts Go values (ints, typed slices) into what VisitJSON
+// expects: float64, []any, map[string]any.
+func jsonValue(v any) any {
+	switch x := normalize(v).(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, it := range x {
+			out[i] = jsonValue(it)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, it := range x {
+			out[k] = jsonValue(it)
+		}
+		return out
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case uint:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case uint32:
+		return float64(x)
+	case float32:
+		return float64(x)
+	default:
+		return x
+	}
+}
+
+// coerce turns text the model sent for a number, integer or boolean
+// parameter into that type, as the parameter's wire form would be read.
+func coerce(v any, s *openapi3.Schema) any {
+	v = normalize(v)
+	if s == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		switch {
+		case s.Type.Is("integer"):
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return float64(n)
+			}
+		case s.Type.Is("number"):
+			if f, err := strconv.ParseFloat(x, 64); err == nil {
+				return f
+			}
+		case s.Type.Is("boolean"):
+			if b, err := strconv.ParseBool(x); err == nil {
+				return b
+			}
+		}
+	case []any:
+		if s.Items != nil && s.Items.Value != nil {
+			out := make([]any, len(x))
+			for i, it := range x {
+				out[i] = coerce(it, s.Items.Value)
+			}
+			return out
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, it := range x {
+			out[k] = coerce(it, property(s, k))
+		}
+		return out
+	}
+	return v
+}
+
+func findParam(ps []param, in, name string) *param {
+	for i := range ps {
+		if ps[i].In == in && ps[i].Name == name {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+func paramLabel(name, in string) string {
+	return "parameter " + strconv.Quote(name) + " (" + in + ")"
+}
+
+// isParseProblem reports an error decoding a parameter's wire form, as
+// opposed to a schema violation or a missing value.
+func isParseProblem(err error) bool {
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) {
+		return true
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		return false
+	}
+	return err != nil && strings.Contains(err.Error(), "serialization method")
+}
+
+// flatten expands multi-errors into their parts.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	var me openapi3.MultiError
+	if errors.As(err, &me) && len(me) > 0 {
+		if _, isMulti := err.(openapi3.MultiError); isMulti {
+			var out []error
+			for _, e := range me {
+				out = append(out, flatten(e)...)
+			}
+			return out
+		}
+	}
+	return []error{err}
+}
+
+// describe turns a validation error into short sentences prefixed with
+// label: schema errors name the JSON path and reason, never the schema.
+func describe(label string, err error, reason string) []string {
+	if err == nil {
+		if reason == "" {
+			reason = "is invalid"
+		}
+		return []string{shorten(label + ": " + reason)}
+	}
+	if errors.Is(err, openapi3filter.ErrInvalidRequired) {
+		return []string{label + ": is required"}
+	}
+	if errors.Is(err, openapi3filter.ErrInvalidEmptyValue) {
+		return []string{label + ": must not be empty"}
+	}
+	var out []string
+	if me, ok := err.(openapi3.MultiError); ok {
+		for _, e := range me {
+			out = append(out, describe(label, e, "")...)
+		}
+		return dedupe(out)
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		where := label
+		if ptr := se.JSONPointer(); len(ptr) > 0 {
+			where += "." + strings.Join(ptr, ".")
+		}
+		r := se.Reason
+		if r == "" {
+			r = "does not match the schema's " + strconv.Quote(se.SchemaField)
+		}
+		return []string{shorten(where + ": " + r)}
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) {
+		where := label
+		for _, p := range pe.Path() {
+			where += "." + scalarString(p)
+		}
+		r := pe.Reason
+		if r == "" {
+			if rc := pe.RootCause(); rc != nil {
+				r = rc.Error()
+			}
+		}
+		if r == "" {
+			r = "cannot be parsed"
+		}
+		return []string{shorten(where + ": " + r)}
+	}
+	if reason != "" {
+		return []string{shorten(label + ": " + reason)}
+	}
+	return []string{shorten(label + ": " + err.Error())}
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shorten keeps the first line of s, at most maxProblemLen bytes.
+func shorten(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > maxProblemLen {
+		cut := maxProblemLen
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.TrimSpace(s)
+}

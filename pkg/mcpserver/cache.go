@@ -1,0 +1,113 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/specgate/specgate/pkg/invoke"
+)
+
+// maxCached bounds the results kept for cache_ttl.
+const maxCached = 512
+
+// resultCache keeps the last successful result of identical idempotent
+// calls. The zero value is ready.
+type resultCache struct {
+	mu      sync.Mutex
+	entries map[string]cached
+	order   []string // insertion order, oldest first
+}
+
+type cached struct {
+	res *InvokeResult
+	at  time.Time
+}
+
+// cacheKey identifies a call by endpoint and arguments; encoding/json sorts
+// map keys, so equal arguments give equal keys.
+func cacheKey(id string, in invoke.Args) string {
+	b, _ := json.Marshal(struct {
+		P map[string]any    `json:"p,omitempty"`
+		B any               `json:"b,omitempty"`
+		H map[string]string `json:"h,omitempty"`
+		C string            `json:"c,omitempty"`
+	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType})
+	return id + "\x00" + string(b)
+}
+
+func (c *resultCache) get(key string, ttl time.Duration, now time.Time) (*InvokeResult, time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return nil, 0, false
+	}
+	age := now.Sub(e.at)
+	if age >= ttl || age < 0 {
+		return nil, 0, false
+	}
+	return e.res, age, true
+}
+
+func (c *resultCache) put(key string, res *InvokeResult, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]cached{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = cached{res: res, at: now}
+	for len(c.order) > maxCached {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// auditRecord is one line of the audit log. It never holds argument values
+// or headers.
+type auditRecord struct {
+	Time          string `json:"time"`
+	Endpoint      string `json:"endpoint"`
+	Principal     string `json:"principal,omitempty"`
+	Outcome       string `json:"outcome"`
+	Status        int    `json:"status,omitempty"`
+	Scope         string `json:"scope,omitempty"`
+	Limit         string `json:"limit,omitempty"`
+	QueueWaitMs   int64  `json:"queueWaitMs"`
+	Attempts      int    `json:"attempts"`
+	LatencyMs     int64  `json:"latencyMs"`
+	ResponseBytes int64  `json:"responseBytes,omitempty"`
+	Cached        bool   `json:"cached,omitempty"`
+}
+
+// principalKey is the context key of the caller's principal, set by the
+// HTTP transport when it knows who is calling.
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying the name of the caller.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func (s *Server) audit(ctx context.Context, rec auditRecord) {
+	if s.opts.Audit == nil {
+		return
+	}
+	rec.Time = s.now().UTC().Format(time.RFC3339Nano)
+	if p, ok := ctx.Value(principalKey{}).(string); ok {
+		rec.Principal = p
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	s.audMu.Lock()
+	defer s.audMu.Unlock()
+	if _, err := s.opts.Audit.Write(append(line, '\n')); err != nil {
+		s.log.Warn("audit log write failed", "err", err)
+	}
+}

@@ -1,0 +1,206 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+)
+
+// Error codes the model reads: a closed set, named in the tool descriptions.
+const (
+	CodeRateLimit         = "rate_limit"
+	CodeUpstreamRateLimit = "upstream_rate_limit"
+	CodeQueueFull         = "queue_full"
+	CodeQueueTimeout      = "queue_timeout"
+	CodeTimeout           = "timeout"
+	CodeCancelled         = "cancelled"
+	CodeValidationFailed  = "validation_failed"
+	CodeNotFound          = "not_found"
+	CodeHTTPError         = "http_error"
+	CodeUnreachable       = "upstream_unreachable"
+	CodeAuthError         = "auth_error"
+)
+
+// ErrorObject is the error a tool result carries, as DESIGN.md lays it out.
+type ErrorObject struct {
+	Code              string       `json:"code"`
+	Message           string       `json:"message"`
+	Hint              string       `json:"hint,omitempty"`
+	Retryable         bool         `json:"retryable"`
+	RetryAfterSeconds float64      `json:"retryAfterSeconds,omitempty"`
+	RetryAt           string       `json:"retryAt,omitempty"`
+	Scope             string       `json:"scope,omitempty"`
+	Limit             *LimitInfo   `json:"limit,omitempty"`
+	Status            int          `json:"status,omitempty"`
+	Body              any          `json:"body,omitempty"`
+	Problems          []string     `json:"problems,omitempty"`
+	Suggestions       []Suggestion `json:"suggestions,omitempty"`
+}
+
+// LimitInfo names the limit that bound a refused call.
+type LimitInfo struct {
+	Kind     string `json:"kind"`
+	Key      string `json:"key"`
+	Interval string `json:"interval,omitempty"`
+	Limit    int64  `json:"limit,omitempty"`
+	Window   string `json:"window,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// Suggestion is an endpoint the model can call instead, now.
+type Suggestion struct {
+	ID     string `json:"id"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+type errorEnvelope struct {
+	Error *ErrorObject `json:"error"`
+}
+
+// errorResult wraps an error object as a tool result with isError set, the
+// object both as structuredContent and as JSON text.
+func errorResult(obj *ErrorObject) *mcp.CallToolResult {
+	env := errorEnvelope{Error: obj}
+	text, _ := json.Marshal(env)
+	res := mcp.NewToolResultStructured(env, string(text))
+	res.IsError = true
+	return res
+}
+
+// jsonResult returns v as structuredContent and as JSON text.
+func jsonResult(v any) *mcp.CallToolResult {
+	text, err := json.Marshal(v)
+	if err != nil {
+		return errorResult(&ErrorObject{Code: CodeHTTPError, Message: "result cannot be encoded as JSON"})
+	}
+	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+}
+
+// retrySeconds turns a wait into seconds with millisecond precision, rounded
+// up and never zero: waiting exactly that long must succeed.
+func retrySeconds(d time.Duration) float64 {
+	ms := math.Ceil(float64(d) / float64(time.Millisecond))
+	if ms < 1 {
+		ms = 1
+	}
+	return ms / 1000
+}
+
+func formatSeconds(s float64) string {
+	return fmt.Sprintf("%.3g seconds", s)
+}
+
+// mapError turns an error from a package into the error object the model
+// reads. It is the one place where Go errors become tool errors.
+func mapError(err error, now time.Time) *ErrorObject {
+	var (
+		le  *ratelimit.LimitError
+		qe  *ratelimit.QueueError
+		ae  *invoke.ArgError
+		he  *invoke.HTTPError
+		ure *invoke.UpstreamRateLimitError
+		ue  *invoke.UnreachableError
+		te  *invoke.TimeoutError
+		aue *invoke.AuthError
+	)
+	switch {
+	case errors.As(err, &le):
+		secs := retrySeconds(le.RetryAfter)
+		obj := &ErrorObject{
+			Code:              le.Code(),
+			Message:           le.Error(),
+			Retryable:         true,
+			RetryAfterSeconds: secs,
+			RetryAt:           now.Add(time.Duration(secs * float64(time.Second))).UTC().Format(time.RFC3339Nano),
+			Scope:             string(le.Scope),
+			Limit:             &LimitInfo{Kind: string(le.Kind), Key: le.Key, Limit: le.Limit, Source: le.Source},
+		}
+		if le.Interval > 0 {
+			obj.Limit.Interval = le.Interval.String()
+		}
+		if le.Window > 0 {
+			obj.Limit.Window = le.Window.String()
+		}
+		if le.Scope == ratelimit.ScopeUpstream {
+			obj.Hint = "The upstream API set this limit; raising specgate's limits will not help. Wait, then call again."
+		} else {
+			obj.Hint = "Wait for the " + string(le.Kind) + " limit, then call it again."
+		}
+		return obj
+	case errors.As(err, &qe):
+		secs := retrySeconds(qe.RetryAfter)
+		return &ErrorObject{
+			Code:              qe.Code,
+			Message:           qe.Error(),
+			Retryable:         true,
+			RetryAfterSeconds: secs,
+			RetryAt:           now.Add(time.Duration(secs * float64(time.Second))).UTC().Format(time.RFC3339Nano),
+			Scope:             "proxy",
+			Hint:              "Too many calls are waiting for this upstream. Wait, then call again, or call another API meanwhile.",
+		}
+	case errors.As(err, &ae):
+		return &ErrorObject{
+			Code:      CodeValidationFailed,
+			Message:   ae.Error(),
+			Problems:  ae.Problems,
+			Retryable: false,
+			Hint:      "Fix the arguments (use inspect to see the endpoint's parameters and body), then call again.",
+		}
+	case errors.As(err, &ure):
+		obj := &ErrorObject{
+			Code:      CodeUpstreamRateLimit,
+			Message:   ure.Error(),
+			Retryable: true,
+			Scope:     "upstream",
+			Status:    ure.StatusCode,
+			Hint:      "The upstream API refused the call for its rate limit; raising specgate's limits will not help. Wait, then call again.",
+			Limit:     &LimitInfo{Kind: "learned"},
+		}
+		wait := ure.RetryAfter
+		if wait <= 0 {
+			wait = time.Second
+		}
+		obj.RetryAfterSeconds = retrySeconds(wait)
+		obj.RetryAt = now.Add(time.Duration(obj.RetryAfterSeconds * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+		return obj
+	case errors.As(err, &aue):
+		return &ErrorObject{Code: CodeAuthError, Message: aue.Error(), Retryable: false,
+			Hint: "Credentials are missing or were refused: the operator must set them in specgate's config."}
+	case errors.As(err, &he):
+		return &ErrorObject{Code: CodeHTTPError, Message: he.Error(), Status: he.StatusCode, Body: he.Body,
+			Retryable: he.StatusCode >= 500,
+			Hint:      httpHint(he.StatusCode)}
+	case errors.As(err, &ue):
+		return &ErrorObject{Code: CodeUnreachable, Message: ue.Error(), Retryable: true,
+			Hint: "The upstream could not be reached. Try again later."}
+	case errors.As(err, &te):
+		return &ErrorObject{Code: CodeTimeout, Message: te.Error(), Retryable: true,
+			Hint: "The upstream did not answer in time. Try again, perhaps asking for less."}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &ErrorObject{Code: CodeTimeout, Message: "the call ran past its deadline", Retryable: true}
+	case errors.Is(err, context.Canceled):
+		return &ErrorObject{Code: CodeCancelled, Message: "the call was cancelled", Retryable: false}
+	}
+	return &ErrorObject{Code: CodeHTTPError, Message: "the call failed: " + err.Error(), Retryable: false}
+}
+
+func httpHint(status int) string {
+	switch {
+	case status == 404:
+		return "The upstream found nothing there: check the path parameters."
+	case status == 400 || status == 422:
+		return "The upstream rejected the arguments: read its message, fix them, then call again."
+	case status >= 500:
+		return "The upstream failed; it may succeed if tried again later."
+	}
+	return ""
+}

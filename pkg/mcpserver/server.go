@@ -1,0 +1,187 @@
+// Package mcpserver serves specgate's MCP tools (search, inspect, invoke and
+// the rate-governance tools) on mcp-go, and maps every failure to the error
+// object the model reads.
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// Options configure a Server. The zero value serves the core tools with no
+// governance beyond what the limiter, if any, enforces.
+type Options struct {
+	// Version is reported to clients in initialize. If empty, "dev".
+	Version string
+	// SpecNames are the specs being loaded, listed in the instructions
+	// before loading finishes.
+	SpecNames []string
+	// Client sends the calls. If nil, invoke answers every call with an
+	// error saying calls are disabled.
+	Client *invoke.Client
+	// Limiter governs calls. If nil, calls are not limited.
+	Limiter *ratelimit.Limiter
+	// Logger receives operational logs. If nil, slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for retry times. If nil, time.Now.
+	Now func() time.Time
+	// AllowRuntimeTuning registers set_rate_limit.
+	AllowRuntimeTuning bool
+	// Upstream maps an endpoint to its upstream key (host:port or group). If
+	// nil, the host of the endpoint's base URL.
+	Upstream func(*spec.Endpoint) string
+	// MaxRetries bounds retries of an idempotent call the upstream refused
+	// for its rate limit or with 502/503/504. Zero: no retries.
+	MaxRetries int
+	// MaxRetryWait caps the wait before one retry. Zero: no cap beyond the
+	// call's deadline.
+	MaxRetryWait time.Duration
+	// CacheTTL gives, per idempotent endpoint, how long an identical call is
+	// answered from the last successful result. If nil, never.
+	CacheTTL func(*spec.Endpoint) time.Duration
+	// Audit receives one JSON line per invoke (no argument values, no
+	// secrets). If nil, nothing is written.
+	Audit io.Writer
+	// Credentials reports, for inspect, whether the credentials a scheme of a
+	// spec needs are configured. If nil, nothing is reported.
+	Credentials func(specName, scheme string) bool
+}
+
+// LoadFailure is a spec that could not be loaded.
+type LoadFailure struct {
+	Spec   string `json:"spec"`
+	Reason string `json:"reason"`
+}
+
+// state is what loading produces; it is swapped whole.
+type state struct {
+	cat      *spec.Catalog
+	ix       *search.Index
+	failures []LoadFailure
+	err      error
+}
+
+// Server holds the MCP server and the catalog it serves. Tools answer as
+// soon as the server exists; those that need the catalog wait for Publish.
+type Server struct {
+	opts  Options
+	mcp   *server.MCPServer
+	log   *slog.Logger
+	now   func() time.Time
+	state atomic.Pointer[state]
+	ready chan struct{}
+	once  sync.Once
+	stats *stats
+	cache resultCache
+	audMu sync.Mutex
+}
+
+// New returns a Server with its tools registered. Call Publish when the
+// catalog is loaded.
+func New(opts Options) *Server {
+	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats()}
+	s.log = opts.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.now = opts.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = server.NewMCPServer("specgate", version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(instructions(opts.SpecNames)),
+		server.WithRecovery(),
+	)
+	s.registerTools()
+	return s
+}
+
+// MCP returns the underlying mcp-go server, for transports and in-process
+// clients.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// Publish makes a loaded catalog and its index available to the tools.
+// failures lists specs that did not load. Only the first call has effect.
+func (s *Server) Publish(cat *spec.Catalog, ix *search.Index, failures []LoadFailure) {
+	s.once.Do(func() {
+		s.state.Store(&state{cat: cat, ix: ix, failures: failures})
+		close(s.ready)
+	})
+}
+
+// Fail records that loading failed as a whole; tools then say why.
+func (s *Server) Fail(err error) {
+	s.once.Do(func() {
+		s.state.Store(&state{err: err})
+		close(s.ready)
+	})
+}
+
+// Ready reports whether loading has finished.
+func (s *Server) Ready() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait blocks until loading finished or ctx ends.
+func (s *Server) wait(ctx context.Context) (*state, error) {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	st := s.state.Load()
+	if st.err != nil {
+		return nil, st.err
+	}
+	return st, nil
+}
+
+func instructions(specs []string) string {
+	var b strings.Builder
+	b.WriteString("specgate calls HTTP APIs described by OpenAPI specs")
+	if len(specs) > 0 {
+		list := specs
+		more := ""
+		if len(list) > 20 {
+			more = fmt.Sprintf(" and %d more", len(list)-20)
+			list = list[:20]
+		}
+		fmt.Fprintf(&b, " (loaded: %s%s)", strings.Join(list, ", "), more)
+	}
+	b.WriteString(".\nFlow: 1) search with a plain-language intent to find endpoint ids; " +
+		"2) inspect an id to read its parameters and body; 3) invoke it with parameters (path, query, header, cookie values by name) and requestBody.\n" +
+		"Calls are rate-governed. A refused call returns an error with retryAfterSeconds, scope (proxy: specgate's limit; upstream: the API's) " +
+		"and suggestions of endpoints you can call meanwhile. Search hits say whether each endpoint is ready now.")
+	return b.String()
+}
+
+// upstreamOf returns the upstream key of an endpoint.
+func (s *Server) upstreamOf(e *spec.Endpoint) string {
+	if s.opts.Upstream != nil {
+		return s.opts.Upstream(e)
+	}
+	return HostKey(e.BaseURL)
+}

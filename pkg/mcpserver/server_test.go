@@ -1,0 +1,467 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// recorder is an upstream that records every request it receives.
+type recorder struct {
+	mu       sync.Mutex
+	requests []recorded
+	handler  func(w http.ResponseWriter, r *http.Request)
+}
+
+type recorded struct {
+	Method, Path, Query string
+	Body                []byte
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	rc.requests = append(rc.requests, recorded{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Body: body})
+	rc.mu.Unlock()
+	if rc.handler != nil {
+		rc.handler(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"id":7,"name":"doggie","status":"available"}`))
+}
+
+func (rc *recorder) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.requests)
+}
+
+type fixture struct {
+	srv      *Server
+	client   *client.Client
+	upstream *recorder
+	limiter  *ratelimit.Limiter
+	cat      *spec.Catalog
+}
+
+// newFixture serves testdata/petstore-v3.yaml against a recording upstream
+// with the given cooldown, through mcp-go's in-process client.
+func newFixture(t *testing.T, interval time.Duration, budgets ...ratelimit.Budget) *fixture {
+	t.Helper()
+	rec := &recorder{}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: up.URL + "/api/v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := search.New(cat, search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []ratelimit.Endpoint
+	for _, e := range cat.Endpoints() {
+		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: interval})
+	}
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: budgets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 5 * time.Second})
+	srv.Publish(cat, ix, nil)
+	c := connect(t, srv)
+	return &fixture{srv: srv, client: c, upstream: rec, limiter: l, cat: cat}
+}
+
+func connect(t *testing.T, srv *Server) *client.Client {
+	t.Helper()
+	c, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// call calls a tool and returns its JSON text, checking that the
+// structured content says the same.
+func (f *fixture) call(t *testing.T, name string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	return callTool(t, f.client, name, args)
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: protocol error %v (tool failures must be results)", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: %d content items", name, len(res.Content))
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	var fromText, fromStructured map[string]any
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+		t.Fatalf("%s: text is not JSON: %q", name, text)
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(sc, &fromStructured); err != nil {
+		t.Fatalf("%s: structuredContent is not an object: %s", name, sc)
+	}
+	if string(mustJSON(fromText)) != string(mustJSON(fromStructured)) {
+		t.Fatalf("%s: text and structuredContent differ:\n%s\n%s", name, text, sc)
+	}
+	return fromText, res.IsError
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func errorOf(t *testing.T, res map[string]any) map[string]any {
+	t.Helper()
+	e, ok := res["error"].(map[string]any)
+	if !ok {
+		t.Fatalf("no error object in %v", res)
+	}
+	return e
+}
+
+func TestToolsListed(t *testing.T) {
+	f := newFixture(t, 10*time.Second)
+	res, err := f.client.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		a := tool.Annotations
+		if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
+			t.Errorf("%s: not every annotation hint is set: %+v", tool.Name, a)
+		}
+	}
+	want := "search,inspect,invoke,rate_limit_status,begin_task,end_task"
+	got := strings.Join(names, ",")
+	for _, n := range strings.Split(want, ",") {
+		if !strings.Contains(","+got+",", ","+n+",") {
+			t.Errorf("tool %s missing from %s", n, got)
+		}
+	}
+	if strings.Contains(got, "set_rate_limit") {
+		t.Error("set_rate_limit is registered without allow_runtime_tuning")
+	}
+}
+
+func TestSearchInspectInvoke(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	res, isErr := f.call(t, "search", map[string]any{"query": "find a pet by its id", "limit": 5})
+	if isErr {
+		t.Fatalf("search failed: %v", res)
+	}
+	hits := res["endpoints"].([]any)
+	if len(hits) == 0 || len(hits) > 5 {
+		t.Fatalf("%d hits", len(hits))
+	}
+	found := false
+	for _, h := range hits {
+		hit := h.(map[string]any)
+		if hit["id"] == "petstore.getPetById" {
+			found = true
+			if hit["ready"] != true || hit["path"] != "/pet/{petId}" || hit["method"] != "GET" {
+				t.Errorf("hit = %v", hit)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("getPetById not among %v", hits)
+	}
+
+	res, isErr = f.call(t, "inspect", map[string]any{"endpointId": "petstore.getPetById"})
+	if isErr || res["path"] != "/pet/{petId}" {
+		t.Fatalf("inspect = %v", res)
+	}
+	if rl := res["rateLimit"].(map[string]any); rl["cooldown"] != "1h0m0s" || rl["ready"] != true {
+		t.Errorf("inspect rateLimit = %v", rl)
+	}
+
+	res, isErr = f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 7}})
+	if isErr {
+		t.Fatalf("invoke failed: %v", res)
+	}
+	if res["statusCode"] != float64(200) || res["body"].(map[string]any)["name"] != "doggie" {
+		t.Errorf("invoke = %v", res)
+	}
+	if got := f.upstream.requests[0]; got.Method != "GET" || got.Path != "/api/v3/pet/7" {
+		t.Errorf("upstream got %+v", got)
+	}
+	if _, ok := res["rateLimit"].(map[string]any)["queueWaitMs"]; !ok {
+		t.Errorf("no queueWaitMs in %v", res["rateLimit"])
+	}
+
+	// The endpoint is now cooling down: search says so.
+	res, _ = f.call(t, "search", map[string]any{"query": "pet by id", "limit": 3})
+	for _, h := range res["endpoints"].([]any) {
+		hit := h.(map[string]any)
+		if hit["id"] == "petstore.getPetById" && (hit["ready"] != false || hit["retryAfterSeconds"].(float64) <= 0) {
+			t.Errorf("cooling endpoint reported ready: %v", hit)
+		}
+	}
+}
+
+func TestCooldownRefusal(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	args := map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}
+	if res, isErr := f.call(t, "invoke", args); isErr {
+		t.Fatalf("first call: %v", res)
+	}
+	res, isErr := f.call(t, "invoke", args)
+	if !isErr {
+		t.Fatalf("second call within the cooldown succeeded: %v", res)
+	}
+	e := errorOf(t, res)
+	if e["code"] != "rate_limit" || e["scope"] != "proxy" || e["retryable"] != true {
+		t.Errorf("error = %v", e)
+	}
+	if s := e["retryAfterSeconds"].(float64); s <= 3599 || s > 3600 {
+		t.Errorf("retryAfterSeconds = %v, want just under an hour", s)
+	}
+	if lim := e["limit"].(map[string]any); lim["kind"] != "cooldown" || lim["key"] != "petstore.getPetById" || lim["interval"] != "1h0m0s" {
+		t.Errorf("limit = %v", lim)
+	}
+	sugg, _ := e["suggestions"].([]any)
+	if len(sugg) == 0 || len(sugg) > 5 {
+		t.Fatalf("suggestions = %v", e["suggestions"])
+	}
+	for _, s := range sugg {
+		if s.(map[string]any)["id"] == "petstore.getPetById" {
+			t.Error("the refused endpoint suggests itself")
+		}
+	}
+	if !strings.Contains(e["hint"].(string), "Meanwhile you can call: ") {
+		t.Errorf("hint = %q", e["hint"])
+	}
+	if n := f.upstream.count(); n != 1 {
+		t.Errorf("upstream saw %d requests, want 1", n)
+	}
+	// Recovery: once the cooldown is shortened at runtime the call passes.
+	if err := f.limiter.SetCooldown("petstore.getPetById", 0); err != nil {
+		t.Fatal(err)
+	}
+	if res, isErr := f.call(t, "invoke", args); isErr {
+		t.Fatalf("after the cooldown: %v", res)
+	}
+}
+
+func TestBadCallsCostNothing(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	tests := []struct {
+		name string
+		args map[string]any
+		code string
+	}{
+		{"unknown id", map[string]any{"endpointId": "petstore.nope"}, "not_found"},
+		{"undeclared parameter", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1, "color": "red"}}, "validation_failed"},
+		{"missing required", map[string]any{"endpointId": "petstore.getPetById"}, "validation_failed"},
+		{"wrong type", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": "seven"}}, "validation_failed"},
+		{"parameters not an object", map[string]any{"endpointId": "petstore.getPetById", "parameters": "petId=1"}, "validation_failed"},
+		{"unknown tool argument", map[string]any{"endpointId": "petstore.getPetById", "params": map[string]any{}}, "validation_failed"},
+		{"no id", map[string]any{}, "validation_failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, isErr := f.call(t, "invoke", tt.args)
+			if !isErr {
+				t.Fatalf("succeeded: %v", res)
+			}
+			if e := errorOf(t, res); e["code"] != tt.code || e["message"] == "" {
+				t.Errorf("error = %v, want code %s", e, tt.code)
+			}
+		})
+	}
+	if n := f.upstream.count(); n != 0 {
+		t.Fatalf("bad calls reached the upstream %d times", n)
+	}
+	// None of them charged the cooldown.
+	if res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}); isErr {
+		t.Fatalf("a valid call after bad ones was refused: %v", res)
+	}
+	res, isErr := f.call(t, "inspect", map[string]any{"endpointId": "petstore.getPetByID"})
+	if !isErr || errorOf(t, res)["code"] != "not_found" {
+		t.Fatalf("inspect of an unknown id: %v", res)
+	}
+	if sugg, _ := errorOf(t, res)["suggestions"].([]any); len(sugg) == 0 {
+		t.Error("not_found carries no suggestions")
+	}
+	res, isErr = f.call(t, "search", map[string]any{"query": "pets", "limit": 51})
+	if !isErr || errorOf(t, res)["code"] != "validation_failed" {
+		t.Errorf("limit 51: %v", res)
+	}
+}
+
+// N simultaneous calls to one endpoint put exactly one on the wire.
+func TestConcurrentCallsOneOnTheWire(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	const n = 16
+	var ok, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "invoke"
+			req.Params.Arguments = map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": i}}
+			res, err := f.client.CallTool(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.IsError {
+				refused.Add(1)
+			} else {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || refused.Load() != n-1 || f.upstream.count() != 1 {
+		t.Errorf("admitted %d, refused %d, upstream saw %d; want 1, %d, 1", ok.Load(), refused.Load(), f.upstream.count(), n-1)
+	}
+}
+
+func TestUpstreamRateLimitLearned(t *testing.T) {
+	f := newFixture(t, 0)
+	f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"message":"slow down"}`))
+	}
+	res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+	if !isErr {
+		t.Fatalf("a 429 came back as success: %v", res)
+	}
+	e := errorOf(t, res)
+	if e["code"] != "upstream_rate_limit" || e["scope"] != "upstream" {
+		t.Fatalf("error = %v", e)
+	}
+	if s := e["retryAfterSeconds"].(float64); s < 119 || s > 120 {
+		t.Errorf("retryAfterSeconds = %v, want about 120", s)
+	}
+	// The next call, to another endpoint of the same upstream, is held by
+	// specgate: the same 429 is not hit twice.
+	res, isErr = f.call(t, "invoke", map[string]any{"endpointId": "petstore.getInventory"})
+	if !isErr {
+		t.Fatalf("call during the upstream's block succeeded: %v", res)
+	}
+	e = errorOf(t, res)
+	if e["code"] != "upstream_rate_limit" || e["scope"] != "upstream" || e["limit"].(map[string]any)["kind"] != "learned" {
+		t.Errorf("error = %v", e)
+	}
+	if n := f.upstream.count(); n != 1 {
+		t.Errorf("upstream saw %d requests, want 1 (no retry past the deadline, no second 429)", n)
+	}
+	st, _ := f.call(t, "rate_limit_status", map[string]any{"spec": "petstore"})
+	ups := st["upstreams"].([]any)
+	if len(ups) != 1 || ups[0].(map[string]any)["upstream429s"] != float64(1) {
+		t.Errorf("status upstreams = %v", ups)
+	}
+}
+
+func TestInstructionsAndToolsStaySmall(t *testing.T) {
+	f := newFixture(t, time.Second)
+	res, err := f.client.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := json.Marshal(res.Tools)
+	instr := instructions([]string{"petstore"})
+	if len(instr) > 2048 {
+		t.Errorf("instructions are %d bytes, want ≤ 2 KB", len(instr))
+	}
+	if total := len(tools) + len(instr); total > 6144 {
+		t.Errorf("tools/list + instructions = %d bytes, want ≤ 6 KB", total)
+	}
+}
+
+// Tools answer before loading finishes; search waits for the index.
+func TestSearchWaitsForLoading(t *testing.T) {
+	srv := New(Options{SpecNames: []string{"petstore"}})
+	c := connect(t, srv)
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan map[string]any)
+	go func() {
+		res, _ := callTool(t, c, "search", map[string]any{"query": "pet"})
+		done <- res
+	}()
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := spec.NewCatalog(s)
+	ix, err := search.New(cat, search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Publish(cat, ix, nil)
+	res := <-done
+	if hits, _ := res["endpoints"].([]any); len(hits) == 0 {
+		t.Fatalf("search after loading = %v", res)
+	}
+}
+
+func TestRetrySecondsNeverZeroNorRoundedDown(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want float64
+	}{
+		{time.Nanosecond, 0.001},
+		{time.Millisecond, 0.001},
+		{time.Millisecond + 1, 0.002},
+		{8200 * time.Millisecond, 8.2},
+		{8200*time.Millisecond + 1, 8.201},
+	}
+	for _, tt := range tests {
+		if got := retrySeconds(tt.in); got != tt.want {
+			t.Errorf("retrySeconds(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolOption {
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
+		DestructiveHint: mcp.ToBoolPtr(destructive),
+		IdempotentHint:  mcp.ToBoolPtr(idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
+	})
+}
+
+const errorCodesNote = "On failure the result has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}; codes: "
+
+func (s *Server) registerTools() {
+	s.mcp.AddTool(mcp.NewTool("search",
+		mcp.WithDescription("Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
+			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
+			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Next: inspect an id. "+
+			errorCodesNote+"validation_failed."),
+		mcp.WithString("query", mcp.Required(), mcp.Description("What you want to do, in plain words, optionally with filters")),
+		mcp.WithNumber("limit", mcp.Description("Hits to return, 1-50 (default 10)")),
+		hints(true, false, true, false),
+	), s.handleSearch)
+
+	s.mcp.AddTool(mcp.NewTool("inspect",
+		mcp.WithDescription("Show one endpoint's contract: parameters (name, in, required, schema), request body types and schema, "+
+			"main responses, base URL, auth needed, and its current rate limit. Read it before invoke. "+
+			errorCodesNote+"not_found (use search)."),
+		mcp.WithString("endpointId", mcp.Required(), mcp.Description("An endpoint id from search, like petstore.getPetById")),
+		hints(true, false, true, false),
+	), s.handleInspect)
+
+	s.mcp.AddTool(mcp.NewTool("invoke",
+		mcp.WithDescription("Call an endpoint. Returns {statusCode, headers, body, truncated, rateLimit}. Calls are rate-governed: "+
+			"a refused call says how long to wait and what to call meanwhile. "+
+			errorCodesNote+"rate_limit (specgate's limit, scope proxy), upstream_rate_limit (the API's, scope upstream), "+
+			"queue_full, queue_timeout, timeout, cancelled, validation_failed (fix arguments; costs no rate limit), "+
+			"not_found, http_error (upstream 4xx/5xx), upstream_unreachable, auth_error."),
+		mcp.WithString("endpointId", mcp.Required(), mcp.Description("The endpoint id from search or inspect")),
+		mcp.WithObject("parameters", mcp.Description("Path, query, header and cookie parameter values by name")),
+		mcp.WithAny("requestBody", mcp.Description("The request body as a JSON value (objects for JSON, form and multipart bodies)")),
+		mcp.WithObject("headers", mcp.Description("Extra request headers (credential headers are not allowed)")),
+		mcp.WithString("contentType", mcp.Description("Body media type, one of those inspect lists (default: the first)")),
+		hints(false, true, false, true),
+	), s.handleInvoke)
+
+	s.registerGovernanceTools()
+}
+
+// argError is a validation_failed error about the tool's own arguments.
+func argError(format string, a ...any) *mcp.CallToolResult {
+	msg := fmt.Sprintf(format, a...)
+	return errorResult(&ErrorObject{Code: CodeValidationFailed, Message: msg, Problems: []string{msg}, Hint: "Fix the arguments, then call again."})
+}
+
+// stringArg reads a required string argument.
+func stringArg(req mcp.CallToolRequest, name string) (string, *mcp.CallToolResult) {
+	v, ok := req.GetArguments()[name]
+	if !ok || v == nil {
+		return "", argError("%s is required", name)
+	}
+	str, ok := v.(string)
+	if !ok {
+		return "", argError("%s must be a string", name)
+	}
+	if strings.TrimSpace(str) == "" {
+		return "", argError("%s must not be empty", name)
+	}
+	return str, nil
+}
+
+// notReady answers a tool call made while the catalog is unavailable.
+func (s *Server) notReady(err error) *mcp.CallToolResult {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return errorResult(mapError(err, s.now()))
+	}
+	return errorResult(&ErrorObject{Code: CodeNotFound, Message: "no spec could be loaded: " + err.Error(),
+		Hint: "The operator must fix the specs in specgate's config."})
+}
+
+// SearchHit is one endpoint in a search answer.
+type SearchHit struct {
+	ID                string   `json:"id"`
+	Method            string   `json:"method"`
+	Path              string   `json:"path"`
+	Summary           string   `json:"summary,omitempty"`
+	Spec              string   `json:"spec"`
+	Tags              []string `json:"tags,omitempty"`
+	Ready             bool     `json:"ready"`
+	RetryAfterSeconds float64  `json:"retryAfterSeconds,omitempty"`
+}
+
+// SearchResult is the search tool's answer.
+type SearchResult struct {
+	Endpoints []SearchHit `json:"endpoints"`
+	Failed    []string    `json:"failedSpecs,omitempty"`
+}
+
+func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	query, bad := stringArg(req, "query")
+	if bad != nil {
+		return bad, nil
+	}
+	limit := 10
+	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
+		f, ok := v.(float64)
+		if !ok || f != float64(int(f)) || f < 1 || f > 50 {
+			return argError("limit must be a whole number from 1 to 50"), nil
+		}
+		limit = int(f)
+	}
+	st, err := s.wait(ctx)
+	if err != nil {
+		return s.notReady(err), nil
+	}
+	hits, err := st.ix.Search(query, limit)
+	if err != nil {
+		return argError("query not understood: %s", err.Error()), nil
+	}
+	out := SearchResult{Endpoints: make([]SearchHit, 0, len(hits))}
+	now := s.now()
+	for _, h := range hits {
+		sh := SearchHit{ID: h.ID, Method: h.Method, Path: h.Path, Summary: h.Summary, Spec: h.Spec, Tags: h.Tags, Ready: true}
+		if wait := s.readyIn(h.ID, now); wait > 0 {
+			sh.Ready = false
+			sh.RetryAfterSeconds = retrySeconds(wait)
+		}
+		out.Endpoints = append(out.Endpoints, sh)
+	}
+	for _, f := range st.failures {
+		out.Failed = append(out.Failed, f.Spec)
+	}
+	return jsonResult(out), nil
+}
+
+func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, bad := stringArg(req, "endpointId")
+	if bad != nil {
+		return bad, nil
+	}
+	st, err := s.wait(ctx)
+	if err != nil {
+		return s.notReady(err), nil
+	}
+	e, ok := st.cat.Lookup(id)
+	if !ok {
+		return s.notFound(st, id), nil
+	}
+	c := e.Describe(spec.DescribeOptions{})
+	out := inspectResult{Contract: c}
+	out.Limits = s.limitsOf(e)
+	if s.opts.Credentials != nil {
+		for i := range c.Security {
+			ok := true
+			for _, name := range c.Security[i].Schemes {
+				ok = ok && s.opts.Credentials(e.Spec, name.Name)
+			}
+			out.AuthConfigured = append(out.AuthConfigured, ok)
+		}
+	}
+	return jsonResult(out), nil
+}
+
+// inspectResult is the contract plus what specgate knows right now.
+type inspectResult struct {
+	*spec.Contract
+	// AuthConfigured says, per alternative of the contract's security, whether
+	// specgate holds the credentials it needs.
+	AuthConfigured []bool       `json:"authConfigured,omitempty"`
+	Limits         *EndpointNow `json:"rateLimit,omitempty"`
+}
+
+// notFound answers an unknown endpoint id with the closest matches.
+func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
+	obj := &ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %q", id),
+		Hint: "Use search to find endpoint ids; ids look like <spec>.<operationId>."}
+	words := strings.NewReplacer(".", " ", "_", " ", "-", " ", "/", " ").Replace(id)
+	if hits, err := st.ix.Search(words, 5); err == nil {
+		for _, h := range hits {
+			obj.Suggestions = append(obj.Suggestions, Suggestion{ID: h.ID, Method: h.Method, Path: h.Path})
+		}
+	}
+	return errorResult(obj)
+}
+
+// suggestions lists up to five endpoints callable now: by default from the
+// same spec, close to e by search; with otherUpstreams, only endpoints that
+// call other upstreams (when e's whole upstream is blocked).
+func (s *Server) suggestions(st *state, e *spec.Endpoint, otherUpstreams bool) []Suggestion {
+	query := strings.Join(e.Tags, " ") + " " + e.Summary
+	if strings.TrimSpace(query) == "" {
+		query = strings.NewReplacer("/", " ", "{", " ", "}", " ").Replace(e.Path)
+	}
+	filter := " spec:" + e.Spec
+	if otherUpstreams {
+		filter = ""
+	}
+	now := s.now()
+	up := s.upstreamOf(e)
+	var out []Suggestion
+	take := func(hits []search.Hit) {
+		for _, h := range hits {
+			if len(out) == 5 {
+				return
+			}
+			if h.ID == e.ID || s.readyIn(h.ID, now) > 0 {
+				continue
+			}
+			other, ok := st.cat.Lookup(h.ID)
+			if !ok || (otherUpstreams && s.upstreamOf(other) == up) || containsSuggestion(out, h.ID) {
+				continue
+			}
+			out = append(out, Suggestion{ID: h.ID, Method: h.Method, Path: h.Path})
+		}
+	}
+	if hits, err := st.ix.Search(query+filter, 40); err == nil {
+		take(hits)
+	}
+	if len(out) < 5 {
+		// Fall back to document order for specs whose words match little.
+		for _, other := range st.cat.Endpoints() {
+			if len(out) == 5 {
+				break
+			}
+			if other.ID == e.ID || (!otherUpstreams && other.Spec != e.Spec) || (otherUpstreams && s.upstreamOf(other) == up) {
+				continue
+			}
+			if s.readyIn(other.ID, now) > 0 || containsSuggestion(out, other.ID) {
+				continue
+			}
+			out = append(out, Suggestion{ID: other.ID, Method: other.Method, Path: other.Path})
+		}
+	}
+	return out
+}
+
+func containsSuggestion(list []Suggestion, id string) bool {
+	for _, s := range list {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,396 @@
+package search
+
+import (
+	"strings"
+
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
+)
+
+// stemWord is bleve's English (Porter) stemmer over one lower-case word;
+// single letters and stop-like noise give "".
+func stemWord(w string) string {
+	if len(w) < 2 {
+		return ""
+	}
+	return porterstemmer.StemString(w)
+}
+
+// verbByStem finds verbs by stem, so "merged", "removes" and "listing"
+// name their action too.
+var verbByStem = func() map[string]verb {
+	m := make(map[string]verb, len(verbs))
+	for w, v := range verbs {
+		m[stemWord(w)] = v
+	}
+	return m
+}()
+
+// verbStems holds the stem of every verb and of every word a verb expands
+// to: such words in an operation's name say what it does, not what it
+// works on, and the action features weigh them.
+var verbStems = func() map[string]bool {
+	m := map[string]bool{}
+	for w, v := range verbs {
+		if v.content {
+			continue
+		}
+		m[stemWord(w)] = true
+	}
+	for _, w := range []string{"list", "get", "create", "update", "delete", "read", "replace", "patch", "watch", "post", "put", "set", "add", "remove", "fetch", "retrieve"} {
+		m[stemWord(w)] = true
+	}
+	return m
+}()
+
+// qterm is one stem a query looks for, with the weight of a match.
+type qterm struct {
+	stem string
+	id   int32 // -1 when no endpoint has it
+	w    float64
+}
+
+// concept is one thing the query names: a word and its expansions.
+type concept struct {
+	terms []qterm
+	idf   float64
+}
+
+// plan is a query read for ranking.
+type plan struct {
+	concepts  []concept
+	act       action
+	plural    bool    // the first resource word after the action is plural
+	verbTerms []qterm // words the action goes by in operation names
+	known     []int32 // every term id the query names, for coverage of the name
+}
+
+// Expansion weights.
+const (
+	wSynonym = 0.6
+	wAlso    = 0.6
+)
+
+// plan reads free text: phrases rewritten, stop words dropped, the first
+// verb taken as the action, the other words as concepts with their
+// synonyms.
+func (ix *Index) plan(text string) *plan {
+	p := &plan{}
+	words := rewritePhrases(splitWords(text, nil))
+	seen := map[string]int{}
+	addConcept := func(terms []qterm) {
+		var kept []qterm
+		for _, t := range terms {
+			if t.stem == "" {
+				continue
+			}
+			if id, ok := ix.terms[t.stem]; ok {
+				t.id = id
+			} else {
+				t.id = -1
+			}
+			kept = append(kept, t)
+		}
+		if len(kept) == 0 {
+			return
+		}
+		if i, ok := seen[kept[0].stem]; ok {
+			// The same word twice: keep one concept, with the
+			// stronger weights.
+			c := &p.concepts[i]
+			for _, t := range kept {
+				merged := false
+				for j := range c.terms {
+					if c.terms[j].stem == t.stem {
+						c.terms[j].w = max(c.terms[j].w, t.w)
+						merged = true
+					}
+				}
+				if !merged {
+					c.terms = append(c.terms, t)
+				}
+			}
+			return
+		}
+		seen[kept[0].stem] = len(p.concepts)
+		p.concepts = append(p.concepts, concept{terms: kept})
+	}
+	wantPlural := false
+	for _, w := range words {
+		st := stemWord(w)
+		v, isVerb := verbs[w]
+		if !isVerb && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing")) {
+			// "merged", "listing"; not "followers" or "runs", nouns
+			// whose stem is a verb.
+			v, isVerb = verbByStem[st]
+		}
+		if isVerb && v.act != actNone {
+			switch {
+			case p.act == actNone:
+				p.act = v.act
+				wantPlural = true
+			case p.act == actGet && v.act == actList:
+				// "show all branches"
+				p.act = actList
+			case (p.act == actCreate || p.act == actUpdate) && v.act == actDo:
+				// "give a review that approves": the domain verb
+				// says more than the generic one.
+				p.act = actDo
+			}
+			p.verbTerms = append(p.verbTerms, ix.qterm(st, 1))
+			for _, a := range v.also {
+				p.verbTerms = append(p.verbTerms, ix.qterm(stemWord(a), wAlso))
+			}
+			if !v.content && !v.weak {
+				continue
+			}
+		}
+		if stopWords[w] || st == "" {
+			continue
+		}
+		if wantPlural || (p.act == actNone && len(p.concepts) == 0) {
+			// The first resource word after the action, or the first
+			// word of a query without one, says one thing or many.
+			wantPlural = false
+			p.plural = strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && st != w
+		}
+		weight := 1.0
+		if isVerb && v.weak {
+			weight = 0.3
+		}
+		terms := []qterm{{stem: st, w: weight}}
+		if a, ok := abbrev[w]; ok {
+			terms = append(terms, qterm{stem: stemWord(a), w: weight})
+		}
+		if isVerb {
+			for _, a := range v.also {
+				terms = append(terms, qterm{stem: stemWord(a), w: wAlso})
+			}
+		}
+		for _, s := range synonyms[w] {
+			for _, sw := range splitWords(s, nil) {
+				terms = append(terms, qterm{stem: stemWord(sw), w: wSynonym})
+			}
+		}
+		addConcept(terms)
+	}
+	if p.act == actGet && p.plural {
+		p.act = actList
+	}
+	// A concept no endpoint knows cannot rank anything; drop it so it
+	// does not dilute coverage.
+	kept := p.concepts[:0]
+	for _, c := range p.concepts {
+		for _, t := range c.terms {
+			if t.id >= 0 {
+				c.idf = max(c.idf, ix.idf[t.id]*t.w)
+				p.known = append(p.known, t.id)
+			}
+		}
+		if c.idf > 0 {
+			kept = append(kept, c)
+		}
+	}
+	p.concepts = kept
+	for _, t := range p.verbTerms {
+		if t.id >= 0 {
+			p.known = append(p.known, t.id)
+		}
+	}
+	return p
+}
+
+func (ix *Index) qterm(st string, w float64) qterm {
+	t := qterm{stem: st, w: w, id: -1}
+	if id, ok := ix.terms[st]; ok {
+		t.id = id
+	}
+	return t
+}
+
+// rewritePhrases replaces the word runs listed in phrases.
+func rewritePhrases(words []string) []string {
+	out := make([]string, 0, len(words)+4)
+	for i := 0; i < len(words); {
+		matched := false
+		for _, ph := range phrases {
+			if i+len(ph.from) > len(words) {
+				continue
+			}
+			ok := true
+			for j, f := range ph.from {
+				if words[i+j] != f {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, ph.to...)
+				i += len(ph.from)
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, words[i])
+			i++
+		}
+	}
+	return out
+}
+
+// Ranking weights. Concept matches are scaled by the concept's idf (0.7
+// for a word every endpoint has, about 7 for a word only one has); the
+// other features are in the same units.
+var (
+	wName   = 1.0 // a concept names the operation (operationId, path)
+	wRes    = 0.7 // ... and the resource the path ends in
+	wSum    = 0.6 // a concept is in the summary
+	wDesc   = 0.2 // ... only in the opening of the description
+	wTag    = 0.3 // ... in a tag
+	wParam  = 0.1 // ... in a parameter name
+	wCov    = 1.0 // share of concepts matched, times their mean idf
+	wAct    = 2.5 // the operation's own verb is the intent's action
+	wMeth   = 2.0 // the method serves the intent's action
+	wShape  = 1.5 // collection path for list, item path for get
+	wVerb   = 1.0 // the operation's leading verb is one the intent uses
+	wExtra  = 0.8 // per name word the query leaves unexplained (idf-scaled)
+	wBleve  = 2.0 // bleve's own relevance, normalised to the best hit
+	wGetish = 0.5 // no verb given: reading is the likelier intent
+)
+
+// rank scores one candidate.
+func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
+	s := wBleve * bleveNorm
+	matched := 0
+	idfSum := 0.0
+	for _, c := range p.concepts {
+		best := 0.0
+		for _, t := range c.terms {
+			if t.id < 0 {
+				continue
+			}
+			f := e.fields[t.id]
+			if f == 0 {
+				continue
+			}
+			v := 0.0
+			if f&inName != 0 {
+				v += wName
+			}
+			if f&inRes != 0 {
+				v += wRes
+			}
+			if f&inSum != 0 {
+				v += wSum
+			}
+			if f&inDesc != 0 {
+				v += wDesc
+			}
+			if f&inTag != 0 {
+				v += wTag
+			}
+			if f&inParam != 0 {
+				v += wParam
+			}
+			best = max(best, v*t.w)
+		}
+		s += c.idf * best
+		idfSum += c.idf
+		if best > 0 {
+			matched++
+		}
+	}
+	if n := len(p.concepts); n > 0 {
+		s += wCov * float64(matched) / float64(n) * idfSum / float64(n)
+	}
+	method := e.hit.Method
+	if p.act != actNone {
+		switch {
+		case e.act == p.act:
+			s += wAct
+		case related(p.act, e.act):
+			s += wAct * 0.4
+		}
+		ms := p.act.methods()
+		switch {
+		case p.act == actCancel && (method == "POST" || method == "DELETE"):
+			// Stopping is a POST to .../cancel as often as a DELETE.
+			s += wMeth
+		case len(ms) > 0 && method == ms[0]:
+			s += wMeth
+		case contains(ms, method):
+			s += wMeth * 0.5
+		default:
+			s -= wMeth * 0.5
+		}
+		switch p.act {
+		case actList, actSearch:
+			if !e.item && method == "GET" {
+				s += wShape
+			}
+		case actGet:
+			if e.item && method == "GET" {
+				s += wShape * 0.5
+			}
+		case actCreate:
+			// New things are posted to their collection.
+			if !e.item {
+				s += wShape * 0.5
+			}
+		case actUpdate, actDelete:
+			if e.item {
+				s += wShape * 0.3
+			}
+		}
+		for _, t := range p.verbTerms {
+			if t.id >= 0 && e.fields[t.id]&inVerb != 0 {
+				s += wVerb * t.w
+				break
+			}
+		}
+	} else if method == "GET" {
+		// No verb: "followers of a user" reads, a plural reads a list.
+		s += wGetish
+		if p.plural && !e.item {
+			s += wGetish
+		}
+	}
+	// Name words the query does not explain make the operation more
+	// specific than what was asked ("pulls/list-review-comments" for
+	// "list pull requests").
+	extra := 0.0
+	for _, id := range e.name {
+		if containsID(p.known, id) {
+			continue
+		}
+		extra += ix.idf[id] / ix.maxIDF
+	}
+	s -= wExtra * extra
+	return s
+}
+
+// related reports whether two different actions are near each other.
+func related(a, b action) bool {
+	pair := func(x, y action) bool { return a == x && b == y || a == y && b == x }
+	return pair(actList, actGet) || pair(actList, actSearch) || pair(actGet, actSearch) ||
+		pair(actCreate, actDo) || pair(actUpdate, actDo) || pair(actCancel, actDelete) ||
+		pair(actCancel, actDo) || pair(actCreate, actUpdate)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsID(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,621 @@
+// Package search finds endpoints of a spec catalog from an agent's
+// natural-language intent.
+//
+// An Index holds a bleve in-memory index over every endpoint (operationId,
+// summary, description, path segments, method, tags, parameter names and
+// spec name, split on case and separators and stemmed) and a re-ranking
+// stage. Bleve retrieves candidates for the query expanded with a
+// hand-written API thesaurus; the re-ranker then orders them with features
+// that plain relevance misses: whether the intent's action ("remove",
+// "fetch", "list") fits the method and the operation's own verb, whether
+// the resource nouns name the operation and the last path segment rather
+// than only its description, and how much of the operation the query
+// leaves unexplained.
+//
+// Queries mix free text with field filters: method:GET, tag:issues,
+// spec:github, path:/repos (a prefix of the path as the spec writes it).
+package search
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// ErrEmptyQuery is returned for a query with neither words nor filters.
+var ErrEmptyQuery = errors.New("empty query: give words describing the operation, or a filter such as method:GET")
+
+// DefaultLimit is the number of hits Search returns for a limit of 0 or less.
+const DefaultLimit = 10
+
+// Options tune an Index. The zero value is ready to use.
+type Options struct {
+	// SummaryLen bounds the one-line summary of each hit, in bytes.
+	// If 0, 90 is used.
+	SummaryLen int
+	// HitBytes is the JSON size a hit aims at on average. Summaries are
+	// shortened across an answer, longest first, so that the answer's
+	// JSON stays within HitBytes per hit: long ids and paths (GitHub's)
+	// leave room for only a few words. If 0, 200 is used, which keeps 20
+	// hits under 4 KB; a negative value turns shortening off.
+	HitBytes int
+	// Candidates is how many bleve hits the re-ranker orders.
+	// If 0, 200 is used.
+	Candidates int
+	// DescriptionLen bounds how much of each description is indexed, in
+	// bytes; the opening of a description says what the operation does,
+	// the rest is detail that only adds noise. If 0, 300 is used.
+	DescriptionLen int
+}
+
+// Hit is one endpoint found by a search. Its JSON form is what a model
+// reads: id, method, path, summary, spec and tags.
+type Hit struct {
+	// ID is the endpoint id to pass to inspect and invoke.
+	ID string `json:"id"`
+	// Method is the upper-case HTTP method.
+	Method string `json:"method"`
+	// Path is the path template exactly as the spec writes it.
+	Path string `json:"path"`
+	// Summary is one short line: the operation's summary, else the first
+	// sentence of its description, cut at a word boundary.
+	Summary string `json:"summary,omitempty"`
+	// Spec is the name of the spec the endpoint belongs to.
+	Spec string `json:"spec"`
+	// Tags are the operation's tags as the spec writes them.
+	Tags []string `json:"tags,omitempty"`
+	// Score orders hits, higher first. It is comparable only within one
+	// answer.
+	Score float64 `json:"-"`
+}
+
+// Index answers searches over one catalog. It is read-only after New and
+// safe for concurrent use.
+type Index struct {
+	bi      bleve.Index
+	opts    Options
+	entries []*entry         // by bleve doc id (its decimal index)
+	byID    map[string]int   // endpoint id -> entries index
+	terms   map[string]int32 // stem -> term id
+	idf     []float64        // by term id
+	maxIDF  float64
+}
+
+// Field bits of a term in an entry.
+const (
+	inName  uint8 = 1 << iota // operationId or path words
+	inRes                     // the last literal path segment
+	inSum                     // summary
+	inDesc                    // trimmed description
+	inTag                     // tags
+	inParam                   // parameter names
+	inVerb                    // the operationId's leading verb
+)
+
+// entry is what the re-ranker knows about one endpoint.
+type entry struct {
+	hit    Hit
+	fields map[int32]uint8 // term id -> field bits
+	name   []int32         // distinct operationId and path terms
+	act    action          // the action the operation names
+	item   bool            // path ends in a parameter
+	// plainSum is set when the summary says nothing the id and path do
+	// not ("Delete a repository secret" for actions/delete-repo-secret):
+	// such summaries go first when an answer must shrink.
+	plainSum bool
+}
+
+// bleveDoc is the document bleve indexes. Text fields hold stems
+// separated by spaces.
+type bleveDoc struct {
+	// Name holds operationId, path, tag and spec words.
+	Name string `json:"name"`
+	// Text holds summary and parameter words.
+	Text string `json:"text"`
+	// Desc holds the opening of the description.
+	Desc   string   `json:"desc"`
+	Method string   `json:"method"`
+	Spec   string   `json:"spec"`
+	Tag    []string `json:"tag"`
+	Path   string   `json:"path"`
+}
+
+// Field boosts for retrieval; the re-ranker weighs fields itself.
+var fieldBoost = []struct {
+	field string
+	boost float64
+}{
+	{"name", 3}, {"text", 2}, {"desc", 0.6},
+}
+
+func newMapping() (mapping.IndexMapping, error) {
+	im := bleve.NewIndexMapping()
+	// Text is split and Porter-stemmed (bleve's English stemmer) once at
+	// build; bleve indexes the stems as they are.
+	if err := im.AddCustomAnalyzer("stems", map[string]interface{}{
+		"type":      custom.Name,
+		"tokenizer": stemsTokenizer,
+	}); err != nil {
+		return nil, err
+	}
+	dm := bleve.NewDocumentStaticMapping()
+	text := func() *mapping.FieldMapping {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer = "stems"
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = false
+		return f
+	}
+	kw := func() *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.Analyzer = keyword.Name
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = false
+		return f
+	}
+	for _, f := range []string{"name", "text", "desc"} {
+		dm.AddFieldMappingsAt(f, text())
+	}
+	for _, f := range []string{"method", "spec", "tag", "path"} {
+		dm.AddFieldMappingsAt(f, kw())
+	}
+	im.DefaultMapping = dm
+	im.DefaultAnalyzer = "stems"
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+	return im, nil
+}
+
+// New indexes every endpoint of cat.
+func New(cat *spec.Catalog, opts Options) (*Index, error) {
+	if opts.SummaryLen <= 0 {
+		opts.SummaryLen = 90
+	}
+	if opts.HitBytes == 0 {
+		opts.HitBytes = 200
+	}
+	if opts.Candidates <= 0 {
+		opts.Candidates = 200
+	}
+	if opts.DescriptionLen <= 0 {
+		opts.DescriptionLen = 300
+	}
+	im, err := newMapping()
+	if err != nil {
+		return nil, fmt.Errorf("search mapping: %w", err)
+	}
+	bi, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("search index: %w", err)
+	}
+	ix := &Index{
+		bi:    bi,
+		opts:  opts,
+		byID:  make(map[string]int, cat.Len()),
+		terms: map[string]int32{},
+	}
+	// Stems memoised for the build: specs repeat their words a lot.
+	memo := map[string]string{}
+	stem := func(w string) string {
+		st, ok := memo[w]
+		if !ok {
+			st = stemWord(w)
+			memo[w] = st
+		}
+		return st
+	}
+	eps := cat.Endpoints()
+	ix.entries = make([]*entry, 0, len(eps))
+	df := []int{}
+	batch := bi.NewBatch()
+	var words []string
+	for _, ep := range eps {
+		e := &entry{fields: map[int32]uint8{}}
+		e.hit = Hit{
+			ID:      ep.ID,
+			Method:  ep.Method,
+			Path:    ep.Path,
+			Summary: summaryLine(ep, opts.SummaryLen),
+			Spec:    ep.Spec,
+			Tags:    ep.Tags,
+		}
+		var doc bleveDoc
+		add := func(ws []string, bit uint8) string {
+			var b strings.Builder
+			for _, w := range ws {
+				st := stem(w)
+				if st == "" {
+					continue
+				}
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(st)
+				id := ix.termID(st, &df)
+				if e.fields[id]&bit == 0 {
+					if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
+						e.name = append(e.name, id)
+					}
+					e.fields[id] |= bit
+				}
+			}
+			return b.String()
+		}
+		// operationId and path words name the operation.
+		words = splitWords(opTail(ep.OperationID), words[:0])
+		if len(words) > 0 {
+			if v, ok := verbs[words[0]]; ok {
+				e.act = v.act
+				e.fields[ix.termID(stem(words[0]), &df)] |= inVerb
+			}
+		}
+		words = pathWords(ep.Path, words)
+		name := add(words, inName)
+		last, item := resourceSegments(ep.Path)
+		e.item = item
+		add(splitWords(last, words[:0]), inRes)
+		sum := ep.Summary
+		if sum == "" {
+			sum = firstSentence(ep.Description)
+		}
+		words = splitWords(stripMarkup(sum), words[:0])
+		if e.act == actNone && len(words) > 0 {
+			if v, ok := verbs[words[0]]; ok {
+				e.act = v.act
+			}
+		}
+		text := add(words, inSum)
+		e.plainSum = ix.redundant(e, words, stem)
+		desc := ep.Description
+		if desc != "" {
+			desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
+			doc.Desc = add(splitWords(desc, words[:0]), inDesc)
+		}
+		words = words[:0]
+		for _, t := range ep.Tags {
+			words = splitWords(t, words)
+			doc.Tag = append(doc.Tag, strings.ToLower(t))
+		}
+		tags := add(words, inTag)
+		words = words[:0]
+		for _, p := range ep.Params {
+			words = splitWords(p.Name, words)
+		}
+		params := add(words, inParam)
+		specWords := add(splitWords(ep.Spec, words[:0]), 0)
+		doc.Name = join(name, tags, specWords)
+		doc.Text = join(text, params)
+		doc.Method = ep.Method
+		doc.Spec = ep.Spec
+		doc.Path = ep.Path
+		if e.act == actNone {
+			e.act = methodAction(ep.Method, e.item)
+		}
+		for id := range e.fields {
+			df[id]++
+		}
+		n := len(ix.entries)
+		ix.entries = append(ix.entries, e)
+		ix.byID[ep.ID] = n
+		if err := batch.Index(docKey(n), doc); err != nil {
+			bi.Close()
+			return nil, fmt.Errorf("indexing %s: %w", ep.ID, err)
+		}
+	}
+	if err := bi.Batch(batch); err != nil {
+		bi.Close()
+		return nil, fmt.Errorf("search index: %w", err)
+	}
+	ix.idf = make([]float64, len(df))
+	n := float64(len(ix.entries))
+	for id, d := range df {
+		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
+		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
+	}
+	return ix, nil
+}
+
+// opTail returns the part of an operationId after its last "/" (GitHub
+// writes "pulls/list"): the leading word there is the operation's verb.
+func opTail(op string) string {
+	if i := strings.LastIndexByte(op, '/'); i >= 0 {
+		return op[i+1:] + " " + op[:i]
+	}
+	return op
+}
+
+// methodAction guesses the action of an operation whose names give none.
+func methodAction(method string, item bool) action {
+	switch method {
+	case "GET":
+		if item {
+			return actGet
+		}
+		return actList
+	case "POST":
+		return actCreate
+	case "PUT", "PATCH":
+		return actUpdate
+	case "DELETE":
+		return actDelete
+	}
+	return actNone
+}
+
+// join joins the non-empty strings with spaces.
+func join(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func docKey(n int) string { return fmt.Sprint(n) }
+
+// summaryLine picks the one line a hit shows.
+func summaryLine(ep *spec.Endpoint, max int) string {
+	s := ep.Summary
+	if s == "" {
+		s = firstSentence(ep.Description)
+	}
+	return oneLine(s, max)
+}
+
+// redundant reports whether every content word of the summary is among
+// the entry's name words or their synonyms.
+func (ix *Index) redundant(e *entry, summary []string, stem func(string) string) bool {
+	for _, w := range summary {
+		if stopWords[w] {
+			continue
+		}
+		st := stem(w)
+		if st == "" || verbStems[st] {
+			continue
+		}
+		id, ok := ix.terms[st]
+		if ok && e.fields[id]&inName != 0 {
+			continue
+		}
+		found := false
+		for _, syn := range synonyms[w] {
+			if id, ok := ix.terms[stem(syn)]; ok && e.fields[id]&inName != 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			for nw, syns := range nameSynonyms {
+				if syns == st {
+					if id, ok := ix.terms[nw]; ok && e.fields[id]&inName != 0 {
+						found = true
+						break
+					}
+				}
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// nameSynonyms maps abbreviations that names use to the stem of the word
+// summaries spell out.
+var nameSynonyms = map[string]string{
+	"repo": "repositori", "org": "organ", "pr": "pull", "config": "configur",
+	"env": "environ", "auth": "authent", "app": "applic", "info": "inform",
+}
+
+func (ix *Index) termID(st string, df *[]int) int32 {
+	if id, ok := ix.terms[st]; ok {
+		return id
+	}
+	id := int32(len(ix.terms))
+	ix.terms[st] = id
+	*df = append(*df, 0)
+	return id
+}
+
+// Len returns the number of endpoints indexed.
+func (ix *Index) Len() int { return len(ix.entries) }
+
+// Close releases the bleve index.
+func (ix *Index) Close() error { return ix.bi.Close() }
+
+// Search returns up to limit endpoints for query, best first. A limit of
+// 0 or less means DefaultLimit; callers that drop some hits (endpoints
+// cooling down, say) may ask for more than they show.
+func (ix *Index) Search(q string, limit int) ([]Hit, error) {
+	return ix.SearchQuery(ParseQuery(q), limit)
+}
+
+// SearchQuery is Search for a query already parsed, or built by a caller
+// that holds filters apart from the text.
+func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	p := ix.plan(q.Text)
+	filter := q.bleveFilter()
+	if strings.TrimSpace(q.Text) == "" && filter == nil {
+		return nil, ErrEmptyQuery
+	}
+	var bq query.Query
+	text := ix.textQuery(p)
+	switch {
+	case text == nil && filter == nil:
+		// Only stop words: nothing to look for.
+		return nil, nil
+	case text == nil:
+		bq = filter
+	case filter == nil:
+		bq = text
+	default:
+		bq = bleve.NewConjunctionQuery(text, filter)
+	}
+	size := ix.opts.Candidates
+	if text == nil {
+		size = len(ix.entries)
+	}
+	size = max(size, limit)
+	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
+	res, err := ix.bi.Search(req)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	type scored struct {
+		e     *entry
+		score float64
+	}
+	top := 0.0
+	for _, m := range res.Hits {
+		top = max(top, m.Score)
+	}
+	out := make([]scored, 0, len(res.Hits))
+	for _, m := range res.Hits {
+		n, ok := ix.docIndex(m.ID)
+		if !ok {
+			continue
+		}
+		e := ix.entries[n]
+		s := 0.0
+		if text != nil {
+			s = ix.rank(p, e, m.Score/top)
+		}
+		out = append(out, scored{e, s})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		return out[i].e.hit.ID < out[j].e.hit.ID
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	hits := make([]Hit, len(out))
+	for i, s := range out {
+		hits[i] = s.e.hit
+		hits[i].Score = math.Round(s.score*1000) / 1000
+	}
+	if ix.opts.HitBytes > 0 {
+		plain := make([]bool, len(out))
+		for i, s := range out {
+			plain[i] = s.e.plainSum
+		}
+		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
+	}
+	return hits, nil
+}
+
+func (ix *Index) docIndex(key string) (int, bool) {
+	n := 0
+	if key == "" {
+		return 0, false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n < len(ix.entries)
+}
+
+// textQuery builds the bleve retrieval query: every query stem and its
+// expansions, on every text field with its boost.
+func (ix *Index) textQuery(p *plan) query.Query {
+	var ds []query.Query
+	seen := map[string]bool{}
+	addTerm := func(st string, w float64) {
+		if seen[st] {
+			return
+		}
+		seen[st] = true
+		if _, ok := ix.terms[st]; !ok {
+			return // no document has it
+		}
+		for _, fb := range fieldBoost {
+			tq := bleve.NewTermQuery(st)
+			tq.SetField(fb.field)
+			tq.SetBoost(fb.boost * w)
+			ds = append(ds, tq)
+		}
+	}
+	for _, c := range p.concepts {
+		for _, t := range c.terms {
+			addTerm(t.stem, t.w)
+		}
+	}
+	// Verbs count only in names and summaries: "get" or "list" in a
+	// description tells nothing, and would match most of a spec.
+	for _, t := range p.verbTerms {
+		if seen[t.stem] {
+			continue
+		}
+		seen[t.stem] = true
+		if _, ok := ix.terms[t.stem]; !ok {
+			continue
+		}
+		for _, fb := range fieldBoost[:2] {
+			tq := bleve.NewTermQuery(t.stem)
+			tq.SetField(fb.field)
+			tq.SetBoost(fb.boost * t.w * 0.5)
+			ds = append(ds, tq)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	return bleve.NewDisjunctionQuery(ds...)
+}
+
+// Similar returns up to limit other endpoints of the same spec that an
+// agent could use instead of the endpoint id: those sharing its tags and
+// resource words first. It returns nil for an unknown id.
+func (ix *Index) Similar(id string, limit int) []Hit {
+	n, ok := ix.byID[id]
+	if !ok {
+		return nil
+	}
+	e := ix.entries[n]
+	words := splitWords(opTail(strings.TrimPrefix(id, e.hit.Spec+".")), nil)
+	words = pathWords(e.hit.Path, words)
+	q := Query{Text: strings.Join(words, " "), Specs: []string{e.hit.Spec}}
+	hits, err := ix.SearchQuery(q, limit+1)
+	if err != nil {
+		return nil
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.ID != id && len(out) < limit {
+			out = append(out, h)
+		}
+	}
+	return out
+}

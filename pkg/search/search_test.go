@@ -1,0 +1,402 @@
+package search
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// petsSpec is a tiny API in the shapes real specs use: camelCase and
+// GitHub-style ids, item and collection paths, a missing summary.
+const petsSpec = `{
+  "openapi": "3.0.3",
+  "info": {"title": "Pets", "version": "1"},
+  "paths": {
+    "/pets": {
+      "get": {"operationId": "listPets", "summary": "List all pets", "tags": ["pets"],
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "ok"}}},
+      "post": {"operationId": "createPet", "summary": "Create a pet", "tags": ["pets"],
+        "responses": {"201": {"description": "ok"}}}
+    },
+    "/pets/{petId}": {
+      "parameters": [{"name": "petId", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "get": {"operationId": "showPetById", "summary": "Info for a specific pet", "tags": ["pets"],
+        "responses": {"200": {"description": "ok"}}},
+      "delete": {"operationId": "deletePet", "summary": "Delete a pet", "tags": ["pets"],
+        "responses": {"204": {"description": "ok"}}}
+    },
+    "/user": {
+      "get": {"operationId": "users/get-authenticated", "summary": "Get the authenticated user", "tags": ["users"],
+        "responses": {"200": {"description": "ok"}}}
+    },
+    "/repos/{owner}/{repo}/pulls": {
+      "get": {"operationId": "pulls/list", "tags": ["pulls"],
+        "description": "Lists the **pull requests** of a [repository](https://example.com). Draft ones included.\n\nMore detail here.",
+        "responses": {"200": {"description": "ok"}}}
+    }
+  }
+}`
+
+func petsIndex(t testing.TB, opts Options) *Index {
+	t.Helper()
+	s, err := spec.Parse(t.Context(), "pets.json", []byte(petsSpec), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := New(cat, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func ids(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func TestSearchFirstHit(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	tests := []struct {
+		query string
+		want  string
+	}{
+		{"remove a pet", "pets.deletePet"},
+		{"kill pet", "pets.deletePet"},
+		{"list pets", "pets.listPets"},
+		{"show all pets", "pets.listPets"},
+		{"fetch a pet", "pets.showPetById"},
+		{"add a new pet", "pets.createPet"},
+		{"who am I", "pets.users/get-authenticated"},
+		{"list pull requests", "pets.pulls/list"},
+		{"PRs of a repo", "pets.pulls/list"},
+		{"method:DELETE pet", "pets.deletePet"},
+		{"path:/pets/ fetch pet", "pets.showPetById"},
+		{"tag:users", "pets.users/get-authenticated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			hits, err := ix.Search(tt.query, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 || hits[0].ID != tt.want {
+				t.Errorf("Search(%q) = %v, want %s first", tt.query, ids(hits), tt.want)
+			}
+		})
+	}
+}
+
+func TestSearchFilters(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	tests := []struct {
+		query string
+		want  []string // in any order
+	}{
+		{"method:get", []string{"pets.listPets", "pets.showPetById", "pets.users/get-authenticated", "pets.pulls/list"}},
+		{"method:POST method:DELETE", []string{"pets.createPet", "pets.deletePet"}},
+		{"tag:PETS method:GET", []string{"pets.listPets", "pets.showPetById"}},
+		{"spec:pets path:/repos", []string{"pets.pulls/list"}},
+		{"spec:other", nil},
+		{"path:/pets/{petId}", []string{"pets.showPetById", "pets.deletePet"}},
+		{"pet method:DELETE", []string{"pets.deletePet"}},
+		{`tag:"pulls" requests`, []string{"pets.pulls/list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			hits, err := ix.Search(tt.query, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ids(hits)
+			if diff := cmp.Diff(sorted(tt.want), sorted(got)); diff != "" {
+				t.Errorf("Search(%q) ids (-want +got):\n%s", tt.query, diff)
+			}
+		})
+	}
+}
+
+func sorted(xs []string) []string {
+	out := append([]string(nil), xs...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func TestSearchHitFields(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	hits, err := ix.Search("pull requests", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := hits[0]
+	got.Score = 0
+	want := Hit{
+		ID:      "pets.pulls/list",
+		Method:  "GET",
+		Path:    "/repos/{owner}/{repo}/pulls",
+		Summary: "Lists the pull requests of a repository.", // first sentence, markup gone
+		Spec:    "pets",
+		Tags:    []string{"pulls"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hit (-want +got):\n%s", diff)
+	}
+	data, _ := json.Marshal(hits[0])
+	if strings.Contains(string(data), "core") {
+		t.Errorf("score leaked into JSON: %s", data)
+	}
+}
+
+func TestSearchEmptyQuery(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	for _, q := range []string{"", "   "} {
+		if _, err := ix.Search(q, 5); !errors.Is(err, ErrEmptyQuery) {
+			t.Errorf("Search(%q) error = %v, want ErrEmptyQuery", q, err)
+		}
+	}
+	// Only stop words: no error, nothing found.
+	hits, err := ix.Search("the of a", 5)
+	if err != nil || len(hits) != 0 {
+		t.Errorf("Search(stop words) = %v, %v; want no hits, no error", ids(hits), err)
+	}
+}
+
+func TestSearchLimitAndOrder(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	hits, err := ix.Search("pet", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) > DefaultLimit {
+		t.Errorf("limit 0 gave %d hits, want ≤ %d", len(hits), DefaultLimit)
+	}
+	for i := 1; i < len(hits); i++ {
+		a, b := hits[i-1], hits[i]
+		if a.Score < b.Score || a.Score == b.Score && a.ID > b.ID {
+			t.Errorf("hits out of order at %d: %s (%v) before %s (%v)", i, a.ID, a.Score, b.ID, b.Score)
+		}
+	}
+	// Filter-only answers have equal scores: ordered by id.
+	hits, err = ix.Search("method:GET", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"pets.listPets", "pets.pulls/list"}, ids(hits)); diff != "" {
+		t.Errorf("filter-only order (-want +got):\n%s", diff)
+	}
+	// The same query answers the same way every time.
+	first, _ := ix.Search("list pets", 10)
+	for range 5 {
+		again, _ := ix.Search("list pets", 10)
+		if diff := cmp.Diff(ids(first), ids(again)); diff != "" {
+			t.Fatalf("answers differ between runs:\n%s", diff)
+		}
+	}
+}
+
+func TestSimilar(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	got := ids(ix.Similar("pets.deletePet", 2))
+	if len(got) == 0 || len(got) > 2 {
+		t.Fatalf("Similar = %v, want 1 or 2 hits", got)
+	}
+	for _, id := range got {
+		if id == "pets.deletePet" {
+			t.Errorf("Similar returned the endpoint itself: %v", got)
+		}
+	}
+	if got[0] != "pets.showPetById" && got[0] != "pets.listPets" && got[0] != "pets.createPet" {
+		t.Errorf("Similar first = %s, want another pets endpoint", got[0])
+	}
+	if ix.Similar("pets.nope", 3) != nil {
+		t.Error("Similar of an unknown id is not nil")
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Query
+	}{
+		{"list pull requests", Query{Text: "list pull requests"}},
+		{"method:get tag:Issues close issue", Query{Text: "close issue", Methods: []string{"GET"}, Tags: []string{"issues"}}},
+		{"spec:github path:/repos/{owner}", Query{Specs: []string{"github"}, PathPrefixes: []string{"/repos/{owner}"}}},
+		{`tag:"pull requests" list`, Query{Text: "list", Tags: []string{"pull requests"}}},
+		{"see https://example.com now", Query{Text: "see https://example.com now"}},
+		{"method: GET", Query{Text: "GET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ParseQuery(tt.in)); diff != "" {
+				t.Errorf("ParseQuery(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+	q := Query{Text: "list", Tags: []string{"pull requests"}, Methods: []string{"GET"}}
+	if diff := cmp.Diff(q, ParseQuery(q.String())); diff != "" {
+		t.Errorf("ParseQuery(String()) round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestSplitWords(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"listCoreV1NamespacedPod", []string{"list", "core", "v1", "namespaced", "pod"}},
+		{"pulls/list-review-comments", []string{"pulls", "list", "review", "comments"}},
+		{"GetCustomersCustomerTaxIdsId", []string{"get", "customers", "customer", "tax", "ids", "id"}},
+		{"get_my_user", []string{"get", "my", "user"}},
+		{"HTTPServerError", []string{"http", "server", "error"}},
+		{"users-28-day", []string{"users", "28", "day"}},
+		{"v2beta1", []string{"v2", "beta", "1"}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, splitWords(tt.in, nil)); diff != "" {
+			t.Errorf("splitWords(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func TestPathWords(t *testing.T) {
+	tests := []struct {
+		path     string
+		words    []string
+		last     string
+		wantItem bool
+	}{
+		{"/repos/{owner}/{repo}/pulls", []string{"repos", "pulls"}, "pulls", false},
+		{"/v1/customers/{customer}", []string{"v1", "customers"}, "customers", true},
+		{"/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json", []string{"2010", "04", "01", "accounts", "calls"}, "Calls", true},
+		{"/users/@me", []string{"users", "me"}, "@me", false},
+		{"/version/", []string{"version"}, "version", false},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.words, pathWords(tt.path, nil)); diff != "" {
+			t.Errorf("pathWords(%q) (-want +got):\n%s", tt.path, diff)
+		}
+		last, item := resourceSegments(tt.path)
+		if last != tt.last || item != tt.wantItem {
+			t.Errorf("resourceSegments(%q) = %q, %v; want %q, %v", tt.path, last, item, tt.last, tt.wantItem)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"Get a  **pet**\nby id", 90, "Get a pet by id"},
+		{"See [the docs](https://x.y/z) for `more`", 90, "See the docs for more"},
+		{"Create a new outgoing call to phones, SIP-enabled endpoints", 30, "Create a new outgoing call to…"},
+	}
+	for _, tt := range tests {
+		if got := oneLine(tt.in, tt.max); got != tt.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestFitSummaries(t *testing.T) {
+	mk := func() []Hit {
+		var hits []Hit
+		for i := range 20 {
+			hits = append(hits, Hit{
+				ID:      "github-full.actions/delete-repo-secret-" + string(rune('a'+i)),
+				Method:  "DELETE",
+				Path:    "/repos/{owner}/{repo}/actions/secrets/{secret_name}",
+				Summary: "Deletes a secret in a repository using the secret name, which is a long line of words",
+				Spec:    "github-full",
+				Tags:    []string{"actions"},
+			})
+		}
+		return hits
+	}
+	for _, budget := range []int{6000, 4000, 3600, 100} {
+		hits := mk()
+		fitSummaries(hits, make([]bool, len(hits)), budget)
+		data, _ := json.Marshal(hits)
+		fixed := mk()
+		for i := range fixed {
+			fixed[i].Summary = ""
+		}
+		floor, _ := json.Marshal(fixed)
+		if len(data) > max(budget, len(floor)) {
+			t.Errorf("budget %d: answer is %d bytes", budget, len(data))
+		}
+		if budget == 6000 && hits[0].Summary != mk()[0].Summary {
+			t.Errorf("budget %d: summary cut although it fits: %q", budget, hits[0].Summary)
+		}
+		if budget == 4000 && (hits[0].Summary == "" || !strings.HasSuffix(hits[0].Summary, "…")) {
+			t.Errorf("budget %d: summary %q, want a shortened one", budget, hits[0].Summary)
+		}
+	}
+	// Summaries that only repeat the id go first.
+	hits := mk()
+	plain := make([]bool, len(hits))
+	for i := range plain {
+		plain[i] = i%2 == 0
+	}
+	fitSummaries(hits, plain, 4200)
+	if hits[0].Summary != "" || hits[1].Summary == "" {
+		t.Errorf("plain summary kept or informative one dropped: %q, %q", hits[0].Summary, hits[1].Summary)
+	}
+}
+
+func TestJSONStrLen(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote`, "a<b>&c", "tab\there", "ünï…"} {
+		data, _ := json.Marshal(s)
+		if got := jsonStrLen(s); got != len(data) {
+			t.Errorf("jsonStrLen(%q) = %d, want %d", s, got, len(data))
+		}
+	}
+	h := Hit{ID: "a.b", Method: "GET", Path: "/x/{y}", Summary: "S <b>", Spec: "a", Tags: []string{"t", "u"}}
+	data, _ := json.Marshal(h)
+	if got := jsonSize(h); got != len(data) {
+		t.Errorf("jsonSize = %d, want %d (%s)", got, len(data), data)
+	}
+}
+
+// FuzzSearch feeds arbitrary queries: no panic, no error but
+// ErrEmptyQuery, never more hits than asked.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"list pets", "method:", `tag:"`, "path:/pets spec:pets", "ünï {x}", "who am i"} {
+		f.Add(s)
+	}
+	ix := petsIndex(f, Options{})
+	f.Fuzz(func(t *testing.T, q string) {
+		hits, err := ix.Search(q, 3)
+		if err != nil && !errors.Is(err, ErrEmptyQuery) {
+			t.Fatalf("Search(%q): %v", q, err)
+		}
+		if len(hits) > 3 {
+			t.Fatalf("Search(%q) gave %d hits", q, len(hits))
+		}
+	})
+}

@@ -1,0 +1,103 @@
+// End-to-end: the official TypeScript MCP SDK client drives the built
+// specgate binary over stdio against a local upstream that records every
+// request it receives.
+//
+// SPECGATE_BIN names the binary (default ../../bin/specgate).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, "../..");
+const bin = process.env.SPECGATE_BIN || path.join(root, "bin/specgate");
+
+function startUpstream() {
+  const received = [];
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      received.push({ method: req.method, url: req.url, body });
+      if (req.url.startsWith("/api/v3/pet/") && req.method === "GET") {
+        const id = Number(req.url.split("/").pop());
+        res.writeHead(200, { "content-type": "application/json", "x-ratelimit-remaining": "99" });
+        res.end(JSON.stringify({ id, name: "doggie", status: "available" }));
+        return;
+      }
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "not found" }));
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve({ server, received, url: `http://127.0.0.1:${server.address().port}/api/v3` }));
+  });
+}
+
+function structured(result) {
+  if (result.structuredContent) return result.structuredContent;
+  return JSON.parse(result.content[0].text);
+}
+
+test("TypeScript SDK client: search, inspect, invoke, cooldown", async () => {
+  const upstream = await startUpstream();
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ["serve", "--spec", path.join(root, "testdata/petstore-v3.yaml"), "--base-url", upstream.url,
+      "--rate-limit-interval", "1h", "--no-cache"],
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "ts-e2e", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const want of ["search", "inspect", "invoke", "rate_limit_status"]) {
+      assert.ok(names.includes(want), `tools/list lacks ${want}: ${names}`);
+    }
+    for (const t of tools) {
+      const a = t.annotations || {};
+      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]) {
+        assert.equal(typeof a[hint], "boolean", `${t.name} lacks ${hint}`);
+      }
+    }
+
+    const found = structured(await client.callTool({ name: "search", arguments: { query: "find a pet by its id", limit: 5 } }));
+    const ids = found.endpoints.map((e) => e.id);
+    assert.ok(ids.includes("petstore-v3.getPetById"), `search hits: ${ids}`);
+
+    const contract = structured(await client.callTool({ name: "inspect", arguments: { endpointId: "petstore-v3.getPetById" } }));
+    assert.equal(contract.method, "GET");
+    assert.equal(contract.path, "/pet/{petId}");
+
+    const ok = await client.callTool({ name: "invoke", arguments: { endpointId: "petstore-v3.getPetById", parameters: { petId: 7 } } });
+    assert.ok(!ok.isError, JSON.stringify(ok));
+    const res = structured(ok);
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.body.id, 7);
+    assert.equal(upstream.received.length, 1);
+    assert.equal(upstream.received[0].url, "/api/v3/pet/7");
+
+    // Within the cooldown: a structured rate_limit error, nothing sent.
+    const refused = await client.callTool({ name: "invoke", arguments: { endpointId: "petstore-v3.getPetById", parameters: { petId: 8 } } });
+    assert.equal(refused.isError, true);
+    const err = structured(refused).error;
+    assert.equal(err.code, "rate_limit");
+    assert.equal(err.scope, "proxy");
+    assert.ok(err.retryAfterSeconds > 0);
+    assert.equal(upstream.received.length, 1);
+
+    // Bad arguments: validation_failed, costs nothing.
+    const bad = await client.callTool({ name: "invoke", arguments: { endpointId: "petstore-v3.findPetsByStatus", parameters: { nope: 1 } } });
+    assert.equal(bad.isError, true);
+    assert.equal(structured(bad).error.code, "validation_failed");
+    assert.equal(upstream.received.length, 1);
+  } finally {
+    await client.close();
+    upstream.server.close();
+  }
+});
