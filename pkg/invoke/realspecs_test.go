@@ -11,8 +11,8 @@ import (
 // Calls against real operations from ../../../shared/specs, asserting the
 // bytes that arrive at the upstream.
 func TestRealSpecsOnTheWire(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads large specs")
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
 	}
 	tests := []struct {
 		name  string
@@ -196,8 +196,8 @@ func sameQuery(a, b string) bool {
 
 // Validation on real operations catches real mistakes, briefly.
 func TestRealSpecsValidation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads large specs")
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
 	}
 	s := sharedSpec(t, "stripe.json", "http://127.0.0.1:1")
 	_, err := New(Options{}).Prepare(t.Context(), endpoint(t, s, "PostCustomers"), Args{

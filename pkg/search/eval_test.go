@@ -190,8 +190,8 @@ func runEval(t testing.TB, file string) evalReport {
 // TestEval holds search to the recall targets on the labelled
 // intents; run with -v for the report.
 func TestEval(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads large specs")
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
 	}
 	r := runEval(t, "eval.json")
 	t.Logf("eval report (testdata/eval.json)\n%s", r)
@@ -214,8 +214,8 @@ func TestEval(t *testing.T) {
 // TestSearchLatency reports the median latency over the github-full
 // intents (run with -v); BenchmarkSearch is the precise figure.
 func TestSearchLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads large specs")
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
 	}
 	ix, queries := githubIndex(t)
 	var ds []time.Duration
@@ -315,8 +315,8 @@ func BenchmarkEval(b *testing.B) {
 // TestHoldout reports, without failing on recall, the figures for the
 // held-out intents that were never used to tune the ranking.
 func TestHoldout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads large specs")
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
 	}
 	r := runEval(t, "holdout.json")
 	t.Logf("held-out report (testdata/holdout.json)\n%s", r)

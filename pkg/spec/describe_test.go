@@ -532,6 +532,9 @@ func hasProperty(s *Schema, name string) bool {
 }
 
 func TestDescribeRealSpecs(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
+	}
 	tests := []struct {
 		file      string
 		maxMedian int // 0: not checked

@@ -1,0 +1,5 @@
+//go:build !race
+
+package invoke
+
+const raceDetector = false

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# bench.sh runs the benchmarks behind the README's performance figures and
+# writes everything to ./bench.out. The startup benchmarks (./bench/) skip
+# when ../shared/specs is absent; each spawns the real binary, so they run
+# once per benchmark (BENCHTIME=1x, raise it for steadier figures).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+BENCHTIME=${BENCHTIME:-1x}
+OUT=${OUT:-bench.out}
+
+{
+	echo "# specgate benchmarks, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "# $($GO version); $(nproc) CPUs; load:$(uptime | sed 's/.*load average//')"
+	echo "# commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+} | tee "$OUT"
+
+$GO build -o bin/specgate ./cmd/specgate
+
+echo "## startup, memory and context (./bench/)" | tee -a "$OUT"
+$GO test -run '^$' -bench . -benchtime="$BENCHTIME" -timeout 20m ./bench/ 2>&1 | tee -a "$OUT"
+
+echo "## micro benchmarks" | tee -a "$OUT"
+$GO test -run '^$' -bench . -benchmem -timeout 10m \
+	./pkg/ratelimit/ ./pkg/search/ ./pkg/spec/ ./pkg/invoke/ 2>&1 | tee -a "$OUT"
+
+echo "## governance end to end over MCP (./pkg/mcpserver/)" | tee -a "$OUT"
+$GO test -run '^$' -bench GovernanceEndToEnd -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
+
+echo "# done: $OUT" | tee -a "$OUT"
