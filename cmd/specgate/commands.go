@@ -8,9 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -28,6 +29,10 @@ type app struct {
 	srv    *mcpserver.Server
 	log    *slog.Logger
 	loaded chan error
+	// store is the shared limiter store, nil for memory. It lives as long
+	// as the process.
+	store   *ratelimit.RedisStore
+	limiter *ratelimit.Limiter
 }
 
 func (c *common) cacheDir() string {
@@ -43,7 +48,18 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	for _, m := range cfg.MissingEnv {
 		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
 	}
-	limiter, err := newLimiter(cfg)
+	// The store reports its errors to the server's metrics, which exist
+	// only once the server does.
+	var srvRef atomic.Pointer[mcpserver.Server]
+	store, err := newStore(ctx, cfg, func() {
+		if s := srvRef.Load(); s != nil {
+			s.ObserveStoreError("redis")
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	limiter, err := newLimiter(cfg, store)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +93,8 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		MaxRetries:         cfg.MaxRetries,
 		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
 	})
-	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1)}
+	srvRef.Store(srv)
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
 	go func() {
 		l, err := loadSpecs(ctx, cfg, c.cacheDir(), log)
 		if err == nil {
@@ -126,23 +143,17 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error {
+	hs, err := newHTTPServer(ctx, a, addr)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: a.srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(stderr, "specgate serving MCP (streamable HTTP) at %s\n\nClient config:\n%s\n", url, clientSnippet(url))
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return hs.Shutdown(shutdown)
-	}
+	return hs.serve(ctx, ln)
 }
 
 func clientSnippet(url string) string {

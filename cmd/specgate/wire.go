@@ -137,7 +137,7 @@ func upstreamKeyFunc(cfg *config.Config) func(*spec.Endpoint) string {
 
 // newLimiter builds the limiter with the configured budgets; endpoints are
 // registered once the catalog is loaded.
-func newLimiter(cfg *config.Config) (*ratelimit.Limiter, error) {
+func newLimiter(cfg *config.Config, store *ratelimit.RedisStore) (*ratelimit.Limiter, error) {
 	var budgets []ratelimit.Budget
 	for _, u := range cfg.Upstreams {
 		b := ratelimit.Budget{
@@ -158,7 +158,11 @@ func newLimiter(cfg *config.Config) (*ratelimit.Limiter, error) {
 		}
 		budgets = append(budgets, b)
 	}
-	return ratelimit.New(ratelimit.Options{Budgets: budgets})
+	opts := ratelimit.Options{Budgets: budgets}
+	if store != nil {
+		opts.Store = store
+	}
+	return ratelimit.New(opts)
 }
 
 // registerEndpoints gives every endpoint its cooldown and upstream.

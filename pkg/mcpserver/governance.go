@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -104,7 +104,7 @@ func newStats() *stats {
 	return &stats{ups: map[string]*latency{}, tasks: map[string]*task{}}
 }
 
-func (st *stats) observe(e *spec.Endpoint, up string, d time.Duration) {
+func (st *stats) observe(e *spec.Endpoint, up string, d, queueWait time.Duration, tokens int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	l := st.ups[up]
@@ -123,6 +123,8 @@ func (st *stats) observe(e *spec.Endpoint, up string, d time.Duration) {
 	for _, t := range st.tasks {
 		t.calls++
 		t.upstream += d
+		t.wait += queueWait
+		t.tokens += tokens
 		t.eps[e.ID] = true
 	}
 }
@@ -132,11 +134,14 @@ func (st *stats) refused(id string, err error) {
 	scope := "proxy"
 	var le *ratelimit.LimitError
 	var qe *ratelimit.QueueError
+	var ue *invoke.UpstreamRateLimitError
 	switch {
 	case errors.As(err, &le):
 		code, scope = le.Code(), string(le.Scope)
 	case errors.As(err, &qe):
 		code = qe.Code
+	case errors.As(err, &ue):
+		code, scope = CodeUpstreamRateLimit, "upstream"
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -164,7 +169,7 @@ func (s *Server) registerGovernanceTools() {
 		mcp.WithString("spec", mcp.Description("Only this spec's endpoints and upstreams")),
 		hints(true, false, true, false),
 	), s.handleStatus)
-	if s.opts.AllowRuntimeTuning {
+	if s.opts.AllowRuntimeTuning && s.opts.Limiter != nil {
 		s.mcp.AddTool(mcp.NewTool("set_rate_limit",
 			mcp.WithDescription("Change a limit now, until restart: an endpoint's cooldown (endpointId + rateLimitInterval, e.g. \"5s\", \"0s\" for none) "+
 				"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent). "+
@@ -365,6 +370,13 @@ func budgetMap(b ratelimit.Budget) map[string]any {
 
 func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
+	for k := range args {
+		switch k {
+		case "endpointId", "rateLimitInterval", "upstream", "requestsPerWindow", "window", "minInterval", "maxConcurrent":
+		default:
+			return argError("unknown argument %q: set_rate_limit takes endpointId with rateLimitInterval, or upstream with requestsPerWindow, window, minInterval, maxConcurrent", k), nil
+		}
+	}
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
@@ -381,9 +393,30 @@ func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest
 		}
 		return d, true, nil
 	}
-	if id, _ := args["endpointId"].(string); id != "" {
+	countArg := func(name string) (int, bool, *mcp.CallToolResult) {
+		v, ok := args[name]
+		if !ok || v == nil {
+			return 0, false, nil
+		}
+		f, ok := v.(float64)
+		if !ok || f < 0 || f != float64(int(f)) || f > 1e9 {
+			return 0, false, argError("%s must be a whole number, 0 or more (0 turns the limit off)", name)
+		}
+		return int(f), true, nil
+	}
+	id, _ := args["endpointId"].(string)
+	up, _ := args["upstream"].(string)
+	switch {
+	case id != "" && up != "":
+		return argError("give endpointId or upstream, not both: change one limit per call"), nil
+	case id != "":
 		if _, ok := st.cat.Lookup(id); !ok {
 			return s.notFound(st, id), nil
+		}
+		for _, k := range []string{"requestsPerWindow", "window", "minInterval", "maxConcurrent"} {
+			if _, ok := args[k]; ok {
+				return argError("%s applies to an upstream, not to endpointId", k), nil
+			}
 		}
 		d, ok, bad := durationArg("rateLimitInterval")
 		if bad != nil {
@@ -396,30 +429,50 @@ func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest
 			return argError("%s", err.Error()), nil
 		}
 		return jsonResult(map[string]any{"endpointId": id, "cooldown": d.String()}), nil
-	}
-	up, _ := args["upstream"].(string)
-	if up == "" {
+	case up == "":
 		return argError("give endpointId (with rateLimitInterval) or upstream (with budget values)"), nil
+	}
+	if _, ok := args["rateLimitInterval"]; ok {
+		return argError("rateLimitInterval applies to an endpoint: give endpointId"), nil
 	}
 	b, ok := s.opts.Limiter.Budget(up)
 	if !ok {
+		known := false
+		for _, e := range st.cat.Endpoints() {
+			if s.upstreamOf(e) == up {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return errorResult(&ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no upstream %q", up),
+				Hint: "rate_limit_status lists the upstreams (host:port or group names)."}), nil
+		}
 		b = ratelimit.Budget{Match: up}
 	}
-	if v, ok := args["requestsPerWindow"].(float64); ok {
-		b.Requests = int(v)
+	changed := false
+	if n, ok, bad := countArg("requestsPerWindow"); bad != nil {
+		return bad, nil
+	} else if ok {
+		b.Requests, changed = n, true
 	}
-	if v, ok := args["maxConcurrent"].(float64); ok {
-		b.MaxConcurrent = int(v)
+	if n, ok, bad := countArg("maxConcurrent"); bad != nil {
+		return bad, nil
+	} else if ok {
+		b.MaxConcurrent, changed = n, true
 	}
 	if d, ok, bad := durationArg("window"); bad != nil {
 		return bad, nil
 	} else if ok {
-		b.Window = d
+		b.Window, changed = d, true
 	}
 	if d, ok, bad := durationArg("minInterval"); bad != nil {
 		return bad, nil
 	} else if ok {
-		b.MinInterval = d
+		b.MinInterval, changed = d, true
+	}
+	if !changed {
+		return argError("give at least one of requestsPerWindow, window, minInterval, maxConcurrent with upstream"), nil
 	}
 	if err := s.opts.Limiter.SetBudget(b); err != nil {
 		return argError("%s", err.Error()), nil
@@ -451,6 +504,8 @@ type TaskReview struct {
 	UpstreamSeconds  float64          `json:"upstreamSeconds"`
 	Calls            int64            `json:"calls"`
 	Refusals         map[string]int64 `json:"refusals,omitempty"`
+	QueueWaitSeconds float64          `json:"queueWaitSeconds"`
+	Tokens           int64            `json:"tokens,omitempty"`
 	SerialEstimateS  float64          `json:"serialEstimateSeconds"`
 	Concurrency      int              `json:"concurrency"`
 	LimitHitAtRound  map[string]any   `json:"limitHitAtRound,omitempty"`
@@ -479,7 +534,8 @@ func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	wall := s.now().Sub(t.start)
 	r := TaskReview{TaskID: id, Name: t.name, WallSeconds: wall.Seconds(), UpstreamSeconds: t.upstream.Seconds(),
-		Calls: t.calls, Refusals: t.refusals, Concurrency: conc, EndpointsTouched: len(t.eps)}
+		Calls: t.calls, Refusals: t.refusals, Concurrency: conc, EndpointsTouched: len(t.eps),
+		QueueWaitSeconds: t.wait.Seconds(), Tokens: t.tokens}
 	mean := time.Duration(0)
 	if t.calls > 0 {
 		mean = t.upstream / time.Duration(t.calls)
@@ -500,14 +556,18 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 		mean = 100 * time.Millisecond
 	}
 	ls := s.opts.Limiter.StatusAt(s.now(), func(id string) bool { return t.eps[id] })
-	var keys []string
 	for _, e := range ls.Endpoints {
 		if e.Interval > 0 {
-			// Calls to one endpoint in one round beyond the first meet the cooldown.
-			if conc > 1 {
+			// Calls to one endpoint in one round beyond the first meet the
+			// cooldown; one at a time, the next round meets it when a round
+			// is shorter than the cooldown.
+			switch {
+			case conc > 1:
 				out["cooldown "+e.ID] = 1
-			} else if e.Interval > mean {
+			case e.Interval > mean:
 				out["cooldown "+e.ID] = 2
+			default:
+				out["cooldown "+e.ID] = "not reached"
 			}
 		}
 	}
@@ -516,7 +576,6 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 			continue
 		}
 		b := u.Budget
-		keys = append(keys, u.Key)
 		if b.MaxConcurrent > 0 {
 			if conc > b.MaxConcurrent {
 				out["concurrency "+u.Key] = 1
@@ -536,13 +595,18 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 			}
 		}
 		if b.MinInterval > 0 {
-			if time.Duration(conc)*b.MinInterval > mean || conc > 1 {
+			// The first call of a task always passes; the second meets the
+			// interval in the same round with concurrency, else in the next
+			// when a round is shorter than the interval.
+			switch {
+			case conc > 1:
 				out["interval "+u.Key] = 1
-			} else {
+			case b.MinInterval > mean:
+				out["interval "+u.Key] = 2
+			default:
 				out["interval "+u.Key] = "not reached"
 			}
 		}
 	}
-	sort.Strings(keys)
 	return out
 }

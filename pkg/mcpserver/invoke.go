@@ -201,7 +201,8 @@ func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, pro
 		start := time.Now()
 		res, err := prepared.Do(ctx)
 		latency := time.Since(start)
-		s.stats.observe(e, s.upstreamOf(e), latency)
+		s.stats.observe(e, s.upstreamOf(e), latency, ticket.QueueWait, estimate)
+		s.metrics.observeAttempt(s.upstreamOf(e), ticket.QueueWait, latency, res)
 		a := Attempt{}
 		if res != nil {
 			a.Status = res.StatusCode
@@ -218,6 +219,10 @@ func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, pro
 		ticket.Release()
 		if err != nil {
 			a.Error = mapError(err, s.now()).Code
+			var rl *invoke.UpstreamRateLimitError
+			if errors.As(err, &rl) {
+				s.stats.refused(e.ID, err)
+			}
 		}
 		snap.Attempts = append(snap.Attempts, a)
 		if err == nil {

@@ -87,12 +87,14 @@ type Server struct {
 	stats *stats
 	cache resultCache
 	audMu sync.Mutex
+	// metrics are the Prometheus collectors HTTPHandlerWith serves.
+	metrics *metrics
 }
 
 // New returns a Server with its tools registered. Call Publish when the
 // catalog is loaded.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats()}
+	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats(), metrics: newMetrics(opts.Limiter)}
 	s.log = opts.Logger
 	if s.log == nil {
 		s.log = slog.Default()
@@ -111,6 +113,7 @@ func New(opts Options) *Server {
 		server.WithRecovery(),
 	)
 	s.registerTools()
+	s.mcp.Use(s.toolMiddleware)
 	return s
 }
 

@@ -224,8 +224,13 @@ func (s *Server) suggestions(st *state, e *spec.Endpoint, otherUpstreams bool) [
 			out = append(out, Suggestion{ID: h.ID, Method: h.Method, Path: h.Path})
 		}
 	}
-	if hits, err := st.ix.Search(query+filter, 40); err == nil {
-		take(hits)
+	if !otherUpstreams {
+		take(st.ix.Similar(e.ID, 40))
+	}
+	if len(out) < 5 {
+		if hits, err := st.ix.Search(query+filter, 40); err == nil {
+			take(hits)
+		}
 	}
 	if len(out) < 5 {
 		// Fall back to document order for specs whose words match little.

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -98,6 +99,26 @@ func (b Budget) withDefaults() Budget {
 	if b.QueueTimeout == 0 {
 		b.QueueTimeout = DefaultQueueTimeout
 	}
+	return b
+}
+
+// scaled returns b as one replica runs it on share of each budget: floor(share × limit),
+// at least 1, for requests, tokens and calls in flight; the minimum interval stretched by
+// 1/share. Windows, queues and OnLimit stay. A share of 1 or more (or zero) returns b.
+func (b Budget) scaled(share float64) Budget {
+	if share <= 0 || share >= 1 {
+		return b
+	}
+	part := func(n int64) int64 {
+		if n <= 0 {
+			return n
+		}
+		return max(int64(math.Floor(share*float64(n))), 1)
+	}
+	b.Requests = int(part(int64(b.Requests)))
+	b.Tokens = part(b.Tokens)
+	b.MaxConcurrent = int(part(int64(b.MaxConcurrent)))
+	b.MinInterval = time.Duration(stretch(int64(b.MinInterval), share))
 	return b
 }
 

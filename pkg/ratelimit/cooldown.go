@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,4 +124,25 @@ func (k *cooldownKey) wait(last, now int64) int64 {
 		return 0
 	}
 	return last + iv - now
+}
+
+// waitShare is wait with the interval stretched by 1/share (share in (0, 1); 1 or more, or
+// zero: no stretch), as a replica runs while the shared store is unreachable.
+func (k *cooldownKey) waitShare(last, now int64, share float64) int64 {
+	if share <= 0 || share >= 1 {
+		return k.wait(last, now)
+	}
+	iv := k.interval.Load()
+	if iv <= 0 || last == 0 {
+		return 0
+	}
+	return last + stretch(iv, share) - now
+}
+
+// stretch returns d/share rounded up, for share in (0, 1).
+func stretch(d int64, share float64) int64 {
+	if share <= 0 || share >= 1 || d <= 0 {
+		return d
+	}
+	return int64(math.Ceil(float64(d) / share))
 }

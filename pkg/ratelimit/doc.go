@@ -23,7 +23,19 @@
 // All limiting state lives in two places: cooldownKey (one per endpoint, atomics) and
 // upstream (one per upstream key, under one mutex), and is touched by four operations that
 // take now as a parameter: upstream.admitLocked (check every limit, charge all or none),
-// upstream.release, upstream.settle and upstream.learn. A Redis store (issue 5) implements
-// the same four as one script each, keyed by endpoint id and upstream key, with the Redis
-// server's clock; the wait queue stays local to a replica.
+// upstream.release, upstream.settle and upstream.learn. That is the memory store, the
+// default: deciding a cooldown takes no lock and allocates nothing.
+//
+// With Options.Store (a RedisStore) several replicas share the limits: one Lua script per
+// admission checks and charges the cooldown, the request and token windows, the minimum
+// interval, concurrency leases (with a TTL, so a crashed replica's leases expire) and
+// learned blocks, with the Redis server's clock; releases, settles and blocks learned from
+// 429s go to Redis too. The wait queue stays local: a waiting call asks the store again
+// when its wait ends. Each admission is mirrored in the local state, which runs on
+// FallbackShare of each budget (cooldowns and minimum intervals stretched by its inverse)
+// whenever Redis does not answer, and for one window after, so a replica never fails open
+// nor spends more than its share across the switch. Limiter.Degraded and Status report it.
+//
+// Window is the same idea for inbound budgets: at most Limit events per key (a principal,
+// a client IP) in any rolling window, in memory or shared through the same store.
 package ratelimit

@@ -24,6 +24,10 @@ type Options struct {
 	MaxUpstreams int
 	// ProgressInterval is how often Acquire reports progress while a call waits. Zero: 1s.
 	ProgressInterval time.Duration
+	// Store shares cooldowns, budgets, concurrency leases and learned blocks with other
+	// replicas (see NewRedisStore). Nil: all state stays in this Limiter's memory. The
+	// Limiter does not close it.
+	Store Store
 }
 
 // Endpoint is one callable endpoint.
@@ -74,6 +78,10 @@ type Limiter struct {
 	maxUpstreams  int
 	cooldown      Cooldown
 
+	store        Store        // nil: memory
+	share        float64      // of each budget while store is unreachable; 1 without a store
+	lastFallback atomic.Int64 // unix nanoseconds of the last admission on the fallback share
+
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
 
@@ -100,6 +108,17 @@ func New(opts Options) (*Limiter, error) {
 		progressEvery: opts.ProgressInterval,
 		maxUpstreams:  opts.MaxUpstreams,
 		budgets:       map[string]Budget{},
+		store:         opts.Store,
+		share:         1,
+	}
+	if rs, ok := l.store.(*RedisStore); ok && rs == nil {
+		l.store = nil // a nil *RedisStore means no store, not a panic later
+	}
+	if l.store != nil {
+		l.share = l.store.FallbackShare()
+		if !(l.share > 0 && l.share <= 1) {
+			return nil, fmt.Errorf("store fallback share %v is not in (0, 1]", l.share)
+		}
 	}
 	if l.progressEvery <= 0 {
 		l.progressEvery = time.Second
@@ -274,7 +293,7 @@ func (l *Limiter) upstreamLocked(key string) *upstream {
 			return nil
 		}
 		l.nUp++
-		u = &upstream{key: c}
+		u = &upstream{key: c, share: l.share, store: l.store}
 		u.configure(l.budgets[c], false)
 	}
 	m := make(map[string]*upstream, mapLen(old)+2)
@@ -320,7 +339,7 @@ func (l *Limiter) resolve(req Request) (*endpoint, *upstream) {
 // nothing when it admits. The Ticket must be released when the call ends.
 func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 	ep, up := l.resolve(req)
-	t, rf, ok := admit(ep, up, req, now.UnixNano(), true)
+	t, rf, ok := l.admit(ep, up, req, now.UnixNano(), true)
 	if !ok {
 		return Ticket{}, rf.err(ep, up, now)
 	}
@@ -332,7 +351,7 @@ func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 // and does not count calls already waiting in the queue.
 func (l *Limiter) ReadyAt(endpointID string, now time.Time) time.Duration {
 	ep, up := l.resolve(Request{Endpoint: endpointID})
-	_, rf, ok := admit(ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
+	_, rf, ok := l.admit(ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
 	if ok {
 		return 0
 	}
@@ -340,14 +359,47 @@ func (l *Limiter) ReadyAt(endpointID string, now time.Time) time.Duration {
 }
 
 // admit is the one check-and-charge. With charge false it only checks.
-func admit(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+func (l *Limiter) admit(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	if up == nil {
+		if l.store != nil {
+			return l.admitShared(ep, nil, req, now, charge)
+		}
+		return admitCooldown(ep, req, now, charge, 1)
+	}
+	var t Ticket
+	var rf refusal
+	var ok bool
+	up.mu.Lock()
+	if l.store == nil {
+		t, rf, ok = up.admitLocked(ep, req, now, charge)
+	} else {
+		t, rf, ok = l.admitShared(ep, up, req, now, charge)
+	}
+	if !ok && charge {
+		up.countRefusal(ep, &rf)
+	}
+	up.mu.Unlock()
+	return t, rf, ok
+}
+
+// admitUp is admit for a call with an upstream; the caller holds up.mu.
+func (l *Limiter) admitUp(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+	if l.store != nil {
+		return l.admitShared(ep, up, req, now, charge)
+	}
+	return up.admitLocked(ep, req, now, charge)
+}
+
+// admitCooldown admits a call with no upstream: only the endpoint's cooldown, stretched
+// by 1/share, applies.
+func admitCooldown(ep *endpoint, req Request, now int64, charge bool, share float64) (Ticket, refusal, bool) {
+	{
 		if ep == nil || req.Retry {
 			return Ticket{ep: ep, admitted: now}, refusal{}, true
 		}
 		for {
 			last := ep.cd.last.Load()
-			if w := ep.cd.wait(last, now); w > 0 {
+			if w := ep.cd.waitShare(last, now, share); w > 0 {
 				rf := refusal{}
 				rf.cooldownOf(ep, w)
 				if charge {
@@ -364,13 +416,6 @@ func admit(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Tic
 			}
 		}
 	}
-	up.mu.Lock()
-	t, rf, ok := up.admitLocked(ep, req, now, charge)
-	if !ok && charge {
-		up.countRefusal(ep, &rf)
-	}
-	up.mu.Unlock()
-	return t, rf, ok
 }
 
 // refusal is a refused admission before it becomes a *LimitError (which allocates).
@@ -435,6 +480,7 @@ type Ticket struct {
 	tokens    int64 // tokens charged, after settling
 	bucket    int64 // the token bucket charged at admission
 	released  bool
+	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
 }
 
 // Admitted returns when the call was admitted.
@@ -460,6 +506,9 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	up.release(now.UnixNano() - t.admitted)
 	up.wakeHead()
 	up.mu.Unlock()
+	if sh := t.sh; sh != nil && sh.lease != "" {
+		_ = sh.store.Release(storeCtx(), sh.upstream, sh.lease) // a lost lease expires by its TTL
+	}
 }
 
 // Settle replaces the call's token estimate with its real size (request plus response), so
@@ -472,11 +521,16 @@ func (t *Ticket) SettleAt(actual int64, now time.Time) {
 		return
 	}
 	up := t.up
+	delta := actual - t.tokens
 	up.mu.Lock()
+	shareTokens := up.full.Tokens > 0
 	up.settle(t, actual, now.UnixNano())
 	up.wakeHead()
 	up.mu.Unlock()
 	t.tokens = actual
+	if sh := t.sh; sh != nil && shareTokens && delta != 0 && (delta > 0 || sh.bucket != 0) {
+		_ = sh.store.Settle(storeCtx(), sh.upstream, sh.bucket, delta, sh.span)
+	}
 }
 
 // Observe parses the upstream's answer to this call (status, headers and, optionally, the
@@ -505,5 +559,9 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	}
 	up.learn(t.ep, sig, others, now.UnixNano())
 	up.wakeHead()
+	key, st := up.key, up.store
 	up.mu.Unlock()
+	if st != nil {
+		shareBlock(st, key, sig, now)
+	}
 }

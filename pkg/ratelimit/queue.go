@@ -42,7 +42,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	ep, up := l.resolve(req)
 	start := time.Now()
 	if up == nil {
-		t, rf, ok := admit(ep, nil, req, start.UnixNano(), true)
+		t, rf, ok := l.admit(ep, nil, req, start.UnixNano(), true)
 		if !ok {
 			return Ticket{}, rf.err(ep, nil, start)
 		}
@@ -53,7 +53,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	up.mu.Lock()
 	b := up.budget
 	jump := len(up.queue) == 0 || b.OnLimit == Reject
-	t, rf, ok := up.admitLocked(ep, req, start.UnixNano(), jump)
+	t, rf, ok := l.admitUp(ep, up, req, start.UnixNano(), jump)
 	if ok && jump {
 		up.mu.Unlock()
 		return t, nil
@@ -163,7 +163,7 @@ func (l *Limiter) evaluate(up *upstream, ep *endpoint, req Request, w *waiter, s
 		up.mu.Unlock()
 		return outcome{}
 	}
-	t, rf, ok := up.admitLocked(ep, req, now.UnixNano(), true)
+	t, rf, ok := l.admitUp(ep, up, req, now.UnixNano(), true)
 	if ok {
 		up.remove(w)
 		up.mu.Unlock()

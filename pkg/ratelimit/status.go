@@ -8,7 +8,16 @@ import (
 
 // Status is a snapshot of the limiter for the rate_limit_status tool.
 type Status struct {
-	At        time.Time
+	At time.Time
+	// Store is "memory", or "shared" when limits live in a Store shared by replicas.
+	Store string
+	// Degraded is true while the shared Store is unreachable and this replica runs on its
+	// fallback share of each budget, since DegradedSince, for DegradedReason.
+	Degraded       bool
+	DegradedSince  time.Time
+	DegradedReason string
+	// Endpoints and Upstreams count what this replica admitted; with a shared Store the
+	// windows' use is this replica's own, the budgets are shared.
 	Endpoints []EndpointStatus // sorted by ID
 	Upstreams []UpstreamStatus // sorted by Key
 }
@@ -79,7 +88,11 @@ type LearnedQuota struct {
 // listed, and only their upstreams.
 func (l *Limiter) StatusAt(now time.Time, match func(endpointID string) bool) Status {
 	n := now.UnixNano()
-	st := Status{At: now}
+	st := Status{At: now, Store: "memory"}
+	if l.store != nil {
+		st.Store = "shared"
+		st.Degraded, st.DegradedSince, st.DegradedReason = l.store.Degraded()
+	}
 	ups := map[*upstream]bool{}
 	if m := l.endpoints.Load(); m != nil {
 		for id, ep := range *m {
@@ -126,7 +139,7 @@ func (u *upstream) status(now int64) UpstreamStatus {
 	s := UpstreamStatus{
 		Key:                u.key,
 		Configured:         u.configured,
-		Budget:             b,
+		Budget:             u.full,
 		InFlight:           u.inflight,
 		QueueDepth:         len(u.queue),
 		Admitted:           u.admitted,

@@ -10,9 +10,15 @@ import (
 type upstream struct {
 	mu         sync.Mutex
 	key        string
-	budget     Budget // with defaults filled in
+	budget     Budget // with defaults filled in, scaled to share
+	full       Budget // with defaults filled in, as configured
 	configured bool   // a Budget was given for it
 	span       int64  // window plus pad, nanoseconds
+	// share is the part of each budget this state may use: 1 in memory; with a shared
+	// Store, the fallback share, used only while the store is unreachable (and just after).
+	// Cooldowns and minimum intervals stretch by 1/share.
+	share float64
+	store Store // nil: memory
 
 	reqs      requestLog
 	toks      tokenBuckets
@@ -62,7 +68,8 @@ func (u *upstream) configure(b Budget, wake bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.configured = b.Match != ""
-	u.budget = b.withDefaults()
+	u.full = b.withDefaults()
+	u.budget = u.full.scaled(u.share)
 	u.span = u.budget.span()
 	if u.budget.Requests > 0 {
 		u.reqs.resize(u.budget.Requests)
@@ -78,21 +85,31 @@ func (u *upstream) configure(b Budget, wake bool) {
 // admitLocked checks every limit at now and, with charge, charges them all if all pass.
 // It does not count refusals: only the caller knows whether one is final (countRefusal).
 func (u *upstream) admitLocked(ep *endpoint, req Request, now int64, charge bool) (Ticket, refusal, bool) {
-	var rf refusal
-	var last int64
+	rf, last := u.checkLocked(ep, req, now)
+	if rf.wait > 0 {
+		return Ticket{}, rf, false
+	}
+	if !charge {
+		return Ticket{}, rf, true
+	}
+	if ep != nil && !req.Retry && !ep.cd.last.CompareAndSwap(last, now) {
+		// the endpoint was admitted through another upstream key meanwhile
+		rf.cooldownOf(ep, max(ep.cd.waitShare(ep.cd.last.Load(), now, u.share), 1))
+		return Ticket{}, rf, false
+	}
+	return u.chargeLocked(ep, req, now), rf, true
+}
+
+// checkLocked checks every limit at now, charging nothing; last is the endpoint's last
+// admission it saw, for the compare-and-swap that charges the cooldown.
+func (u *upstream) checkLocked(ep *endpoint, req Request, now int64) (rf refusal, last int64) {
 	if ep != nil && !req.Retry {
 		last = ep.cd.last.Load()
-		if w := ep.cd.wait(last, now); w > 0 {
+		if w := ep.cd.waitShare(last, now, u.share); w > 0 {
 			rf.cooldownOf(ep, w)
 		}
 	}
-	res := ep.resourceName()
-	for _, s := range u.learned {
-		if s.resource != "" && s.resource != res {
-			continue
-		}
-		s.check(&rf, now, req.Tokens)
-	}
+	u.checkLearnedLocked(ep, req, now, &rf)
 	b := &u.budget
 	if b.Requests > 0 {
 		if rf.consider(KindRequests, ScopeProxy, u.reqs.wait(now, u.span)) {
@@ -114,24 +131,32 @@ func (u *upstream) admitLocked(ep *endpoint, req Request, now int64, charge bool
 			rf.limit, rf.estimated = int64(b.MaxConcurrent), true
 		}
 	}
-	if rf.wait > 0 {
-		return Ticket{}, rf, false
+	return rf, last
+}
+
+// checkLearnedLocked checks what the upstream said (learned blocks and quotas) at now.
+func (u *upstream) checkLearnedLocked(ep *endpoint, req Request, now int64, rf *refusal) {
+	res := ep.resourceName()
+	for _, s := range u.learned {
+		if s.resource != "" && s.resource != res {
+			continue
+		}
+		s.check(rf, now, req.Tokens)
 	}
-	if !charge {
-		return Ticket{}, rf, true
-	}
-	if ep != nil && !req.Retry && !ep.cd.last.CompareAndSwap(last, now) {
-		// the endpoint was admitted through another upstream key meanwhile
-		rf.cooldownOf(ep, max(ep.cd.wait(ep.cd.last.Load(), now), 1))
-		return Ticket{}, rf, false
-	}
+}
+
+// chargeLocked charges an admitted call at now to every budget and learned quota; the
+// endpoint's cooldown is the caller's.
+func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	t := Ticket{up: u, ep: ep, admitted: now, tokens: req.Tokens}
+	b := &u.budget
 	if b.Requests > 0 {
 		u.reqs.add(now)
 	}
 	if b.Tokens > 0 && req.Tokens > 0 {
 		t.bucket = u.toks.add(now, req.Tokens)
 	}
+	res := ep.resourceName()
 	for _, s := range u.learned {
 		if s.resource == "" || s.resource == res {
 			s.charge(req.Tokens)
@@ -143,7 +168,7 @@ func (u *upstream) admitLocked(ep *endpoint, req Request, now int64, charge bool
 	if ep != nil {
 		ep.cd.admitted.Add(1)
 	}
-	return t, rf, true
+	return t
 }
 
 // countRefusal counts a final refusal.

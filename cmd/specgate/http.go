@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/mcpserver"
+)
+
+// httpOptions turns the config's http: section into the server's HTTP
+// options. It reads a JWKS, so it may do I/O.
+func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, error) {
+	opts := mcpserver.HTTPOptions{
+		TrustedProxies:      h.TrustedProxyPrefixes(),
+		AllowedOrigins:      h.AllowedOrigins,
+		MaxBodyBytes:        int64(h.MaxBodyBytes),
+		RequestsPerWindow:   h.Inbound.RequestsPerWindow,
+		ToolCallsPerWindow:  h.Inbound.ToolCallsPerWindow,
+		FailedAuthPerWindow: h.Inbound.FailedAuthPerWindow,
+		Window:              time.Duration(h.Inbound.Window),
+		MaxTracked:          h.Inbound.MaxTracked,
+	}
+	for _, t := range h.Auth.Tokens {
+		// A token whose variable was unset is empty and never matches.
+		if tok := t.Token.Reveal(); tok != "" {
+			if opts.Tokens == nil {
+				opts.Tokens = map[string]mcpserver.Principal{}
+			}
+			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org}
+		}
+	}
+	if j := h.Auth.JWT; j.JWKS != "" {
+		v, err := mcpserver.NewJWTVerifier(ctx, mcpserver.JWTOptions{
+			JWKS: j.JWKS, Issuer: j.Issuer, Audience: j.Audience,
+			SubjectClaim: j.SubjectClaim, OrgClaim: j.OrgClaim,
+		})
+		if err != nil {
+			return opts, fmt.Errorf("http.auth.jwt: %w", err)
+		}
+		opts.JWT = v
+	}
+	return opts, nil
+}
+
+// httpServer is `serve --http`: the MCP handler behind a gate that refuses
+// new requests once draining starts.
+type httpServer struct {
+	hs       *http.Server
+	timeout  time.Duration // to finish in-flight calls after the signal
+	draining atomic.Bool
+}
+
+// newHTTPServer builds the server for addr. Without inbound auth it refuses
+// any address that is not loopback: anyone who can reach it could call
+// every configured API with specgate's credentials.
+func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error) {
+	h := &a.cfg.HTTP
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %q is not host:port", addr)
+	}
+	opts, err := httpOptions(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if !loopbackHost(host) && len(opts.Tokens) == 0 && opts.JWT == nil {
+		return nil, fmt.Errorf("refusing to serve on %q without inbound auth: configure http.auth tokens or jwt, or listen on 127.0.0.1", addr)
+	}
+	opts.Windows = mcpserver.NewWindows(a.store, h.Inbound.MaxTracked)
+	opts.Degraded = func() (bool, string) {
+		if a.limiter == nil {
+			return false, ""
+		}
+		d, _, reason := a.limiter.Degraded()
+		return d, reason
+	}
+	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout)}
+	s.hs = &http.Server{Handler: s.gate(a.srv.HTTPHandlerWith(opts)), ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// loopbackHost reports whether host names only this machine; an empty host
+// (all interfaces) does not.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// gate answers 503 to requests that arrive while draining (on a kept-alive
+// connection), so a load balancer moves them to another replica.
+func (s *httpServer) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() && r.URL.Path != "/healthz" {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "specgate is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serve serves on ln until ctx ends, then stops accepting, lets in-flight
+// calls finish within the shutdown timeout and closes what is left.
+func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	shutdown, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := s.hs.Shutdown(shutdown)
+	<-errc // http.ErrServerClosed once Shutdown has begun
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.hs.Close()
+		return fmt.Errorf("shutdown: calls still in flight after http.shutdown_timeout (%s) were cut", s.timeout)
+	}
+	return err
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/mcpserver"
+)
+
+func TestServeHTTPRefusesPublicAddressWithoutAuth(t *testing.T) {
+	withTokens := config.Default()
+	withTokens.HTTP.Auth.Tokens = []config.Token{{Token: config.NewSecret("s3cret"), Subject: "ci"}}
+	tests := []struct {
+		addr string
+		cfg  *config.Config
+		ok   bool
+	}{
+		{"127.0.0.1:0", config.Default(), true},
+		{"localhost:0", config.Default(), true},
+		{"[::1]:0", config.Default(), true},
+		{"0.0.0.0:8080", config.Default(), false},
+		{":8080", config.Default(), false},
+		{"192.0.2.1:8080", config.Default(), false},
+		{"0.0.0.0:8080", withTokens, true},
+	}
+	for _, tt := range tests {
+		a := &app{cfg: tt.cfg, srv: mcpserver.New(mcpserver.Options{})}
+		_, err := newHTTPServer(t.Context(), a, tt.addr)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s (tokens %d): err %v", tt.addr, len(tt.cfg.HTTP.Auth.Tokens), err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("error names a token")
+		}
+	}
+}
+
+func TestHTTPOptionsFromConfig(t *testing.T) {
+	cfg := config.Default()
+	cfg.HTTP.TrustedProxies = []string{"10.0.0.0/8"}
+	cfg.HTTP.Auth.Tokens = []config.Token{
+		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme"},
+		{Token: config.NewSecret(""), Subject: "unset"},
+	}
+	opts, err := httpOptions(t.Context(), &cfg.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.Tokens) != 1 || opts.Tokens["a"] != (mcpserver.Principal{Subject: "ann", Org: "acme"}) {
+		t.Errorf("tokens %v", opts.Tokens)
+	}
+	if opts.RequestsPerWindow != 600 || opts.ToolCallsPerWindow != 300 || opts.Window != time.Minute ||
+		opts.FailedAuthPerWindow != 10 || opts.MaxTracked != 10000 || opts.MaxBodyBytes != 4<<20 || len(opts.TrustedProxies) != 1 {
+		t.Errorf("options %+v", opts)
+	}
+	cfg.HTTP.Auth.JWT.JWKS = "/does/not/exist.json"
+	cfg.HTTP.Auth.JWT.Issuer, cfg.HTTP.Auth.JWT.Audience = "i", "a"
+	if _, err := httpOptions(t.Context(), &cfg.HTTP); err == nil {
+		t.Errorf("a missing JWKS file was accepted")
+	}
+}
+
+// TestServeHTTPDrainsOnShutdown: a call in flight when the signal comes
+// finishes; the server then stops.
+func TestServeHTTPDrainsOnShutdown(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := &httpServer{timeout: 30 * time.Second}
+	s.hs = &http.Server{Handler: s.gate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		w.Write([]byte("done"))
+	}))}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- s.serve(ctx, ln) }()
+
+	type answer struct {
+		code int
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/mcp")
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		resp.Body.Close()
+		got <- answer{code: resp.StatusCode}
+	}()
+	<-entered
+	cancel()
+	select {
+	case err := <-served:
+		t.Fatalf("serve returned with a call in flight: %v", err)
+	default:
+	}
+	close(release)
+	if a := <-got; a.err != nil || a.code != http.StatusOK {
+		t.Fatalf("in-flight call: %+v", a)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String() + "/mcp"); err == nil {
+		t.Errorf("a new request was served after shutdown")
+	}
+}
+
+func TestServeHTTPCutsCallsPastTheTimeout(t *testing.T) {
+	entered := make(chan struct{})
+	s := &httpServer{timeout: 0}
+	s.hs = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done() // until the server cuts it
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- s.serve(ctx, ln) }()
+	go func() {
+		if resp, err := http.Get("http://" + ln.Addr().String() + "/"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	cancel()
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "shutdown_timeout") {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+func TestDrainingGateRefusesNewRequests(t *testing.T) {
+	s := &httpServer{}
+	h := s.gate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	s.draining.Store(true)
+	for path, want := range map[string]int{"/mcp": http.StatusServiceUnavailable, "/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if rec.Code != want {
+			t.Errorf("%s: %d, want %d", path, rec.Code, want)
+		}
+	}
+}

@@ -1,0 +1,667 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// t0 is a whole second, so the one-second slots of a one-minute window
+// start on it and expected headers are exact.
+var t0 = time.Unix(1_700_000_000, 0)
+
+// testClock is a clock tests move by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+type httpFixture struct {
+	srv      *Server
+	ts       *httptest.Server
+	clock    *testClock
+	upstream *recorder
+	// upstreamURL is the upstream's base, without /api/v3.
+	upstreamURL string
+	audit       *lockedBuffer
+}
+
+// newHTTPFixture serves the petstore over HTTP with opts; cooldown is the
+// cooldown of every endpoint (zero: none). opts.Now defaults to a test
+// clock at t0.
+func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *httpFixture {
+	t.Helper()
+	rec := &recorder{}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	s, err := spec.Load(context.Background(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: up.URL + "/api/v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := search.New(cat, search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []ratelimit.Endpoint
+	for _, e := range cat.Endpoints() {
+		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: cooldown})
+	}
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	audit := &lockedBuffer{}
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Audit: audit})
+	srv.Publish(cat, ix, nil)
+	clock := &testClock{now: t0}
+	if opts.Now == nil {
+		opts.Now = clock.Now
+	}
+	ts := httptest.NewServer(srv.HTTPHandlerWith(opts))
+	t.Cleanup(ts.Close)
+	return &httpFixture{srv: srv, ts: ts, clock: clock, upstream: rec, upstreamURL: up.URL, audit: audit}
+}
+
+// rpc returns a JSON-RPC request body.
+func rpc(id int, method string, params any) string {
+	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	return string(mustJSON(m))
+}
+
+func toolsCall(id int, name string, args map[string]any) string {
+	return rpc(id, "tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+// post sends one raw MCP POST; hdr are extra headers ("Authorization" is
+// set from token when token is not empty).
+func (f *httpFixture) post(t testing.TB, token, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, data
+}
+
+// rpcResult decodes a JSON-RPC answer, whether sent as JSON or as one SSE
+// event.
+func rpcResult(t testing.TB, data []byte) map[string]any {
+	t.Helper()
+	if i := bytes.Index(data, []byte("data: ")); i >= 0 && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		data = data[i+len("data: "):]
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			data = data[:j]
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("not a JSON-RPC answer: %q", data)
+	}
+	return m
+}
+
+func expectStatus(t testing.TB, resp *http.Response, body []byte, want int) {
+	t.Helper()
+	if resp.StatusCode != want {
+		t.Fatalf("status %d, want %d; body %s", resp.StatusCode, want, body)
+	}
+}
+
+func TestHTTPHandlerDefaultServesWithoutAuth(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{}, 0)
+	c, err := client.NewStreamableHttpClient(f.ts.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	initClient(t, c)
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) == 0 {
+		t.Fatal("no tools")
+	}
+	resp, body := f.post(t, "", rpc(1, "tools/list", nil))
+	expectStatus(t, resp, body, http.StatusOK)
+	if resp.Header.Get("X-RateLimit-Limit") != "" {
+		t.Errorf("X-RateLimit-Limit set with no budget")
+	}
+}
+
+func initClient(t testing.TB, c *client.Client) {
+	t.Helper()
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTTPRequestBudgetPerPrincipal(t *testing.T) {
+	// Two tokens of alice@acme (a rotation) share a budget; alice@other has
+	// her own.
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens: map[string]Principal{
+			"tok-a1": {Subject: "alice", Org: "acme"},
+			"tok-a2": {Subject: "alice", Org: "acme"},
+			"tok-b":  {Subject: "alice", Org: "other"},
+		},
+		RequestsPerWindow: 3,
+	}, 0)
+	for i, tok := range []string{"tok-a1", "tok-a2", "tok-a1"} {
+		resp, body := f.post(t, tok, rpc(i, "tools/list", nil))
+		expectStatus(t, resp, body, http.StatusOK)
+		if got, want := resp.Header.Get("X-RateLimit-Remaining"), strconv.Itoa(2-i); got != want {
+			t.Errorf("request %d: X-RateLimit-Remaining %q, want %q", i, got, want)
+		}
+		if got := resp.Header.Get("X-RateLimit-Limit"); got != "3" {
+			t.Errorf("X-RateLimit-Limit %q, want 3", got)
+		}
+	}
+	f.clock.Set(t0.Add(500 * time.Millisecond))
+	resp, body := f.post(t, "tok-a2", rpc(9, "tools/list", nil))
+	expectStatus(t, resp, body, http.StatusTooManyRequests)
+	// The three requests at t0 count until a whole minute has passed: the
+	// next can go at t0+60s, 59.5s from now (Retry-After rounds up).
+	for h, want := range map[string]string{
+		"Retry-After":           "60",
+		"X-RateLimit-Limit":     "3",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     strconv.FormatInt(t0.Unix()+60, 10),
+		"Cache-Control":         "no-store",
+		"Content-Type":          "application/json",
+	} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+	var env struct {
+		Error struct {
+			Code              string  `json:"code"`
+			Message           string  `json:"message"`
+			RetryAfterSeconds float64 `json:"retryAfterSeconds"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Error.Code != "TOO_MANY_REQUESTS" || env.Error.RetryAfterSeconds != 59.5 || env.Error.Message == "" {
+		t.Errorf("body %s", body)
+	}
+	if strings.Contains(string(body), "tok-") {
+		t.Errorf("body names a token: %s", body)
+	}
+
+	// The same subject in another organisation has its own budget.
+	resp, body = f.post(t, "tok-b", rpc(10, "tools/list", nil))
+	expectStatus(t, resp, body, http.StatusOK)
+	if got := resp.Header.Get("X-RateLimit-Remaining"); got != "2" {
+		t.Errorf("alice@other: X-RateLimit-Remaining %q, want 2", got)
+	}
+
+	// Waiting exactly as long as told is enough.
+	f.clock.Set(t0.Add(61 * time.Second))
+	resp, body = f.post(t, "tok-a1", rpc(11, "tools/list", nil))
+	expectStatus(t, resp, body, http.StatusOK)
+}
+
+func TestHTTPRefusedRequestIsNotProcessed(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens:            map[string]Principal{"tok": {Subject: "bob"}},
+		RequestsPerWindow: 1,
+	}, 0)
+	invoke := toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+	resp, body := f.post(t, "tok", invoke)
+	expectStatus(t, resp, body, http.StatusOK)
+	resp, body = f.post(t, "tok", invoke)
+	expectStatus(t, resp, body, http.StatusTooManyRequests)
+	if got := f.upstream.count(); got != 1 {
+		t.Errorf("upstream got %d requests, want 1", got)
+	}
+}
+
+func TestHTTPToolCallBudget(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens:             map[string]Principal{"tok": {Subject: "carol", Org: "acme"}},
+		RequestsPerWindow:  100,
+		ToolCallsPerWindow: 2,
+	}, 10*time.Second)
+	c, err := client.NewStreamableHttpClient(f.ts.URL+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	initClient(t, c)
+	// Other methods do not spend the tool-call budget.
+	for range 5 {
+		if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tools/call of invoke is counted and still pays the cooldown.
+	args := map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}
+	if res, isErr := callTool(t, c, "invoke", args); isErr {
+		t.Fatalf("first invoke: %v", res)
+	}
+	res, isErr := callTool(t, c, "invoke", args)
+	if !isErr {
+		t.Fatalf("second invoke passed its cooldown: %v", res)
+	}
+	if e := errorOf(t, res); e["code"] != CodeRateLimit || e["limit"].(map[string]any)["kind"] != "cooldown" {
+		t.Fatalf("second invoke: %v", e)
+	}
+	// The budget of two is spent: the third call, of any tool, is refused
+	// with a tool error the model reads.
+	res, isErr = callTool(t, c, "search", map[string]any{"query": "pet"})
+	if !isErr {
+		t.Fatalf("third call passed: %v", res)
+	}
+	e := errorOf(t, res)
+	limit, _ := e["limit"].(map[string]any)
+	if e["code"] != CodeRateLimit || e["scope"] != "proxy" || limit["kind"] != "principal" || limit["key"] != "carol@acme" ||
+		e["retryAfterSeconds"] != 60.0 || e["retryable"] != true || e["hint"] == "" {
+		t.Errorf("refusal %v", e)
+	}
+	if f.upstream.count() != 1 {
+		t.Errorf("upstream got %d requests, want 1", f.upstream.count())
+	}
+	// Still answered over HTTP 200, and other methods still pass.
+	resp, body := f.post(t, "tok", toolsCall(7, "search", map[string]any{"query": "pet"}))
+	expectStatus(t, resp, body, http.StatusOK)
+	if m := rpcResult(t, body); m["result"].(map[string]any)["isError"] != true {
+		t.Errorf("raw tools/call: %s", body)
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The window passes.
+	f.clock.Set(t0.Add(61 * time.Second))
+	if res, isErr := callTool(t, c, "search", map[string]any{"query": "pet"}); isErr {
+		t.Fatalf("after the window: %v", res)
+	}
+}
+
+func TestHTTPAuditNamesPrincipal(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{Tokens: map[string]Principal{"secret-tok": {Subject: "dave", Org: "acme"}}}, 0)
+	resp, body := f.post(t, "secret-tok", toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}))
+	expectStatus(t, resp, body, http.StatusOK)
+	log := f.audit.String()
+	if !strings.Contains(log, `"principal":"dave@acme"`) || strings.Contains(log, "secret-tok") {
+		t.Errorf("audit log %s", log)
+	}
+}
+
+func TestHTTPFailedAuthThrottledPerIP(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens: map[string]Principal{"good": {Subject: "erin"}},
+		// The test client's peer is loopback: trust it to set the client
+		// IP with X-Forwarded-For.
+		TrustedProxies:      mustPrefixes("127.0.0.1/32", "::1/128"),
+		FailedAuthPerWindow: 2,
+	}, 0)
+	from := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
+	list := rpc(1, "tools/list", nil)
+
+	// Requests with no token are a plain 401 and never count.
+	for range 5 {
+		resp, body := f.post(t, "", list, from("203.0.113.7")...)
+		expectStatus(t, resp, body, http.StatusUnauthorized)
+		if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+			t.Errorf("WWW-Authenticate %q", got)
+		}
+	}
+	for i := range 2 {
+		resp, body := f.post(t, "bad", list, from("203.0.113.7")...)
+		expectStatus(t, resp, body, http.StatusUnauthorized)
+		if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_token"`) {
+			t.Errorf("attempt %d: WWW-Authenticate %q", i, got)
+		}
+	}
+	resp, body := f.post(t, "bad", list, from("203.0.113.7")...)
+	expectStatus(t, resp, body, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") != "60" || !strings.Contains(string(body), "TOO_MANY_REQUESTS") {
+		t.Errorf("throttled: Retry-After %q, body %s", resp.Header.Get("Retry-After"), body)
+	}
+	// A valid token from the throttled IP passes.
+	resp, body = f.post(t, "good", list, from("203.0.113.7")...)
+	expectStatus(t, resp, body, http.StatusOK)
+	// No token from it is still a 401, not a 429.
+	resp, body = f.post(t, "", list, from("203.0.113.7")...)
+	expectStatus(t, resp, body, http.StatusUnauthorized)
+	// Another IP is not throttled.
+	resp, body = f.post(t, "bad", list, from("203.0.113.8")...)
+	expectStatus(t, resp, body, http.StatusUnauthorized)
+
+	// IPv6 counts by /64.
+	for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2:aaaa::2"} {
+		resp, body := f.post(t, "bad", list, from(ip)...)
+		expectStatus(t, resp, body, http.StatusUnauthorized)
+	}
+	resp, body = f.post(t, "bad", list, from("2001:db8:1:2:ffff:ffff:ffff:ffff")...)
+	expectStatus(t, resp, body, http.StatusTooManyRequests)
+	resp, body = f.post(t, "bad", list, from("2001:db8:1:3::1")...)
+	expectStatus(t, resp, body, http.StatusUnauthorized)
+
+	// The window passes.
+	f.clock.Set(t0.Add(61 * time.Second))
+	resp, body = f.post(t, "bad", list, from("203.0.113.7")...)
+	expectStatus(t, resp, body, http.StatusUnauthorized)
+}
+
+func TestHTTPForwardedForOnlyFromTrustedProxies(t *testing.T) {
+	// Loopback is not trusted: X-Forwarded-For is ignored and every
+	// failure counts against the peer, 127.0.0.1.
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens:              map[string]Principal{"good": {Subject: "erin"}},
+		TrustedProxies:      mustPrefixes("10.0.0.0/8"),
+		FailedAuthPerWindow: 1,
+	}, 0)
+	list := rpc(1, "tools/list", nil)
+	resp, body := f.post(t, "bad", list, "X-Forwarded-For", "203.0.113.1")
+	expectStatus(t, resp, body, http.StatusUnauthorized)
+	resp, body = f.post(t, "bad", list, "X-Forwarded-For", "203.0.113.2")
+	expectStatus(t, resp, body, http.StatusTooManyRequests)
+}
+
+func mustPrefixes(list ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(list))
+	for i, s := range list {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+func TestClientIP(t *testing.T) {
+	trusted := mustPrefixes("10.0.0.0/8", "192.0.2.1/32")
+	tests := []struct {
+		name, peer, xff, want string
+	}{
+		{"untrusted peer ignores XFF", "198.51.100.9:1234", "203.0.113.1", "198.51.100.9"},
+		{"trusted peer, one hop", "10.1.2.3:1234", "203.0.113.1", "203.0.113.1"},
+		{"right-most untrusted", "10.1.2.3:1234", "1.1.1.1, 203.0.113.1, 192.0.2.1", "203.0.113.1"},
+		{"spoofed left entries ignored", "10.1.2.3:1234", "6.6.6.6, 203.0.113.1", "203.0.113.1"},
+		{"all trusted: left-most", "10.1.2.3:1234", "10.9.9.9, 192.0.2.1", "10.9.9.9"},
+		{"trusted peer without XFF", "10.1.2.3:1234", "", "10.1.2.3"},
+		{"garbage stops at the last trusted hop", "10.1.2.3:1234", "203.0.113.1, junk", "10.1.2.3"},
+		{"IPv4-mapped peer", "[::ffff:198.51.100.9]:80", "", "198.51.100.9"},
+		{"IPv6 client", "10.1.2.3:1234", "2001:db8::1", "2001:db8::1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			r.RemoteAddr = tt.peer
+			if tt.xff != "" {
+				r.Header.Set("X-Forwarded-For", tt.xff)
+			}
+			if got := clientIP(r, trusted).String(); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+	for addr, want := range map[string]string{
+		"198.51.100.9":          "198.51.100.9",
+		"2001:db8:1:2:3:4:5:6":  "2001:db8:1:2::/64",
+		"::ffff:198.51.100.9":   "198.51.100.9",
+		"2001:db8:1:2::ffff:ff": "2001:db8:1:2::/64",
+	} {
+		if got := ipKey(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("ipKey(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}
+
+func TestHTTPOriginAndBodyLimit(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 1024}, 0)
+	list := rpc(1, "tools/list", nil)
+	tests := []struct {
+		origin string
+		want   int
+	}{
+		{"", http.StatusOK},
+		{"https://app.example.com", http.StatusOK},
+		{"http://localhost:3000", http.StatusOK},
+		{"http://127.0.0.1:9", http.StatusOK},
+		{"https://evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		var hdr []string
+		if tt.origin != "" {
+			hdr = []string{"Origin", tt.origin}
+		}
+		resp, body := f.post(t, "", list, hdr...)
+		if resp.StatusCode != tt.want {
+			t.Errorf("Origin %q: %d, want %d (%s)", tt.origin, resp.StatusCode, tt.want, body)
+		}
+	}
+	// A loopback origin on a non-loopback Host is a rebinding attempt.
+	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", strings.NewReader(list))
+	req.Host = "attacker.example"
+	req.Header.Set("Origin", "http://localhost")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("rebinding: %d", resp.StatusCode)
+	}
+
+	big := toolsCall(1, "search", map[string]any{"query": strings.Repeat("x", 2000)})
+	resp, body := f.post(t, "", big)
+	expectStatus(t, resp, body, http.StatusRequestEntityTooLarge)
+	// Without Content-Length (chunked), the limit holds while reading.
+	req, _ = http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", io.MultiReader(strings.NewReader(big)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body: %d", resp.StatusCode)
+	}
+}
+
+func TestHTTPReadyzDegraded(t *testing.T) {
+	var degraded atomic.Bool
+	f := newHTTPFixture(t, HTTPOptions{Degraded: func() (bool, string) { return degraded.Load(), "redis unreachable" }}, 0)
+	get := func(path string) (int, string) {
+		resp, err := f.ts.Client().Get(f.ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, `"status":"ready"`) {
+		t.Errorf("ready: %d %s", code, body)
+	}
+	degraded.Store(true)
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, `"status":"degraded"`) || !strings.Contains(body, "redis unreachable") {
+		t.Errorf("degraded: %d %s", code, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, "specgate_store_degraded 1") {
+		t.Errorf("metrics do not say degraded")
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("healthz %d", code)
+	}
+}
+
+func TestHTTPMetrics(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{
+		Tokens:            map[string]Principal{"tok": {Subject: "frank"}},
+		RequestsPerWindow: 3,
+	}, 0)
+	var n atomic.Int32
+	f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 2 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":1}`))
+	}
+	call := toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+	f.post(t, "tok", call)
+	f.post(t, "tok", toolsCall(2, "invoke", map[string]any{"endpointId": "petstore.deletePet", "parameters": map[string]any{"petId": 1}}))
+	f.post(t, "tok", toolsCall(3, "invoke", map[string]any{"endpointId": "petstore.nope"}))
+	f.post(t, "tok", call) // over the request budget
+	f.post(t, "", call)    // no token
+	f.srv.ObserveStoreError("admit")
+
+	resp, err := f.ts.Client().Get(f.ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	text := string(b)
+	for _, want := range []string{
+		`specgate_tool_calls_total{code="ok",endpoint="petstore.getPetById",scope="",tool="invoke"} 1`,
+		`specgate_tool_calls_total{code="upstream_rate_limit",endpoint="petstore.deletePet",scope="upstream",tool="invoke"} 1`,
+		`specgate_tool_calls_total{code="not_found",endpoint="unknown",scope="",tool="invoke"} 1`,
+		`specgate_upstream_request_duration_seconds_count{upstream="127.0.0.1:`,
+		`specgate_queue_wait_seconds_count{upstream="127.0.0.1:`,
+		`specgate_queue_depth{upstream="127.0.0.1:`,
+		`specgate_upstream_rate_limited_total{upstream="127.0.0.1:`,
+		`specgate_inbound_refusals_total{reason="requests"} 1`,
+		`specgate_inbound_refusals_total{reason="unauthenticated"} 1`,
+		`specgate_store_errors_total{op="admit"} 1`,
+		`specgate_http_requests_total{code="429"} 1`,
+		`specgate_store_degraded 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+func TestWindowsBoundedTable(t *testing.T) {
+	m := NewWindows(nil, 2)
+	ctx := t.Context()
+	take := func(key string, at time.Time) (bool, int, time.Time, error) {
+		return m.Take(ctx, keyRequests+key, 2, time.Minute, at)
+	}
+	for _, k := range []string{"a", "b"} {
+		if ok, rem, reset, err := take(k, t0); !ok || rem != 1 || !reset.Equal(t0) || err != nil {
+			t.Fatalf("%s: %v %d %v %v", k, ok, rem, reset, err)
+		}
+	}
+	// Full of active keys: a new key is refused, not an active one evicted.
+	if ok, _, _, err := take("c", t0.Add(30*time.Second)); ok || err != ErrTooManyKeys {
+		t.Fatalf("c admitted into a full table: %v %v", ok, err)
+	}
+	// The window is exact: a's first event frees its slot at t0+60s.
+	if ok, rem, reset, err := take("a", t0.Add(30*time.Second)); !ok || rem != 0 || !reset.Equal(t0.Add(60*time.Second)) || err != nil {
+		t.Fatalf("a: %v %d %v %v", ok, rem, reset, err)
+	}
+	if ok, _, reset, _ := take("a", t0.Add(31*time.Second)); ok || !reset.Equal(t0.Add(60*time.Second)) {
+		t.Fatalf("a over its limit: %v %v", ok, reset)
+	}
+	// b goes idle and is swept; c gets its place; a is still counted.
+	if ok, _, _, err := take("c", t0.Add(61*time.Second)); !ok || err != nil {
+		t.Fatalf("c after b went idle: %v %v", ok, err)
+	}
+	if ok, rem, _, _ := take("a", t0.Add(61*time.Second)); !ok || rem != 0 {
+		t.Errorf("a at t0+61s: %v %d (its t0+30s call still counts)", ok, rem)
+	}
+}
+
+func TestWindowsNeverExceedsLimit(t *testing.T) {
+	m := NewWindows(nil, 10)
+	const limit, window = 5, 10 * time.Second
+	var admitted []time.Time
+	for i := range 400 {
+		now := t0.Add(time.Duration(i) * 137 * time.Millisecond)
+		ok, _, reset, err := m.Take(t.Context(), keyRequests+"k", limit, window, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			admitted = append(admitted, now)
+		} else if !reset.After(now) {
+			t.Fatalf("refused at %v with reset %v", now, reset)
+		}
+	}
+	for i := range admitted {
+		n := 0
+		for j := i; j < len(admitted) && admitted[j].Sub(admitted[i]) < window; j++ {
+			n++
+		}
+		if n > limit {
+			t.Fatalf("%d admitted within %v from %v", n, window, admitted[i])
+		}
+	}
+	if len(admitted) < 400*137/10000*limit*9/10 {
+		t.Errorf("only %d admitted", len(admitted))
+	}
+}

@@ -1,0 +1,158 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+)
+
+// metrics are a Server's Prometheus collectors, in a registry of its own so
+// that two Servers in one process (tests) never clash.
+type metrics struct {
+	reg *prometheus.Registry
+
+	calls        *prometheus.CounterVec
+	upstream     *prometheus.HistogramVec
+	queueWait    *prometheus.HistogramVec
+	upstream429  *prometheus.CounterVec
+	storeErrors  *prometheus.CounterVec
+	refusals     *prometheus.CounterVec
+	inbound      *prometheus.CounterVec
+	degradedHook atomic.Pointer[func() (bool, string)]
+}
+
+func newMetrics(l *ratelimit.Limiter) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "specgate_tool_calls_total",
+		Help: "Tool calls by tool, endpoint (invoke only), outcome code (ok or an error code) and scope.",
+	}, []string{"tool", "endpoint", "code", "scope"})
+	m.upstream = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "specgate_upstream_request_duration_seconds",
+		Help:    "Time of one attempt on the wire to an upstream, by upstream.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"upstream"})
+	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "specgate_queue_wait_seconds",
+		Help:    "Time an admitted call waited for its upstream's budget, by upstream.",
+		Buckets: []float64{0, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"upstream"})
+	m.upstream429 = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "specgate_upstream_rate_limited_total",
+		Help: "Answers of 429 Too Many Requests from an upstream, by upstream.",
+	}, []string{"upstream"})
+	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "specgate_store_errors_total",
+		Help: "Errors of the limiter store (Redis), by operation.",
+	}, []string{"op"})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "specgate_inbound_refusals_total",
+		Help: "Inbound HTTP requests or tool calls refused, by reason.",
+	}, []string{"reason"})
+	m.inbound = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "specgate_http_requests_total",
+		Help: "Inbound HTTP requests to /mcp by status code.",
+	}, []string{"code"})
+	m.reg.MustRegister(m.calls, m.upstream, m.queueWait, m.upstream429, m.storeErrors, m.refusals, m.inbound,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "specgate_store_degraded",
+			Help: "1 while the shared store is unreachable and this replica runs on its fallback share.",
+		}, func() float64 {
+			if f := m.degradedHook.Load(); f != nil {
+				if d, _ := (*f)(); d {
+					return 1
+				}
+			}
+			return 0
+		}),
+	)
+	if l != nil {
+		m.reg.MustRegister(queueDepthCollector{l: l, desc: prometheus.NewDesc("specgate_queue_depth",
+			"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil)})
+	}
+	return m
+}
+
+// queueDepthCollector reads the limiter's queues when scraped.
+type queueDepthCollector struct {
+	l    *ratelimit.Limiter
+	desc *prometheus.Desc
+}
+
+func (c queueDepthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c queueDepthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.l.StatusAt(time.Now(), nil).Upstreams {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(u.QueueDepth), u.Key)
+	}
+}
+
+// Registry returns the Prometheus registry of the server's metrics, for
+// serving elsewhere or adding collectors.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// ObserveStoreError counts an error of the limiter store; op names what
+// failed (for example "admit" or "connect"). Give it to the store as its
+// error hook.
+func (s *Server) ObserveStoreError(op string) { s.metrics.storeErrors.WithLabelValues(op).Inc() }
+
+// observeAttempt records one attempt of a governed call: how long it waited
+// in the queue, its time on the wire and whether the upstream answered 429.
+func (m *metrics) observeAttempt(upstream string, queueWait, latency time.Duration, res *invoke.Result) {
+	m.queueWait.WithLabelValues(upstream).Observe(queueWait.Seconds())
+	m.upstream.WithLabelValues(upstream).Observe(latency.Seconds())
+	if res != nil && res.StatusCode == http.StatusTooManyRequests {
+		m.upstream429.WithLabelValues(upstream).Inc()
+	}
+}
+
+func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
+
+// toolMiddleware charges the caller's tool-call budget when the HTTP
+// transport set one, and counts every call by tool, endpoint, code and
+// scope.
+func (s *Server) toolMiddleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := s.chargeToolCall(ctx)
+		if res == nil {
+			res, err = next(ctx, req)
+		}
+		s.countCall(req, res, err)
+		return res, err
+	}
+}
+
+func (s *Server) countCall(req mcp.CallToolRequest, res *mcp.CallToolResult, err error) {
+	endpoint := ""
+	if req.Params.Name == "invoke" {
+		endpoint = "unknown"
+		if id, ok := req.GetArguments()["endpointId"].(string); ok {
+			// Only ids of the catalog become labels: the model's typos must
+			// not grow the series without bound.
+			if st := s.state.Load(); st != nil && st.cat != nil {
+				if _, found := st.cat.Lookup(id); found {
+					endpoint = id
+				}
+			}
+		}
+	}
+	code, scope := "ok", ""
+	switch {
+	case err != nil:
+		code = "internal_error"
+	case res != nil && res.IsError:
+		code = "tool_error"
+		if env, ok := res.StructuredContent.(errorEnvelope); ok && env.Error != nil {
+			code, scope = env.Error.Code, env.Error.Scope
+		}
+	}
+	s.metrics.calls.WithLabelValues(req.Params.Name, endpoint, code, scope).Inc()
+}

@@ -1,0 +1,193 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisServer is a real redis-server started for one test on a free loopback port.
+type redisServer struct {
+	t    testing.TB
+	port int
+	cmd  *exec.Cmd
+}
+
+// startRedis starts redis-server for t, stopped at cleanup. Without redis-server on PATH
+// the test is skipped, unless SPECGATE_REQUIRE_REDIS=1, which makes it fail.
+func startRedis(t testing.TB) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("SPECGATE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server is not on PATH and SPECGATE_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server is not on PATH (set SPECGATE_REQUIRE_REDIS=1 to fail instead)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &redisServer{t: t, port: port}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(s.port) + "/0" }
+
+func (s *redisServer) start() {
+	s.t.Helper()
+	var err error
+	for range 50 { // the port may still be held for a moment after a kill
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no")
+		if err = cmd.Start(); err != nil {
+			s.t.Fatal(err)
+		}
+		s.cmd = cmd
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(s.port), MaxRetries: -1})
+		for range 100 {
+			if err = c.Ping(context.Background()).Err(); err == nil {
+				c.Close()
+				return
+			}
+			if cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // waiting for a process to come up, not for limiter time
+		}
+		c.Close()
+		s.kill()
+	}
+	s.t.Fatalf("redis-server did not start on port %d: %v", s.port, err)
+}
+
+// kill stops the server at once, as a crash would.
+func (s *redisServer) kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// newRedisStore returns a store on srv with keys apart from every other test's.
+func newRedisStore(t testing.TB, srv *redisServer, share float64) *RedisStore {
+	t.Helper()
+	st, err := NewRedisStore(t.Context(), RedisOptions{
+		URL:           srv.url(),
+		KeyPrefix:     testPrefix(t),
+		FallbackShare: share,
+		ProbeInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// testPrefix is a key prefix of its own per test, the same for every replica of it.
+var prefixes = map[string]string{}
+
+func testPrefix(t testing.TB) string {
+	if p, ok := prefixes[t.Name()]; ok {
+		return p
+	}
+	p := fmt.Sprintf("test:%s:%x:", strings.ReplaceAll(t.Name(), "/", "."), rand.Uint32())
+	prefixes[t.Name()] = p
+	return p
+}
+
+func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
+	srv := startRedis(t)
+	st := newRedisStore(t, srv, 0)
+	l := newLimiter(t, Options{
+		Store:     st,
+		Endpoints: []Endpoint{{ID: "s.a", Upstream: "up", Interval: time.Second}},
+		Budgets: []Budget{{Match: "up", Requests: 5, Tokens: 100, MinInterval: time.Millisecond,
+			MaxConcurrent: 2}},
+	})
+	tk, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: 10}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.ObserveAt(Signal{Status: 429, RateLimited: true, Source: "status"}, time.Now())
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(srv.port)})
+	defer c.Close()
+	keys, err := c.Keys(t.Context(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 6 {
+		t.Errorf("got keys %q, want 6 (cooldown, requests, tokens, last, lease, block)", keys)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, testPrefix(t)) {
+			t.Errorf("key %q lacks the prefix %q", k, testPrefix(t))
+		}
+		if ttl := c.PTTL(t.Context(), k).Val(); ttl <= 0 {
+			t.Errorf("key %q has no TTL (%v)", k, ttl)
+		}
+	}
+	tk.Release()
+	if n := c.ZCard(t.Context(), testPrefix(t)+"u:up:lease").Val(); n != 0 {
+		t.Errorf("leases after release = %d, want 0", n)
+	}
+}
+
+func TestRedisStoreStartsDegradedAndRecovers(t *testing.T) {
+	srv := startRedis(t)
+	srv.kill()
+	st := newRedisStore(t, srv, 0.5)
+	if down, since, reason := st.Degraded(); !down || since.IsZero() || !strings.Contains(reason, "redis unreachable") {
+		t.Fatalf("Degraded() = %v, %v, %q; want degraded with a reason", down, since, reason)
+	}
+	l := newLimiter(t, Options{Store: st, Endpoints: []Endpoint{{ID: "s.a", Upstream: "up"}},
+		Budgets: []Budget{{Match: "up", Requests: 4, Window: time.Minute}}})
+	// share 0.5 of 4: two calls, then refused: never fail open
+	now := time.Now()
+	for i := range 3 {
+		_, err := l.AdmitAt(Request{Endpoint: "s.a"}, now)
+		if i < 2 && err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if i == 2 {
+			if le := limitErr(t, err); le.Kind != KindRequests || le.Limit != 2 {
+				t.Fatalf("got %v, want a requests refusal at the fallback share of 2", err)
+			}
+		}
+	}
+	if st := l.StatusAt(now, nil); !st.Degraded || st.Store != "shared" {
+		t.Errorf("status: degraded %v store %q, want degraded shared", st.Degraded, st.Store)
+	}
+	srv.start()
+	waitUntil(t, 5*time.Second, func() bool { return st.Available() })
+	if down, _, _ := l.Degraded(); down {
+		t.Error("still degraded after Redis came back")
+	}
+}
+
+// waitUntil polls cond (the state of another process, not limiter time) until it holds.
+func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

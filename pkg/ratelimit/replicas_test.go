@@ -1,0 +1,225 @@
+package ratelimit
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// admission is one admitted call, as the replicas test records it.
+type admission struct {
+	replica  int
+	endpoint string
+	local    time.Time // the now the replica decided with
+	server   time.Time // Redis's clock when it admitted; zero on the fallback share
+}
+
+// replicas runs n limiters, each with its own RedisStore on srv (as n processes would
+// have), with goroutines per replica calling each endpoint in a loop until stop closes.
+type replicas struct {
+	ls  []*Limiter
+	sts []*RedisStore
+	mu  sync.Mutex
+	got []admission
+	wg  sync.WaitGroup
+}
+
+func newReplicas(t *testing.T, srv *redisServer, n int, share float64, opts Options) *replicas {
+	r := &replicas{}
+	for range n {
+		st := newRedisStore(t, srv, share)
+		o := opts
+		o.Store = st
+		r.sts = append(r.sts, st)
+		r.ls = append(r.ls, newLimiter(t, o))
+	}
+	return r
+}
+
+func (r *replicas) run(stop <-chan struct{}, endpoints ...string) {
+	for i, l := range r.ls {
+		for _, ep := range endpoints {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					now := time.Now()
+					tk, err := l.AdmitAt(Request{Endpoint: ep}, now)
+					if err == nil {
+						a := admission{replica: i, endpoint: ep, local: now}
+						if tk.sh != nil {
+							a.server = tk.sh.at
+						}
+						tk.ReleaseAt(time.Now())
+						r.mu.Lock()
+						r.got = append(r.got, a)
+						r.mu.Unlock()
+					}
+					time.Sleep(200 * time.Microsecond) // an agent's pace, not a wait for time
+				}
+			}()
+		}
+	}
+}
+
+// overAdmissions counts the times, sorted, where more than n fall within a window d:
+// t[i+n] - t[i] < d.
+func overAdmissions(times []time.Time, n int, d time.Duration) int {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	over := 0
+	for i := 0; i+n < len(times); i++ {
+		if times[i+n].Sub(times[i]) < d {
+			over++
+		}
+	}
+	return over
+}
+
+func TestReplicasShareCooldownAndBudget(t *testing.T) {
+	srv := startRedis(t)
+	const (
+		interval = 100 * time.Millisecond
+		limit    = 5
+		window   = 300 * time.Millisecond
+		pad      = 20 * time.Millisecond
+		ping     = 50 * time.Millisecond
+	)
+	r := newReplicas(t, srv, 3, 0, Options{
+		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"},
+			{ID: "svc.ping", Interval: ping}}, // a cooldown with no upstream
+		Budgets: []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: pad}},
+	})
+	stop := make(chan struct{})
+	r.run(stop, "svc.get", "svc.get", "svc.list", "svc.ping", "svc.ping")
+	time.Sleep(1500 * time.Millisecond) // let the replicas race for real
+	close(stop)
+	r.wg.Wait()
+
+	var all, gets, pings []time.Time
+	perReplica := map[int]int{}
+	for _, a := range r.got {
+		if a.server.IsZero() {
+			t.Fatalf("replica %d admitted on its fallback share with Redis up", a.replica)
+		}
+		switch a.endpoint {
+		case "svc.ping":
+			pings = append(pings, a.server)
+			continue
+		case "svc.get":
+			gets = append(gets, a.server)
+		}
+		all = append(all, a.server)
+		perReplica[a.replica]++
+	}
+	if len(all) < 2*limit || len(perReplica) < 2 {
+		t.Fatalf("only %d admissions from %d replicas: the test proves nothing", len(all), len(perReplica))
+	}
+	if len(pings) < 10 {
+		t.Errorf("only %d admissions of svc.ping", len(pings))
+	}
+	if n := overAdmissions(pings, 1, ping); n != 0 {
+		t.Errorf("cooldown without an upstream: %d over-admissions across replicas", n)
+	}
+	if n := overAdmissions(gets, 1, interval); n != 0 {
+		t.Errorf("cooldown: %d over-admissions across replicas", n)
+	}
+	if n := overAdmissions(all, limit, window+pad); n != 0 {
+		t.Errorf("requests budget: %d over-admissions across replicas", n)
+	}
+	t.Logf("%d budget admissions (%d of svc.get), %d of svc.ping, per replica %v", len(all), len(gets), len(pings), perReplica)
+}
+
+func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
+	srv := startRedis(t)
+	const (
+		share    = 0.34
+		limit    = 9 // share: 3 per replica
+		window   = 400 * time.Millisecond
+		interval = 100 * time.Millisecond
+	)
+	r := newReplicas(t, srv, 3, share, Options{
+		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"}},
+		Budgets:   []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}},
+	})
+	stop := make(chan struct{})
+	r.run(stop, "svc.get", "svc.list")
+	time.Sleep(500 * time.Millisecond)
+	srv.kill()
+	killed := time.Now()
+	time.Sleep(1000 * time.Millisecond)
+	for i, l := range r.ls {
+		if down, _, _ := l.Degraded(); !down {
+			t.Errorf("replica %d does not report degraded with Redis down", i)
+		}
+	}
+	srv.start()
+	restarted := time.Now()
+	for _, st := range r.sts {
+		waitUntil(t, 3*time.Second, st.Available)
+	}
+	recovered := time.Now()
+	time.Sleep(800 * time.Millisecond)
+	close(stop)
+	r.wg.Wait()
+
+	perReplica := map[int][]admission{}
+	var fallback, afterShared int
+	var shared []time.Time
+	for _, a := range r.got {
+		perReplica[a.replica] = append(perReplica[a.replica], a)
+		switch {
+		case a.server.IsZero():
+			fallback++
+		case a.local.After(restarted):
+			afterShared++
+			shared = append(shared, a.server)
+		}
+	}
+	if fallback == 0 {
+		t.Fatal("no admission ran on the fallback share while Redis was down")
+	}
+	if afterShared == 0 {
+		t.Fatal("no admission went through Redis after it came back")
+	}
+	part := Budget{Requests: limit}.scaled(share).Requests
+	stretched := time.Duration(stretch(int64(interval), share))
+	for i, as := range perReplica {
+		slices.SortFunc(as, func(a, b admission) int { return a.local.Compare(b.local) })
+		var lastGet time.Time
+		for j, a := range as {
+			if a.server.IsZero() {
+				// on the fallback share: with this replica's own earlier calls, at most its
+				// share in the window, and its cooldown stretched
+				n := 0
+				for _, b := range as[:j+1] {
+					if b.local.After(a.local.Add(-window)) {
+						n++
+					}
+				}
+				if n > part {
+					t.Errorf("replica %d: %d calls in a window at %v on the fallback share, want <= %d",
+						i, n, a.local.Sub(killed), part)
+				}
+				if a.endpoint == "svc.get" && !lastGet.IsZero() && a.local.Sub(lastGet) < stretched {
+					t.Errorf("replica %d: svc.get %v after the last one on the fallback share, want >= %v",
+						i, a.local.Sub(lastGet), stretched)
+				}
+			}
+			if a.endpoint == "svc.get" {
+				lastGet = a.local
+			}
+		}
+	}
+	// back on Redis (which restarted empty): the shared budget holds again
+	if n := overAdmissions(shared, limit, window); n != 0 {
+		t.Errorf("after recovery: %d over-admissions of the shared budget", n)
+	}
+	t.Logf("%d admissions, %d on the fallback share, %d through Redis after restart; recovered %v after restart",
+		len(r.got), fallback, afterShared, recovered.Sub(restarted))
+}

@@ -1,0 +1,263 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the limiting state that several replicas of specgate share: cooldowns,
+// request and token windows, minimum intervals, concurrency leases and learned blocks.
+// A Limiter without a Store keeps all of it in memory (the default); *RedisStore is the
+// shared implementation. The wait queue always stays local to a replica.
+//
+// A Store answers with its own clock, so waits are relative. Any method that fails makes
+// the Store unavailable until it answers again; meanwhile the Limiter runs on its local
+// state with FallbackShare of each budget, never failing open.
+//
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Admit checks every limit of a against the shared state at the store's now and, when
+	// a.Charge is set and all pass, charges them all; all or nothing, atomically.
+	Admit(ctx context.Context, a *Admission) (Decision, error)
+	// Release ends the concurrency lease of an admitted call.
+	Release(ctx context.Context, upstream, lease string) error
+	// Settle charges delta more tokens at the store's now (delta > 0), or refunds up to
+	// -delta from the token bucket charged at admission (delta < 0). span is the budget's
+	// window plus pad.
+	Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error
+	// Block holds every call to the upstream's quota resource ("" for the whole upstream)
+	// for d from the store's now, unless a longer block is already set.
+	Block(ctx context.Context, upstream, resource string, d time.Duration, source string) error
+	// Available reports, cheaply, whether the store answered its last call or probe.
+	Available() bool
+	// Degraded reports whether the store is unreachable, since when and why.
+	Degraded() (degraded bool, since time.Time, reason string)
+	// FallbackShare is the part of each budget one replica uses while the store is
+	// unreachable, in (0, 1].
+	FallbackShare() float64
+}
+
+// Admission is one call to check, and charge, against a Store.
+type Admission struct {
+	// Endpoint is the endpoint id, the cooldown's key. Cooldown is its interval; zero: no
+	// cooldown check (an unregistered endpoint, or a retry of an admitted call).
+	Endpoint string
+	Cooldown time.Duration
+	// Upstream is the upstream key; empty: only the cooldown is checked.
+	Upstream string
+	// Resource is the upstream quota the endpoint's answers count against ("": none said).
+	Resource string
+	// Budget is the upstream's budget with defaults filled in; a zero dimension is off.
+	Budget Budget
+	// Tokens is the call's estimated tokens.
+	Tokens int64
+	// CallEstimate is the wait reported when the calls in flight are at the limit.
+	CallEstimate time.Duration
+	// Charge charges the call when every limit passes; false only checks.
+	Charge bool
+}
+
+// Decision is a Store's answer to an Admission.
+type Decision struct {
+	// OK is true when every limit passed (and, with Charge, all were charged).
+	OK bool
+	// Kind and Scope name the limit with the longest wait when refused; Wait is that wait,
+	// exact but for KindConcurrency; Source names the header behind a learned block.
+	Kind   Kind
+	Scope  Scope
+	Wait   time.Duration
+	Source string
+	// Cooldown is true when the endpoint's cooldown refused, whatever had the longest wait.
+	Cooldown bool
+	// Lease is the concurrency lease of an admitted call, for Release; empty when none.
+	Lease string
+	// Bucket is the token bucket charged at admission, for Settle.
+	Bucket int64
+	// Now is the store's clock when it decided.
+	Now time.Time
+}
+
+// sharedTicket is what a Ticket admitted through a Store needs to give back.
+type sharedTicket struct {
+	store    Store
+	upstream string
+	lease    string
+	bucket   int64
+	span     time.Duration
+	at       time.Time // the store's clock at admission
+}
+
+// storeCtx bounds calls to the store made where no caller context reaches (AdmitAt,
+// Release); the store applies its own timeout as well.
+func storeCtx() context.Context { return context.Background() }
+
+// admitShared is admit with a Store; the caller holds up.mu when up is not nil. While the
+// store is unreachable, and for one window after this replica last ran on its fallback
+// share, the local state (holding this replica's own admissions, on its share of each
+// budget) must also pass: a replica never spends more than its share across the switch.
+// What the upstream advertised (learned quotas) is always checked locally as well.
+func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+	st := l.store
+	if !st.Available() {
+		return l.admitFallback(ep, up, req, now, charge)
+	}
+	var lrf refusal
+	grace := l.inGrace(ep, up, now)
+	switch {
+	case up != nil && grace:
+		lrf, _ = up.checkLocked(ep, req, now)
+	case up != nil:
+		up.checkLearnedLocked(ep, req, now, &lrf)
+	case grace && ep != nil && !req.Retry:
+		if w := ep.cd.waitShare(ep.cd.last.Load(), now, l.share); w > 0 {
+			lrf.cooldownOf(ep, w)
+		}
+	}
+	a := Admission{Tokens: req.Tokens, Charge: charge && lrf.wait <= 0}
+	if ep != nil {
+		a.Endpoint = ep.id
+		a.Resource = ep.resourceName()
+		if !req.Retry {
+			a.Cooldown = time.Duration(ep.cd.interval.Load())
+		}
+	}
+	if up != nil {
+		a.Upstream, a.Budget, a.CallEstimate = up.key, up.full, time.Duration(up.callEstimate())
+	}
+	d, err := st.Admit(storeCtx(), &a)
+	if err != nil {
+		return l.admitFallback(ep, up, req, now, charge)
+	}
+	rf := lrf
+	if !d.OK {
+		rf.decision(d, ep, up)
+	}
+	if rf.wait > 0 {
+		return Ticket{}, rf, false
+	}
+	if !charge {
+		return Ticket{}, rf, true
+	}
+	// mirror the admission locally, so the fallback share counts it if the store goes away
+	var t Ticket
+	if ep != nil && !req.Retry {
+		ep.cd.last.Store(max(ep.cd.last.Load(), now))
+	}
+	if up != nil {
+		t = up.chargeLocked(ep, req, now)
+	} else {
+		if ep != nil {
+			ep.cd.admitted.Add(1)
+		}
+		t = Ticket{ep: ep, admitted: now}
+	}
+	t.sh = &sharedTicket{store: st, lease: d.Lease, bucket: d.Bucket, at: d.Now}
+	if up != nil {
+		t.sh.upstream, t.sh.span = up.key, time.Duration(up.full.span())
+	}
+	return t, rf, true
+}
+
+// admitFallback admits on local state alone, on the fallback share.
+func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+	var t Ticket
+	var rf refusal
+	var ok bool
+	if up != nil {
+		t, rf, ok = up.admitLocked(ep, req, now, charge)
+	} else {
+		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
+	}
+	if ok && charge {
+		for {
+			last := l.lastFallback.Load()
+			if last >= now || l.lastFallback.CompareAndSwap(last, now) {
+				break
+			}
+		}
+	}
+	return t, rf, ok
+}
+
+// inGrace reports whether this replica ran on its fallback share recently enough that
+// its local admissions still count in some window of ep or up.
+func (l *Limiter) inGrace(ep *endpoint, up *upstream, now int64) bool {
+	last := l.lastFallback.Load()
+	if last == 0 {
+		return false
+	}
+	var g int64
+	if up != nil {
+		g = max(up.span, int64(up.budget.MinInterval))
+	}
+	if ep != nil {
+		g = max(g, stretch(ep.cd.interval.Load(), l.share))
+	}
+	return now-last < g
+}
+
+// decision folds a store's refusal into r, filling in what the local configuration knows.
+func (r *refusal) decision(d Decision, ep *endpoint, up *upstream) {
+	w := max(int64(d.Wait), 1)
+	if d.Cooldown {
+		r.cooldown = true
+	}
+	if !r.consider(d.Kind, d.Scope, w) {
+		return
+	}
+	switch d.Kind {
+	case KindCooldown:
+		if ep != nil {
+			r.interval = time.Duration(ep.cd.interval.Load())
+		}
+	case KindLearned:
+		r.source = d.Source
+	}
+	if up == nil {
+		return
+	}
+	b := &up.full
+	switch d.Kind {
+	case KindRequests:
+		r.limit, r.window = int64(b.Requests), b.Window
+	case KindTokens:
+		r.limit, r.window = b.Tokens, b.Window
+	case KindInterval:
+		r.interval = b.MinInterval
+	case KindConcurrency:
+		r.limit, r.estimated = int64(b.MaxConcurrent), true
+	}
+}
+
+// Degraded reports whether the limiter's shared Store is unreachable, so that this
+// replica runs on its fallback share, since when and why. Always false without a Store.
+func (l *Limiter) Degraded() (degraded bool, since time.Time, reason string) {
+	if l.store == nil {
+		return false, time.Time{}, ""
+	}
+	return l.store.Degraded()
+}
+
+// shareBlock tells the store what a rate-limited answer (or an advertised remaining of
+// zero) means for every replica: no call to that quota until the retry time or reset.
+func shareBlock(st Store, upstream string, sig Signal, now time.Time) {
+	until, src := time.Time{}, sig.Source
+	if sig.RateLimited {
+		until = now.Add(minBlock)
+		if sig.RetryAt.After(until) {
+			until = sig.RetryAt
+		} else {
+			for _, q := range []Quota{sig.Requests, sig.Tokens} {
+				if q.HasRemaining && q.Remaining == 0 && q.Reset.After(until) {
+					until, src = q.Reset, q.Source
+				}
+			}
+		}
+	} else if q := sig.Requests; q.HasRemaining && q.Remaining == 0 && q.Reset.After(now) {
+		until, src = q.Reset, q.Source
+	}
+	if until.IsZero() {
+		return
+	}
+	_ = st.Block(storeCtx(), upstream, sig.Resource, until.Sub(now), src) // on error the store is marked down
+}
