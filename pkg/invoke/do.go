@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // Result is an upstream answer, shaped for a model and bounded in size.
@@ -271,11 +273,8 @@ func (c *Call) statusError(res *Result, data []byte, now time.Time) error {
 		return nil
 	}
 	excerpt := textExcerpt(data, errorExcerpt)
-	if code == http.StatusTooManyRequests || code == http.StatusForbidden && isRateLimit403(res.RawHeaders, data) {
-		e := &UpstreamRateLimitError{StatusCode: code, Body: excerpt}
-		if d, ok := retryAfter(res.RawHeaders, now); ok {
-			e.RetryAfter, e.RetryAt = d, now.Add(d)
-		}
+	if e, ok := upstreamRateLimit(code, res.RawHeaders, data, now); ok {
+		e.Body = excerpt
 		return e
 	}
 	if code == http.StatusUnauthorized || code == http.StatusForbidden {
@@ -292,49 +291,26 @@ func (c *Call) statusError(res *Result, data []byte, now time.Time) error {
 	return &HTTPError{StatusCode: code, Body: excerpt}
 }
 
-// isRateLimit403 recognises GitHub-style rate-limit 403s.
-func isRateLimit403(h http.Header, body []byte) bool {
-	if h.Get("Retry-After") != "" {
-		return true
+// upstreamRateLimit recognises an answer that refuses the call for rate (a
+// 429, a GitHub-style 403) and reads how long to wait, with the rate
+// limiter's parser of every header family: Retry-After, retry-after-ms,
+// X-RateLimit-*, the IETF RateLimit fields.
+func upstreamRateLimit(code int, h http.Header, body []byte, now time.Time) (*UpstreamRateLimitError, bool) {
+	sig := ratelimit.ParseHeaders(code, h, body, now)
+	if !sig.RateLimited {
+		return nil, false
 	}
-	for _, k := range []string{"X-Ratelimit-Remaining", "X-Rate-Limit-Remaining", "Ratelimit-Remaining"} {
-		if strings.TrimSpace(h.Get(k)) == "0" {
-			return true
-		}
-	}
-	b := bytes.ToLower(body[:min(len(body), 4096)])
-	return bytes.Contains(b, []byte("rate limit")) || bytes.Contains(b, []byte("ratelimit"))
-}
-
-// retryAfter reads how long to wait: Retry-After as seconds or an HTTP
-// date, else a reset header (epoch seconds, or seconds to wait when small).
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 && secs < 1e9 {
-			return time.Duration(secs * float64(time.Second)), true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now), 0), true
+	e := &UpstreamRateLimitError{StatusCode: code}
+	at := sig.RetryAt
+	for _, q := range []ratelimit.Quota{sig.Requests, sig.Tokens} {
+		if at.IsZero() && (!q.HasRemaining || q.Remaining == 0) && q.Reset.After(now) {
+			at = q.Reset
 		}
 	}
-	for _, k := range []string{"X-Ratelimit-Reset", "X-Rate-Limit-Reset", "Ratelimit-Reset"} {
-		v := strings.TrimSpace(h.Get(k))
-		if v == "" {
-			continue
-		}
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil || secs < 0 {
-			if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-				return d, true
-			}
-			continue
-		}
-		if secs > 1e9 { // epoch seconds
-			return max(time.Unix(0, int64(secs*1e9)).Sub(now), 0), true
-		}
-		return time.Duration(secs * float64(time.Second)), true
+	if !at.IsZero() {
+		e.RetryAfter, e.RetryAt = max(at.Sub(now), 0), at
 	}
-	return 0, false
+	return e, true
 }
 
 // usefulHeaders keeps the headers a model can use.

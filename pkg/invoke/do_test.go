@@ -408,12 +408,16 @@ func TestRetryAfterParsing(t *testing.T) {
 		{http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(now.Add(time.Minute).Unix(), 10)}}, time.Minute, true},
 		{http.Header{"Ratelimit-Reset": {"12"}}, 12 * time.Second, true},
 		{http.Header{"X-Ratelimit-Reset": {"6m0s"}}, 6 * time.Minute, true},
+		{http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
 		{http.Header{"Retry-After": {"soon"}}, 0, false},
 		{http.Header{}, 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := retryAfter(tt.h, now)
-		if got != tt.want || ok != tt.ok {
+		e, limited := upstreamRateLimit(http.StatusTooManyRequests, tt.h, nil, now)
+		if !limited {
+			t.Fatalf("%v: a 429 not taken as a rate limit", tt.h)
+		}
+		if got, ok := e.RetryAfter, !e.RetryAt.IsZero(); got != tt.want || ok != tt.ok {
 			t.Errorf("%v: got %v %v, want %v %v", tt.h, got, ok, tt.want, tt.ok)
 		}
 	}

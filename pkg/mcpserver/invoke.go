@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -179,7 +180,7 @@ func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, pro
 	// Tokens are estimated as the request plus an equal response, then
 	// settled on the real size.
 	estimate := 2 * ratelimit.EstimateTokens(prepared.RequestSize())
-	retriable := e.Idempotent()
+	retriable := e.Idempotent() || hasIdempotencyKey(e, in)
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		tr := ratelimit.Request{Endpoint: e.ID, Upstream: s.upstreamOf(e), Tokens: estimate, Progress: progress, Retry: attempt > 0}
@@ -314,6 +315,35 @@ func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.P
 		}
 		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
 	}
+}
+
+// hasIdempotencyKey reports whether the operation declares an idempotency
+// key header (Stripe's Idempotency-Key, or similar) and the call sets it:
+// then the upstream dedupes a resent request, and retrying it is safe.
+func hasIdempotencyKey(e *spec.Endpoint, in invoke.Args) bool {
+	for _, p := range e.Params {
+		if p.In != "header" || !isIdempotencyHeader(p.Name) {
+			continue
+		}
+		if v, ok := in.Parameters[p.Name]; ok && v != nil && v != "" {
+			return true
+		}
+	}
+	for name, v := range in.Headers {
+		if isIdempotencyHeader(name) && v != "" {
+			for _, p := range e.Params {
+				if p.In == "header" && strings.EqualFold(p.Name, name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func isIdempotencyHeader(name string) bool {
+	n := strings.ToLower(name)
+	return n == "idempotency-key" || n == "x-idempotency-key"
 }
 
 func prefix(b []byte, n int) []byte {
