@@ -67,6 +67,7 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 	s, err := readCache(file)
 	if err == nil {
 		s.Location = location
+		s.refs = opts
 		res.Spec, res.FromCache = s, true
 		return res, nil
 	}
@@ -86,7 +87,7 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 
 func (c Cache) key(location string, data []byte, opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%t\x00", cacheFormat, opts.Name, opts.BaseURL, opts.Validate)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%t\x00%t\x00", cacheFormat, opts.Name, opts.BaseURL, opts.Validate, opts.AllowExternalRefs)
 	if opts.Name == "" {
 		// The default name comes from the location.
 		fmt.Fprintf(h, "%s\x00", NameFromLocation(location))

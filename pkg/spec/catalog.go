@@ -39,6 +39,8 @@ type Spec struct {
 	Components map[string]map[string]json.RawMessage
 
 	hydr hydrator
+	// refs are the options external $refs are fetched with, when allowed.
+	refs Options
 }
 
 // SecurityScheme is the part of a security scheme that auth needs.
@@ -238,8 +240,12 @@ func hydrate(ctx context.Context, e *Endpoint) (*Operation, error) {
 	if err := json.Unmarshal(buf.Bytes(), doc); err != nil {
 		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, jsonErrorText(err))
 	}
-	loader := newLoader(ctx, Options{})
-	if err := loader.ResolveRefsIn(doc, nil); err != nil {
+	loader := newLoader(ctx, s.refs)
+	var base *url.URL
+	if isURL(s.Location) {
+		base, _ = url.Parse(s.Location)
+	}
+	if err := loader.ResolveRefsIn(doc, base); err != nil {
 		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, oneLine(err.Error()))
 	}
 	item := doc.Paths.Value(e.Path)

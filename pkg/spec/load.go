@@ -216,8 +216,13 @@ func Parse(ctx context.Context, location string, data []byte, opts Options) (s *
 			more = fmt.Sprintf(" and %d more", len(refs)-3)
 			refs = refs[:3]
 		}
-		s.Warnings = append(s.Warnings, fmt.Sprintf("external $refs are not followed (%s%s): operations that need them cannot be validated", strings.Join(refs, ", "), more))
+		if opts.AllowExternalRefs {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("external $refs (%s%s) are fetched over http(s) when an operation is validated; refs to local files never are", strings.Join(refs, ", "), more))
+		} else {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("external $refs are not followed (%s%s): operations that need them cannot be validated", strings.Join(refs, ", "), more))
+		}
 	}
+	s.refs = opts
 	if opts.Validate {
 		s.Warnings = append(s.Warnings, validate(ctx, v3, opts)...)
 	}
@@ -309,10 +314,17 @@ var anyRefPattern = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
 func newLoader(ctx context.Context, opts Options) *openapi3.Loader {
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
-	loader.IsExternalRefsAllowed = false
-	// A spec's refs never read local files or URLs.
+	loader.IsExternalRefsAllowed = opts.AllowExternalRefs
+	// A spec's refs never read local files; http(s) URLs only when allowed,
+	// bounded like a spec fetched from a URL.
 	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
-		return nil, fmt.Errorf("external $ref %q refused", u.Redacted())
+		if !opts.AllowExternalRefs {
+			return nil, fmt.Errorf("external $ref %q refused (allow_external_refs is off)", u.Redacted())
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return nil, fmt.Errorf("external $ref %q refused: only http(s) refs are followed, never local files", u.Redacted())
+		}
+		return Read(ctx, u.String(), opts)
 	}
 	return loader
 }

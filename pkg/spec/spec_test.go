@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -478,4 +479,75 @@ func ExampleLoad() {
 	e := s.Endpoints[0]
 	fmt.Println(len(s.Endpoints), e.ID, e.Method, e.Path)
 	// Output: 19 petstore.updatePet PUT /pet
+}
+
+// With allow_external_refs, refs to http(s) URLs are fetched when an
+// operation is rebuilt, relative ones against the spec's URL; refs to
+// local files are refused all the same.
+func TestExternalRefsFollowedOverHTTPWhenAllowed(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "local.json")
+	if err := os.WriteFile(local, []byte(`{"type":"string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var fetched []string
+	wasFetched := func(p string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(fetched, p)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fetched = append(fetched, r.URL.Path)
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/api/openapi.json":
+			fmt.Fprintf(w, `{"openapi":"3.0.0","info":{"title":"t","version":"1"},"paths":{
+			  "/pets":{"post":{"operationId":"addPet","requestBody":{"content":{"application/json":{"schema":{"$ref":"schemas/pet.json"}}}},
+			    "responses":{"200":{"description":"ok"}}}},
+			  "/local":{"post":{"operationId":"local","requestBody":{"content":{"application/json":{"schema":{"$ref":%q}}}},
+			    "responses":{"200":{"description":"ok"}}}}}}`, local)
+		case "/api/schemas/pet.json":
+			w.Write([]byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	s, err := Load(t.Context(), srv.URL+"/api/openapi.json", Options{AllowExternalRefs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Endpoints[0]
+	op, err := e.Operation(t.Context())
+	if err != nil {
+		t.Fatalf("addPet: %v", err)
+	}
+	schema := op.Op.RequestBody.Value.Content["application/json"].Schema.Value
+	if schema == nil || len(schema.Required) != 1 || schema.Required[0] != "name" {
+		t.Errorf("the external schema was not resolved: %+v", schema)
+	}
+	if !wasFetched("/api/schemas/pet.json") {
+		t.Error("the external schema was never fetched")
+	}
+	if _, err := s.Endpoints[1].Operation(t.Context()); err == nil || !strings.Contains(err.Error(), "never local files") {
+		t.Errorf("a local-file ref was followed: %v", err)
+	}
+
+	// Without the option nothing is fetched.
+	mu.Lock()
+	fetched = nil
+	mu.Unlock()
+	s, err = Load(t.Context(), srv.URL+"/api/openapi.json", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Endpoints[0].Operation(t.Context()); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("without allow_external_refs: %v", err)
+	}
+	if wasFetched("/api/schemas/pet.json") {
+		t.Error("fetched an external ref without allow_external_refs")
+	}
 }
