@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestSIGTERMFinishesInFlightCalls sends SIGTERM to `specgate serve --http`
+// while a call waits on its upstream: the call still completes, new
+// requests are refused, and the process exits cleanly.
+func TestSIGTERMFinishesInFlightCalls(t *testing.T) {
+	bin := specgateBinary(t)
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":7}`)
+	}))
+	defer up.Close()
+	defer close(release)
+
+	addr := freePort(t)
+	cmd := exec.Command(bin, "serve", "--http", addr, "--spec", "../../testdata/petstore-v3.yaml",
+		"--base-url", up.URL+"/api/v3", "--no-cache")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	lines := bufio.NewScanner(stderr)
+	serving := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), "serving MCP") {
+				close(serving)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		done <- cmd.Wait()
+	}()
+	select {
+	case <-serving:
+	case err := <-done:
+		t.Fatalf("specgate exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("specgate did not start serving")
+	}
+
+	url := "http://" + addr + "/mcp"
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "shutdown", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	result := make(chan outcome, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "invoke"
+		req.Params.Arguments = map[string]any{"endpointId": "petstore-v3.getPetById", "parameters": map[string]any{"petId": 7}}
+		res, err := c.CallTool(ctx, req)
+		result <- outcome{res, err}
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call never reached the upstream")
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// New requests are refused while the call drains: the listener is
+	// closed, or a kept-alive connection gets 503.
+	refused := false
+	for range 200 {
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if err != nil {
+			refused = true
+			break
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			refused = true
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the signal is asynchronous: poll, bounded
+	}
+	if !refused {
+		t.Error("new requests were still served after SIGTERM")
+	}
+	release <- struct{}{}
+	out := <-result
+	if out.err != nil || out.res.IsError {
+		t.Fatalf("the in-flight call did not finish: %v %+v", out.err, out.res)
+	}
+	if !strings.Contains(out.res.Content[0].(mcp.TextContent).Text, `"statusCode":200`) {
+		t.Errorf("in-flight call result: %s", out.res.Content[0].(mcp.TextContent).Text)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("specgate exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("specgate did not exit after SIGTERM")
+	}
+}
