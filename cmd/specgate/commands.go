@@ -114,11 +114,13 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	c := newCommon("serve", stderr)
-	httpAddr := c.fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	var httpAddr httpFlag
+	c.fs.Var(&httpAddr, "http", "serve streamable HTTP instead of stdio: on ADDR (--http 127.0.0.1:8080), or alone on the config's http.listen")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
+	rest = httpAddr.takeAddr(rest)
 	if len(rest) > 0 {
 		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
 	}
@@ -130,7 +132,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	if *httpAddr == "" {
+	if !httpAddr.on {
 		// A required spec that fails stops the server.
 		go func() {
 			if err := <-a.loaded; err != nil {
@@ -139,7 +141,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}()
 		return a.srv.ServeStdio(ctx, stdin, stdout)
 	}
-	return serveHTTP(ctx, a, *httpAddr, stderr)
+	addr := httpAddr.addr
+	if addr == "" {
+		addr = cfg.HTTP.Listen
+	}
+	return serveHTTP(ctx, a, addr, stderr)
 }
 
 func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error {

@@ -215,3 +215,32 @@ func TestCLI(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPFlagForms(t *testing.T) {
+	tests := []struct {
+		args []string
+		on   bool
+		addr string
+	}{
+		{[]string{"--http", "127.0.0.1:9"}, true, "127.0.0.1:9"},
+		{[]string{"--http=127.0.0.1:9"}, true, "127.0.0.1:9"},
+		{[]string{"--http"}, true, ""},
+		{[]string{"--http", "--http=false"}, false, ""},
+		{nil, false, ""},
+	}
+	for _, tt := range tests {
+		c := newCommon("serve", io.Discard)
+		var h httpFlag
+		c.fs.Var(&h, "http", "")
+		rest, err := c.parse(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest = h.takeAddr(rest); len(rest) != 0 {
+			t.Errorf("%v: arguments left: %v", tt.args, rest)
+		}
+		if h.on != tt.on || h.addr != tt.addr {
+			t.Errorf("%v: on=%v addr=%q, want %v %q", tt.args, h.on, h.addr, tt.on, tt.addr)
+		}
+	}
+}

@@ -18,6 +18,45 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// httpFlag is --http: alone it serves on the config's http.listen, with a
+// value on that address; --http=false undoes it.
+type httpFlag struct {
+	on   bool
+	addr string
+}
+
+func (h *httpFlag) String() string {
+	if !h.on {
+		return ""
+	}
+	return h.addr
+}
+
+func (h *httpFlag) Set(v string) error {
+	switch v {
+	case "true":
+		h.on, h.addr = true, ""
+	case "false":
+		h.on, h.addr = false, ""
+	default:
+		h.on, h.addr = true, v
+	}
+	return nil
+}
+
+// takeAddr handles "--http ADDR": the flag stands alone as a boolean, so
+// the address arrives as an argument. It returns the other arguments.
+func (h *httpFlag) takeAddr(rest []string) []string {
+	if h.on && h.addr == "" && len(rest) == 1 && strings.Contains(rest[0], ":") {
+		h.addr = rest[0]
+		return nil
+	}
+	return rest
+}
+
+// IsBoolFlag lets --http stand alone.
+func (h *httpFlag) IsBoolFlag() bool { return true }
+
 // common holds the flags every command shares.
 type common struct {
 	fs          *flag.FlagSet

@@ -167,17 +167,18 @@ func newLimiter(cfg *config.Config, store *ratelimit.RedisStore) (*ratelimit.Lim
 
 // registerEndpoints gives every endpoint its cooldown and upstream.
 func registerEndpoints(cfg *config.Config, l *ratelimit.Limiter, cat *spec.Catalog, upstream func(*spec.Endpoint) string) error {
-	for _, e := range cat.Endpoints() {
+	all := cat.Endpoints()
+	eps := make([]ratelimit.Endpoint, 0, len(all))
+	for _, e := range all {
 		set := cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID)
 		interval := set.RateLimitInterval
 		if set.DisableRateLimiter {
 			interval = 0
 		}
-		if err := l.SetEndpoint(ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval}); err != nil {
-			return err
-		}
+		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval})
 	}
-	return nil
+	// one bulk registration: each SetEndpoint would copy the limiter's maps
+	return l.SetEndpoints(eps)
 }
 
 // newClient turns the config into the invoke client's options.
