@@ -28,4 +28,7 @@ $GO test -run '^$' -bench . -benchmem -timeout 10m \
 echo "## governance end to end over MCP (./pkg/mcpserver/)" | tee -a "$OUT"
 $GO test -run '^$' -bench GovernanceEndToEnd -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
 
+echo "## MCP over HTTP with auth and inbound limits, memory and Redis (./pkg/mcpserver/)" | tee -a "$OUT"
+$GO test -run '^$' -bench 'BenchmarkHTTP' -benchtime=2s -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
+
 echo "# done: $OUT" | tee -a "$OUT"

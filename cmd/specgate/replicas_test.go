@@ -637,12 +637,14 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 		if code, body := getStatus(r.base + "/readyz"); code != http.StatusOK || !strings.Contains(body, "degraded") {
 			t.Errorf("replica %d: /readyz %d %s while Redis is down, want 200 and degraded", r.id, code, body)
 		}
+		if _, body := getStatus(r.base + "/metrics"); !strings.Contains(body, "\nspecgate_store_degraded 1\n") {
+			t.Errorf("replica %d: /metrics lacks specgate_store_degraded 1 while Redis is down", r.id)
+		}
 	}
 	if res, code := agents[0].call(t.Context(), "rate_limit_status", map[string]any{}); code != "ok" {
 		t.Errorf("rate_limit_status while Redis is down: %s", code)
-	} else if !strings.Contains(strings.ToLower(string(mustJSON(res))), "degraded") {
-		// DESIGN.md: rate_limit_status reports the fallback; it does not yet (see report).
-		t.Logf("KNOWN GAP: rate_limit_status does not say the store is degraded: %s", mustJSON(res))
+	} else if !strings.Contains(string(mustJSON(res)), `"degraded":true`) {
+		t.Errorf("rate_limit_status does not say the store is degraded: %s", mustJSON(res))
 	}
 	checkOutcomes(t, "redis down", agents)
 
@@ -654,6 +656,9 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 			code, body := getStatus(r.base + "/readyz")
 			if code == http.StatusOK && !strings.Contains(body, "degraded") {
 				t.Logf("replica %d back on Redis %s after the restart", r.id, time.Since(restartedAt).Round(time.Millisecond))
+				if _, body := getStatus(r.base + "/metrics"); !strings.Contains(body, "\nspecgate_store_degraded 0\n") {
+					t.Errorf("replica %d: /metrics lacks specgate_store_degraded 0 once back on Redis", r.id)
+				}
 				break
 			}
 			if time.Now().After(deadline) {
@@ -708,4 +713,28 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 			t.Errorf("replica %d did not exit within %s of SIGTERM", r.id, replicaTimeout)
 		}
 	}
+}
+
+// TestReplicasFallbackAfterUnevenLoadStaysInBudget: one replica spends the whole budget
+// while Redis is up, then Redis dies and all three call. Each fallback replica counts only
+// its own recent admissions, so the two idle ones each admit their share at once while the
+// upstream's window is still full of the busy one's calls: the budget is overrun by up to
+// (replicas-1) x share and the upstream answers 429. Known to fail; it runs with
+// SPECGATE_KNOWN_BUGS=1 until the fallback accounts for the shared window it last saw.
+func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
+	if os.Getenv("SPECGATE_KNOWN_BUGS") != "1" {
+		t.Skip("known over-admission across the switch to the fallback share; SPECGATE_KNOWN_BUGS=1 runs it")
+	}
+	rd := startReplicaRedis(t)
+	up := newCountingUpstream(t)
+	rs := startReplicas(t, replicaCount, up, rd)
+	var agents []*agent
+	for _, r := range rs {
+		agents = append(agents, newAgent(t, r))
+	}
+	runFor(t.Context(), agents[:1], 1500*time.Millisecond, "quota.getB")
+	rd.kill()
+	runFor(t.Context(), agents, 1500*time.Millisecond, "quota.getB")
+	checkOutcomes(t, "after the switch", agents)
+	checkBudget(t, up)
 }

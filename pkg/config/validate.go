@@ -82,9 +82,16 @@ func (v *validator) positiveSize(key string, b ByteSize) {
 	}
 }
 
+// maxCount is the largest count per window the limiter keeps (it keeps one
+// timestamp per admission to hold the window exactly).
+const maxCount = 1 << 20
+
 func (v *validator) count(key string, n int) {
 	if n < 0 {
 		v.addf(key, "must not be negative (got %d); 0 turns it off", n)
+	}
+	if n > maxCount {
+		v.addf(key, "must be at most %d (got %d)", maxCount, n)
 	}
 }
 

@@ -202,9 +202,21 @@ func (s *Server) registerGovernanceTools() {
 // StatusResult is the rate_limit_status answer.
 type StatusResult struct {
 	At        string           `json:"at"`
+	Store     *StoreStatus     `json:"store,omitempty"`
 	Endpoints []EndpointStatus `json:"endpoints,omitempty"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
 	Note      string           `json:"note"`
+}
+
+// StoreStatus says where limits live and whether the shared store answers.
+type StoreStatus struct {
+	Backend string `json:"backend"` // memory or shared
+	// Degraded is true while the shared store is unreachable: this replica
+	// runs on its fallback share of each budget.
+	Degraded      bool    `json:"degraded,omitempty"`
+	Since         string  `json:"since,omitempty"`
+	Reason        string  `json:"reason,omitempty"`
+	FallbackShare float64 `json:"fallbackShare,omitempty"`
 }
 
 // EndpointStatus is one endpoint in rate_limit_status.
@@ -266,8 +278,13 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	now := s.now()
 	ls := s.opts.Limiter.StatusAt(now, match)
-	out := StatusResult{At: now.UTC().Format(time.RFC3339Nano),
+	out := StatusResult{At: now.UTC().Format(time.RFC3339Nano), Store: &StoreStatus{Backend: ls.Store},
 		Note: "proxy refusals are specgate's own limits (raising them helps); upstream refusals are the API's (raising specgate's limits does not help)."}
+	if ls.Degraded {
+		out.Store.Degraded, out.Store.Reason = true, ls.DegradedReason
+		out.Store.Since = ls.DegradedSince.UTC().Format(time.RFC3339Nano)
+		out.Store.FallbackShare = s.opts.Limiter.FallbackShare()
+	}
 	if match != nil {
 		for _, e := range ls.Endpoints {
 			es := EndpointStatus{ID: e.ID, Upstream: e.Upstream, Ready: e.Wait <= 0, Admitted: e.Admitted, Refused: e.Refused}

@@ -14,8 +14,8 @@ import (
 func benchHTTPOptions() HTTPOptions {
 	return HTTPOptions{
 		Tokens:              map[string]Principal{"bench-token": {Subject: "bench", Org: "acme"}},
-		RequestsPerWindow:   1 << 30,
-		ToolCallsPerWindow:  1 << 30,
+		RequestsPerWindow:   1 << 20,
+		ToolCallsPerWindow:  1 << 20,
 		FailedAuthPerWindow: 10,
 		Now:                 time.Now,
 	}

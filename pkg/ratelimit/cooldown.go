@@ -60,6 +60,41 @@ func (c *Cooldown) entry(key string) *cooldownKey {
 	return k
 }
 
+// entries returns the state of each of keys, registering the missing ones with no
+// interval in one copy of the map, so registering n keys costs O(n), not O(n²).
+func (c *Cooldown) entries(keys []string) []*cooldownKey {
+	out := make([]*cooldownKey, len(keys))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.keys.Load()
+	var m map[string]*cooldownKey // the copy, made at the first missing key
+	for i, key := range keys {
+		var k *cooldownKey
+		if m != nil {
+			k = m[key]
+		} else if old != nil {
+			k = (*old)[key]
+		}
+		if k == nil {
+			if m == nil {
+				m = make(map[string]*cooldownKey, mapLen(old)+len(keys)-i)
+				if old != nil {
+					for kk, v := range *old {
+						m[kk] = v
+					}
+				}
+			}
+			k = new(cooldownKey)
+			m[key] = k
+		}
+		out[i] = k
+	}
+	if m != nil {
+		c.keys.Store(&m)
+	}
+	return out
+}
+
 func mapLen[V any](m *map[string]V) int {
 	if m == nil {
 		return 0

@@ -18,6 +18,32 @@
 //	t.Observe(resp.StatusCode, resp.Header, firstBytes) // learn from the upstream
 //	t.Settle(realTokens)                                // if token budgets matter
 //
+// # Learning from the upstream
+//
+// Ticket.ObserveAt reads each answer (ParseHeaders) and can only make the limiter
+// stricter than its configuration:
+//
+//   - A rate-limited answer (429, GitHub's rate-limit 403) blocks its quota until the
+//     retry time, at least one second. When the block ends, the first call admitted is a
+//     probe and the others wait for its answer: a non-rate-limited answer (or the probe
+//     ending without one) lets them go, a rate-limited one blocks again.
+//   - An advertised limit, remaining and reset become a learned budget, a fixed window
+//     ending at the reset. The remaining is counted down by every call admitted after the
+//     answered one, those still in flight included; calls admitted before it normally
+//     reached the upstream first and are in the remaining already. A window not stated
+//     (IETF w=) is inferred from the reset, allowing for resets in whole seconds being
+//     rounded up, and rounded to a usual length (1s, 2s, 5s, ... 1m, ...).
+//   - A rate-limited answer that advertises no quota (Retry-After alone) infers a
+//     requests budget: the calls this limiter admitted in the window before the refused
+//     one, the window being the block rounded up to a usual length, are taken as the most
+//     the upstream allows per window (rolling, plus the budget's pad). A later refusal
+//     only lowers it; it is dropped ten windows after the last refusal. It counts the
+//     last 256 admissions, so it learns at most 255 calls per window.
+//
+// A call held by any of these is KindLearned, ScopeUpstream. With a Store, blocks are
+// shared by all replicas; learned budgets, inferred budgets and probes are each replica's
+// own, from its own calls and answers.
+//
 // # Shared state
 //
 // All limiting state lives in two places: cooldownKey (one per endpoint, atomics) and

@@ -41,8 +41,9 @@ const (
 
 // LimitError is a refused admission. RetryAfter is never zero, and for every kind but
 // KindConcurrency it is exact: a call made exactly RetryAfter later passes the limit that
-// refused this one (unless other calls take the room first). For KindConcurrency no exact
-// time is known and RetryAfter is an estimate: the mean duration of recent calls to the
+// refused this one (unless other calls take the room first). For KindConcurrency, and for
+// a KindLearned hold waiting on the answer to the probe sent after a block, no exact time
+// is known and RetryAfter is an estimate: the mean duration of recent calls to the
 // upstream (one second before any call has finished), and Estimated is true.
 type LimitError struct {
 	Scope    Scope
@@ -56,7 +57,7 @@ type LimitError struct {
 	Source     string
 	RetryAfter time.Duration
 	RetryAt    time.Time // the decision's now plus RetryAfter
-	Estimated  bool      // RetryAfter is an estimate (KindConcurrency)
+	Estimated  bool      // RetryAfter is an estimate (KindConcurrency, a probe's answer)
 }
 
 // Code is the error code the model reads: CodeRateLimit for ScopeProxy,

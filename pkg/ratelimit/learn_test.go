@@ -166,3 +166,194 @@ func TestLearnedTokens(t *testing.T) {
 		t.Fatalf("got %s %v %q", le.Kind, le.RetryAfter, le.Source)
 	}
 }
+
+func TestRemainingNotDoubleCountedForCallsAdmittedBefore(t *testing.T) {
+	l := learnedLimiter(t)
+	var tks []Ticket
+	for i := range 3 {
+		tk, err := l.AdmitAt(Request{Endpoint: "a"}, at(0))
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		tks = append(tks, tk)
+	}
+	// the last call admitted answers first; the two admitted before it reached the
+	// upstream first and are in the remaining it advertised already
+	h := hdr("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "7", "X-RateLimit-Reset", "60")
+	tks[2].ObserveAt(ParseHeaders(200, h, nil, at(time.Second)), at(time.Second))
+	tks[2].ReleaseAt(at(time.Second))
+	for i := range 7 {
+		tk, err := l.AdmitAt(Request{Endpoint: "a"}, at(2*time.Second))
+		if err != nil {
+			t.Fatalf("call %d of the 7 remaining: %v", i, err)
+		}
+		tk.ReleaseAt(at(2 * time.Second))
+	}
+	wantLearned(t, l, "a", at(2*time.Second), 59*time.Second, "x-ratelimit-remaining")
+}
+
+func TestLearnedWindowNotStretchedByWholeSecondReset(t *testing.T) {
+	tests := []struct {
+		name       string
+		sent, seen time.Duration
+		reset      time.Duration // from t0, sent as epoch seconds
+		want       time.Duration
+	}{
+		// a sliding 2s window counted the call at 0.3s and said ceil(2.3s): 3s
+		{"2s rounded up to the second", 300 * time.Millisecond, 310 * time.Millisecond, 3 * time.Second, 2 * time.Second},
+		{"2s answered slowly", 300 * time.Millisecond, 900 * time.Millisecond, 3 * time.Second, 2 * time.Second},
+		{"1m rounded up to the second", 300 * time.Millisecond, 320 * time.Millisecond, 61 * time.Second, time.Minute},
+		{"1h rounded up to the second", 500 * time.Millisecond, 510 * time.Millisecond, time.Hour + time.Second, time.Hour},
+		// never shorter than the reset allows
+		{"reset just ahead", 900 * time.Millisecond, 910 * time.Millisecond, time.Second, time.Second},
+		{"not a usual length", 0, 10 * time.Millisecond, 43 * time.Second, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := learnedLimiter(t)
+			tk, err := l.AdmitAt(Request{Endpoint: "a"}, at(tt.sent))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hdr("X-RateLimit-Limit", "20", "X-RateLimit-Remaining", "19", "X-RateLimit-Reset", itoa(at(tt.reset).Unix()))
+			tk.ObserveAt(ParseHeaders(200, h, nil, at(tt.seen)), at(tt.seen))
+			tk.ReleaseAt(at(tt.seen))
+			st := l.StatusAt(at(tt.seen), func(id string) bool { return id == "a" })
+			if got := st.Upstreams[0].Learned[0].Requests.Window; got != tt.want {
+				t.Fatalf("inferred window %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// wantProbeHold checks that a call to e at now waits for the probe's answer.
+func wantProbeHold(t *testing.T, l *Limiter, e string, now time.Time) {
+	t.Helper()
+	_, err := l.AdmitAt(Request{Endpoint: e}, now)
+	le := limitErr(t, err)
+	if le.Kind != KindLearned || le.Scope != ScopeUpstream || !le.Estimated {
+		t.Fatalf("got %s/%s estimated %v, want an upstream learned hold for the probe", le.Scope, le.Kind, le.Estimated)
+	}
+}
+
+func TestAllQueuedCallsGoAtOnceAfter429Block(t *testing.T) {
+	answer := func(t *testing.T, tk *Ticket, now time.Time, status int, h http.Header) {
+		t.Helper()
+		tk.ObserveAt(ParseHeaders(status, h, nil, now), now)
+		tk.ReleaseAt(now)
+	}
+	setup := func(t *testing.T) (*Limiter, Ticket) {
+		t.Helper()
+		l := learnedLimiter(t)
+		observed(t, l, "a", at(0), 429, hdr("Retry-After", "2"), "")
+		wantLearned0 := func() {
+			_, err := l.AdmitAt(Request{Endpoint: "b"}, at(time.Second))
+			if le := limitErr(t, err); le.Kind != KindLearned || le.RetryAfter != time.Second || le.Estimated {
+				t.Fatalf("during the block: got %s %v estimated %v", le.Kind, le.RetryAfter, le.Estimated)
+			}
+		}
+		wantLearned0()
+		probe, err := l.AdmitAt(Request{Endpoint: "a"}, at(2*time.Second))
+		if err != nil {
+			t.Fatalf("the probe after the block: %v", err)
+		}
+		wantProbeHold(t, l, "b", at(2*time.Second))
+		if st := l.StatusAt(at(2*time.Second), nil); !st.Upstreams[0].Learned[0].Probing {
+			t.Fatal("status does not say a probe is in flight")
+		}
+		if _, err := l.AdmitAt(Request{Endpoint: "other"}, at(2*time.Second)); err != nil {
+			t.Fatalf("another upstream waits for the probe: %v", err)
+		}
+		return l, probe
+	}
+	t.Run("probe answered", func(t *testing.T) {
+		l, probe := setup(t)
+		answer(t, &probe, at(2100*time.Millisecond), 200, hdr())
+		for i := range 5 {
+			tk, err := l.AdmitAt(Request{Endpoint: "b"}, at(2100*time.Millisecond))
+			if err != nil {
+				t.Fatalf("call %d after the probe's answer: %v", i, err)
+			}
+			tk.ReleaseAt(at(2100 * time.Millisecond))
+		}
+	})
+	t.Run("probe refused", func(t *testing.T) {
+		l, probe := setup(t)
+		answer(t, &probe, at(2100*time.Millisecond), 429, hdr("Retry-After", "1"))
+		wantLearned(t, l, "b", at(2100*time.Millisecond), time.Second, "retry-after") // b is the next probe
+		wantProbeHold(t, l, "a", at(3100*time.Millisecond))
+	})
+	t.Run("probe ended without an answer", func(t *testing.T) {
+		l, probe := setup(t)
+		probe.ReleaseAt(at(2100 * time.Millisecond)) // say, the connection was refused
+		next, err := l.AdmitAt(Request{Endpoint: "b"}, at(2100*time.Millisecond))
+		if err != nil {
+			t.Fatalf("the next probe: %v", err)
+		}
+		wantProbeHold(t, l, "a", at(2100*time.Millisecond))
+		answer(t, &next, at(2200*time.Millisecond), 200, hdr())
+		if _, err := l.AdmitAt(Request{Endpoint: "a"}, at(2200*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRetryAfterOnlyUpstreamHit429EveryWindow(t *testing.T) {
+	l := learnedLimiter(t)
+	// five calls pass in 0.4s, the sixth is refused with only Retry-After: 2
+	for i := range 5 {
+		observed(t, l, "a", at(time.Duration(i)*100*time.Millisecond), 200, hdr(), "")
+	}
+	observed(t, l, "a", at(500*time.Millisecond), 429, hdr("Retry-After", "2"), "")
+	// the block ends at 2.5s; at 5s, when the old calls left every window, the probe and
+	// four more go: five per 2s (plus the 250ms pad) was learned
+	probe, err := l.AdmitAt(Request{Endpoint: "a"}, at(5*time.Second))
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	probe.ObserveAt(ParseHeaders(200, hdr(), nil, at(5*time.Second)), at(5*time.Second))
+	probe.ReleaseAt(at(5 * time.Second))
+	for i := range 4 {
+		observed(t, l, "b", at(5*time.Second), 200, hdr(), "")
+		_ = i
+	}
+	_, err = l.AdmitAt(Request{Endpoint: "b"}, at(5*time.Second))
+	le := limitErr(t, err)
+	if le.Kind != KindLearned || le.Scope != ScopeUpstream || le.Limit != 5 || le.Window != 2*time.Second ||
+		le.RetryAfter != 2250*time.Millisecond || le.Source != "retry-after" || le.Estimated {
+		t.Fatalf("got %s/%s limit %d per %v, wait %v, source %q", le.Scope, le.Kind, le.Limit, le.Window, le.RetryAfter, le.Source)
+	}
+	st := l.StatusAt(at(5*time.Second), nil)
+	if inf := st.Upstreams[0].Learned[0].Inferred; inf.Limit != 5 || inf.Window != 2*time.Second || !inf.Until.Equal(at(20500*time.Millisecond)) {
+		t.Fatalf("status %+v", inf)
+	}
+	if _, err := l.AdmitAt(Request{Endpoint: "other"}, at(5*time.Second)); err != nil {
+		t.Fatalf("another upstream held: %v", err)
+	}
+	// ten windows after the 429 with no other, the inferred budget is dropped
+	for i := range 8 {
+		tk, err := l.AdmitAt(Request{Endpoint: "a"}, at(21*time.Second))
+		if err != nil {
+			t.Fatalf("call %d after the inferred budget lapsed: %v", i, err)
+		}
+		tk.ReleaseAt(at(21 * time.Second))
+	}
+}
+
+func TestInferredBudgetOnlyTightens(t *testing.T) {
+	l := learnedLimiter(t)
+	for i := range 5 {
+		observed(t, l, "a", at(time.Duration(i)*100*time.Millisecond), 200, hdr(), "")
+	}
+	// two refused calls in flight: the later one, with more calls before it, answers first
+	t1, _ := l.AdmitAt(Request{Endpoint: "a"}, at(500*time.Millisecond))
+	t2, _ := l.AdmitAt(Request{Endpoint: "a"}, at(600*time.Millisecond))
+	t2.ObserveAt(ParseHeaders(429, hdr("Retry-After", "2"), nil, at(700*time.Millisecond)), at(700*time.Millisecond))
+	t1.ObserveAt(ParseHeaders(429, hdr("Retry-After", "2"), nil, at(710*time.Millisecond)), at(710*time.Millisecond))
+	t1.ReleaseAt(at(time.Second))
+	t2.ReleaseAt(at(time.Second))
+	st := l.StatusAt(at(time.Second), nil)
+	if got := st.Upstreams[0].Learned[0].Inferred.Limit; got != 5 {
+		t.Fatalf("inferred limit %d, want 5 (the calls before the first refused one)", got)
+	}
+}

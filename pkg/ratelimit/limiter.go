@@ -138,22 +138,104 @@ func New(opts Options) (*Limiter, error) {
 		}
 		l.budgets[b.Match] = b
 	}
-	for _, e := range opts.Endpoints {
-		if err := l.SetEndpoint(e); err != nil {
-			return nil, err
-		}
+	if err := l.SetEndpoints(opts.Endpoints); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
-// SetEndpoint registers an endpoint, or changes the cooldown interval and upstream of a
-// registered one at once, keeping its last admission.
-func (l *Limiter) SetEndpoint(e Endpoint) error {
+func checkEndpoint(e Endpoint) error {
 	if e.ID == "" {
 		return errors.New("endpoint has no id")
 	}
 	if e.Interval < 0 {
 		return fmt.Errorf("endpoint %s: interval must not be negative", e.ID)
+	}
+	return nil
+}
+
+// SetEndpoints is SetEndpoint for each of es in order, but builds the limiter's maps once:
+// registering n endpoints costs O(n), where n calls to SetEndpoint cost O(n²). It checks
+// every endpoint before changing anything, so on error nothing is registered.
+func (l *Limiter) SetEndpoints(es []Endpoint) error {
+	for _, e := range es {
+		if err := checkEndpoint(e); err != nil {
+			return err
+		}
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cds := l.cooldown.entries(ids)
+
+	oldUps := l.upstreams.Load()
+	var ups map[string]*upstream // copy-on-write, made at the first new upstream key
+	upstreamOf := func(key string) *upstream {
+		if key == "" {
+			return nil
+		}
+		if ups == nil {
+			if oldUps != nil {
+				if u := (*oldUps)[key]; u != nil {
+					return u
+				}
+			}
+			ups = copyMap(oldUps, 2)
+		}
+		return l.addUpstream(ups, key)
+	}
+	oldEps := l.endpoints.Load()
+	var eps map[string]*endpoint // copy-on-write, made at the first new endpoint
+	for i, e := range es {
+		cds[i].interval.Store(int64(e.Interval))
+		var ep *endpoint
+		if eps != nil {
+			ep = eps[e.ID]
+		} else if oldEps != nil {
+			ep = (*oldEps)[e.ID]
+		}
+		if ep == nil {
+			if eps == nil {
+				eps = copyMap(oldEps, len(es)-i)
+			}
+			ep = &endpoint{id: e.ID, cd: cds[i]}
+			eps[e.ID] = ep
+		}
+		ep.upKey = e.Upstream
+		ep.up.Store(upstreamOf(e.Upstream))
+	}
+	if ups != nil {
+		l.upstreams.Store(&ups)
+	}
+	if eps != nil {
+		l.endpoints.Store(&eps)
+	}
+	return nil
+}
+
+// copyMap returns a copy of *m (nil: empty) with room for extra more keys.
+func copyMap[V any](m *map[string]V, extra int) map[string]V {
+	c := make(map[string]V, mapLen(m)+extra)
+	if m != nil {
+		for k, v := range *m {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// SetEndpoint registers an endpoint, or changes the cooldown interval and upstream of a
+// registered one at once, keeping its last admission.
+// Each new endpoint copies the endpoint map: to register many, use SetEndpoints.
+func (l *Limiter) SetEndpoint(e Endpoint) error {
+	if err := checkEndpoint(e); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -162,12 +244,7 @@ func (l *Limiter) SetEndpoint(e Endpoint) error {
 	ep := l.lookupEndpoint(e.ID)
 	if ep == nil {
 		ep = &endpoint{id: e.ID, cd: l.cooldown.lookup(e.ID)}
-		m := make(map[string]*endpoint, mapLen(old)+1)
-		if old != nil {
-			for k, v := range *old {
-				m[k] = v
-			}
-		}
+		m := copyMap(old, 1)
 		m[e.ID] = ep
 		l.endpoints.Store(&m)
 	}
@@ -283,11 +360,23 @@ func (l *Limiter) upstreamLocked(key string) *upstream {
 			return u
 		}
 	}
-	c := l.canonical(key)
-	var u *upstream
-	if old != nil {
-		u = (*old)[c]
+	m := copyMap(old, 2)
+	u := l.addUpstream(m, key)
+	if u != nil {
+		l.upstreams.Store(&m)
 	}
+	return u
+}
+
+// addUpstream returns the state of key in m, a private copy of the upstream map, adding
+// it (under key and its canonical name) when missing; nil past MaxUpstreams. The caller
+// holds l.mu and publishes m.
+func (l *Limiter) addUpstream(m map[string]*upstream, key string) *upstream {
+	if u := m[key]; u != nil {
+		return u
+	}
+	c := l.canonical(key)
+	u := m[c]
 	if u == nil {
 		if l.nUp >= l.maxUpstreams {
 			return nil
@@ -296,14 +385,7 @@ func (l *Limiter) upstreamLocked(key string) *upstream {
 		u = &upstream{key: c, share: l.share, store: l.store}
 		u.configure(l.budgets[c], false)
 	}
-	m := make(map[string]*upstream, mapLen(old)+2)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
 	m[key], m[c] = u, u
-	l.upstreams.Store(&m)
 	return u
 }
 
@@ -477,6 +559,7 @@ type Ticket struct {
 	up        *upstream
 	ep        *endpoint
 	admitted  int64
+	seq       int64 // the upstream's admission number of this call; zero: none
 	tokens    int64 // tokens charged, after settling
 	bucket    int64 // the token bucket charged at admission
 	released  bool
@@ -504,6 +587,7 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	up := t.up
 	up.mu.Lock()
 	up.release(now.UnixNano() - t.admitted)
+	up.endProbe(t.seq)
 	up.wakeHead()
 	up.mu.Unlock()
 	if sh := t.sh; sh != nil && sh.lease != "" {
@@ -543,21 +627,29 @@ func (t *Ticket) Observe(status int, h http.Header, body []byte) Signal {
 }
 
 // ObserveAt applies what the upstream said at now: a rate-limited answer blocks the upstream
-// (or the quota its headers name) until its retry time, at least one second; a remaining of
-// zero holds calls until the reset; an advertised limit becomes a learned budget, counted
-// down by every call admitted after it, in flight ones included. Learned limits only add
-// to the configured ones, never loosen them.
+// (or the quota its headers name) until its retry time, at least one second, and once the
+// block ends one call probes before the others go; a rate-limited answer with no
+// advertised quota also infers a requests budget from the calls admitted before it; a
+// remaining of zero holds calls until the reset; an advertised limit becomes a learned
+// budget, counted down by every call admitted after it, in flight ones included. Learned
+// limits only add to the configured ones, never loosen them. See the package doc.
 func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	if t.up == nil {
 		return
 	}
 	up := t.up
 	up.mu.Lock()
+	// Calls admitted before this one normally reached the upstream first and are already
+	// in the remaining it advertised; only those admitted after it and still in flight
+	// are not.
 	others := up.inflight
 	if !t.released {
 		others--
 	}
-	up.learn(t.ep, sig, others, now.UnixNano())
+	if t.seq > 0 {
+		others = min(others, int(up.admitted-t.seq))
+	}
+	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
 	up.wakeHead()
 	key, st := up.key, up.store
 	up.mu.Unlock()

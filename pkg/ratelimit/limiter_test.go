@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -560,4 +561,70 @@ func TestRetrySkipsCooldownNotBudget(t *testing.T) {
 	if _, err := l.AdmitAt(Request{Endpoint: "api.solo", Retry: true}, now.Add(time.Second)); err != nil {
 		t.Fatalf("retry without upstream refused: %v", err)
 	}
+}
+
+func TestRegisteringEndpointsOneByOneCopiesMaps(t *testing.T) {
+	l := newLimiter(t, Options{Endpoints: []Endpoint{{ID: "s.a", Upstream: "u", Interval: 10 * time.Second}}})
+	if _, err := l.AdmitAt(Request{Endpoint: "s.a"}, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	err := l.SetEndpoints([]Endpoint{
+		{ID: "s.a", Upstream: "u", Interval: 5 * time.Second}, // keeps its last admission
+		{ID: "s.b", Upstream: "u", Interval: time.Second},
+		{ID: "t.c", Upstream: "v:443"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.AdmitAt(Request{Endpoint: "s.a"}, at(time.Second))
+	if le := limitErr(t, err); le.Kind != KindCooldown || le.RetryAfter != 4*time.Second {
+		t.Fatalf("got %s %v, want the cooldown of the new interval from the kept admission", le.Kind, le.RetryAfter)
+	}
+	st := l.StatusAt(at(time.Second), nil)
+	ups := map[string]string{}
+	for _, e := range st.Endpoints {
+		ups[e.ID] = e.Upstream
+	}
+	if ups["s.b"] != "u" || ups["t.c"] != "v:443" || len(ups) != 3 {
+		t.Fatalf("endpoints and their upstreams: %v", ups)
+	}
+	if iv, ok := l.cooldown.Interval("s.b"); !ok || iv != time.Second {
+		t.Fatalf("cooldown of s.b: %v %v", iv, ok)
+	}
+	// a bad endpoint anywhere registers none of them
+	if err := l.SetEndpoints([]Endpoint{{ID: "s.d"}, {ID: "s.e", Interval: -1}}); err == nil {
+		t.Fatal("negative interval accepted")
+	}
+	if _, ok := l.cooldown.Interval("s.d"); ok {
+		t.Fatal("s.d registered although the call failed")
+	}
+}
+
+// BenchmarkRegisterEndpoints registers 5,000 endpoints on 10 upstreams in a new Limiter:
+// one SetEndpoints (what New and cmd do) against 5,000 SetEndpoint calls.
+func BenchmarkRegisterEndpoints(b *testing.B) {
+	eps := make([]Endpoint, 5000)
+	for i := range eps {
+		eps[i] = Endpoint{ID: "spec" + strconv.Itoa(i%10) + ".op" + strconv.Itoa(i), Upstream: "api" + strconv.Itoa(i%10) + ".example.com:443", Interval: 10 * time.Second}
+	}
+	b.Run("bulk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l := newLimiter(b, Options{})
+			if err := l.SetEndpoints(eps); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-by-one", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l := newLimiter(b, Options{})
+			for _, e := range eps {
+				if err := l.SetEndpoint(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -225,12 +225,14 @@ func TestAcquireWaitsOutLearnedHoldWithinDeadline(t *testing.T) {
 		}
 		tk.Observe(429, hdr("Retry-After", "40"), nil)
 		tk.Release()
-		// a hold past the deadline is refused at once with the exact wait
+		// a hold past the deadline is refused at once with the exact wait: the second 429,
+		// after one call in its window, also taught a budget of one call per minute (plus
+		// the 250ms pad) from b's admission, which outlasts the 40s block
 		ctx2, cancel2 := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel2()
 		_, err = l.Acquire(ctx2, Request{Endpoint: "a"})
-		if le := limitErr(t, err); le.Scope != ScopeUpstream || le.RetryAfter != 40*time.Second {
-			t.Fatalf("got %s %v", le.Scope, le.RetryAfter)
+		if le := limitErr(t, err); le.Scope != ScopeUpstream || le.Kind != KindLearned || le.RetryAfter != time.Minute+250*time.Millisecond {
+			t.Fatalf("got %s %s %v", le.Scope, le.Kind, le.RetryAfter)
 		}
 	})
 }

@@ -72,6 +72,20 @@ type LearnedStatus struct {
 	BlockSource  string    // the header that set the block
 	Requests     LearnedQuota
 	Tokens       LearnedQuota
+	// Probing is true while calls wait for the answer to the probe sent after a block.
+	Probing bool
+	// Inferred is the requests budget inferred from rate-limited answers that advertised
+	// no quota; zero when there is none.
+	Inferred InferredBudget
+}
+
+// InferredBudget is a requests budget the limiter inferred from rate-limited answers that
+// advertised no quota: at most Limit calls in any rolling Window, until Until.
+type InferredBudget struct {
+	Limit  int64
+	Window time.Duration
+	Until  time.Time
+	Source string
 }
 
 // LearnedQuota is an advertised quota as the limiter counts it down.
@@ -167,6 +181,11 @@ func (u *upstream) status(now int64) UpstreamStatus {
 			BlockSource: ls.blockSource,
 			Requests:    ls.req.status(),
 			Tokens:      ls.tok.status(),
+			Probing:     ls.probeSeq != 0,
+		}
+		if ls.inf.limit > 0 && ls.inf.until > now {
+			x.Inferred = InferredBudget{Limit: ls.inf.limit, Window: time.Duration(ls.inf.window),
+				Until: time.Unix(0, ls.inf.until), Source: ls.inf.source}
 		}
 		if ls.blockUntil > now {
 			x.BlockedUntil = time.Unix(0, ls.blockUntil)

@@ -238,6 +238,15 @@ func (l *Limiter) Degraded() (degraded bool, since time.Time, reason string) {
 	return l.store.Degraded()
 }
 
+// FallbackShare is the share of each budget this replica runs on while its
+// shared store is unreachable; 1 without a shared store.
+func (l *Limiter) FallbackShare() float64 {
+	if l.store == nil {
+		return 1
+	}
+	return l.store.FallbackShare()
+}
+
 // shareBlock tells the store what a rate-limited answer (or an advertised remaining of
 // zero) means for every replica: no call to that quota until the retry time or reset.
 func shareBlock(st Store, upstream string, sig Signal, now time.Time) {

@@ -29,6 +29,11 @@ type upstream struct {
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
 
+	// recent holds the times of the last admissions, the one numbered n (admitted after
+	// it was charged) at n % recentCap: what a rate-limited answer with no advertised
+	// quota infers a budget from, and what that budget is checked against.
+	recent [recentCap]int64
+
 	admitted     int64
 	refused      [numKinds]int64
 	queueFull    int64
@@ -142,7 +147,53 @@ func (u *upstream) checkLearnedLocked(ep *endpoint, req Request, now int64, rf *
 			continue
 		}
 		s.check(rf, now, req.Tokens)
+		if s.probeSeq != 0 && rf.consider(KindLearned, ScopeUpstream, u.callEstimate()) {
+			// the probe after a block is in flight: its answer, not a clock, ends the wait
+			rf.source, rf.estimated = s.blockSource, true
+		}
+		if s.inf.limit > 0 {
+			if now >= s.inf.until {
+				s.inf = inferredBudget{}
+			} else if rf.consider(KindLearned, ScopeUpstream, u.recentWait(now, s.inf.limit, s.inf.window+int64(u.budget.WindowPad))) {
+				rf.source, rf.limit, rf.window = s.inf.source, s.inf.limit, time.Duration(s.inf.window)
+			}
+		}
 	}
+}
+
+// recentCap is how many admission times an upstream keeps, so the most calls per window
+// a rate-limited answer can teach is recentCap-1.
+const recentCap = 256
+
+// recentWait is how long after now a call waits so that no rolling span holds more than
+// limit admissions; zero when it may go now.
+func (u *upstream) recentWait(now, limit, span int64) int64 {
+	if limit <= 0 || limit >= recentCap {
+		return 0
+	}
+	n := u.admitted - limit + 1 // the limit-th most recent admission
+	if n < 1 {
+		return 0
+	}
+	return max(u.recent[n%recentCap]+span-now, 0)
+}
+
+// admittedBefore counts the calls admitted before the one numbered seq, at or after from;
+// ok is false when the admissions kept do not reach back that far.
+func (u *upstream) admittedBefore(seq, from int64) (n int64, ok bool) {
+	oldest := max(u.admitted-recentCap+1, 1)
+	if seq < oldest || seq > u.admitted {
+		return 0, false
+	}
+	for i := seq - 1; i >= oldest; i-- {
+		if u.recent[i%recentCap] >= from {
+			n++
+		}
+	}
+	if oldest > 1 && u.recent[oldest%recentCap] >= from {
+		return n, false // older calls may fall in the span too
+	}
+	return n, true
 }
 
 // chargeLocked charges an admitted call at now to every budget and learned quota; the
@@ -156,15 +207,20 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	if b.Tokens > 0 && req.Tokens > 0 {
 		t.bucket = u.toks.add(now, req.Tokens)
 	}
+	u.admitted++
+	t.seq = u.admitted
+	u.recent[t.seq%recentCap] = now
 	res := ep.resourceName()
 	for _, s := range u.learned {
 		if s.resource == "" || s.resource == res {
 			s.charge(req.Tokens)
+			if s.probe && s.probeSeq == 0 && now >= s.blockUntil {
+				s.probeSeq = t.seq // the first call after a block probes; the rest wait for it
+			}
 		}
 	}
 	u.lastAdmit = max(u.lastAdmit, now)
 	u.inflight++
-	u.admitted++
 	if ep != nil {
 		ep.cd.admitted.Add(1)
 	}
@@ -234,6 +290,15 @@ func (u *upstream) settle(t *Ticket, actual, now int64) {
 	}
 }
 
+// endProbe ends the probe numbered seq, released without an answer: the next call probes.
+func (u *upstream) endProbe(seq int64) {
+	for _, s := range u.learned {
+		if seq != 0 && s.probeSeq == seq {
+			s.probeSeq = 0
+		}
+	}
+}
+
 // wakeHead nudges the first waiting call to look again.
 func (u *upstream) wakeHead() {
 	if len(u.queue) > 0 {
@@ -261,13 +326,26 @@ func (u *upstream) set(resource string) *learnedSet {
 // minBlock is how long a rate-limited answer without a usable retry time blocks.
 const minBlock = time.Second
 
-// learn applies sig, seen at now; others is the number of other calls in flight, which
-// the upstream may not have counted yet in its remaining.
-func (u *upstream) learn(ep *endpoint, sig Signal, others int, now int64) {
+// answer is the call an upstream's answer belongs to.
+type answer struct {
+	seq    int64 // its admission number; zero: unknown
+	sent   int64 // when it was admitted, unix nanoseconds
+	others int   // calls admitted after it still in flight, which the upstream may not have counted yet in its remaining
+}
+
+// learn applies sig, the upstream's answer to the call a, seen at now.
+func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 	res := sig.Resource
 	if ep != nil && res != "" && res != ep.resourceName() {
 		r := res
 		ep.resource.Store(&r)
+	}
+	// the probe's answer releases the calls held for it, unless it was refused as well
+	for _, s := range u.learned {
+		if a.seq != 0 && s.probeSeq == a.seq {
+			s.probeSeq = 0
+			s.probe = sig.RateLimited
+		}
 	}
 	if sig.RateLimited {
 		u.limited++
@@ -281,8 +359,8 @@ func (u *upstream) learn(ep *endpoint, sig Signal, others int, now int64) {
 			return
 		}
 	}
-	s.req.update(sig.Requests, int64(max(others, 0)), now)
-	s.tok.update(sig.Tokens, 0, now)
+	s.req.update(sig.Requests, int64(max(a.others, 0)), a.sent, now)
+	s.tok.update(sig.Tokens, 0, a.sent, now)
 	if !sig.RateLimited {
 		return
 	}
@@ -299,6 +377,40 @@ func (u *upstream) learn(ep *endpoint, sig Signal, others int, now int64) {
 	if until > s.blockUntil {
 		s.blockUntil, s.blockSource = until, src
 	}
+	s.probe = true
+	if sig.Requests.empty() {
+		u.infer(s, a, until-now, src, now)
+	}
+}
+
+// inferredLife is how many windows a budget inferred from rate-limited answers lasts after
+// the last of them.
+const inferredLife = 10
+
+// infer learns a requests budget from a rate-limited answer that advertised no quota: the
+// calls admitted in the window before the refused one (the window is the block rounded up
+// to a usual length) are taken as what the upstream allows per window. A later refusal
+// only lowers it; it is dropped inferredLife windows after the last refusal.
+func (u *upstream) infer(s *learnedSet, a answer, block int64, src string, now int64) {
+	if a.seq == 0 {
+		return
+	}
+	window := niceCeil(block)
+	live := s.inf.limit > 0 && now < s.inf.until
+	if live {
+		window = max(window, s.inf.window)
+	}
+	n, ok := u.admittedBefore(a.seq, a.sent-window)
+	if !ok || n == 0 {
+		if live {
+			s.inf.until = now + inferredLife*window // still refused: keep what was learned
+		}
+		return
+	}
+	if live && window == s.inf.window {
+		n = min(n, s.inf.limit)
+	}
+	s.inf = inferredBudget{limit: n, window: window, until: now + inferredLife*window, source: src}
 }
 
 func unixNano(t time.Time) int64 {
@@ -313,7 +425,22 @@ type learnedSet struct {
 	resource    string
 	blockUntil  int64 // a rate-limited answer blocks until then
 	blockSource string
-	req, tok    learnedWindow
+	// After a rate-limited answer the first call once the block ends is a probe; the
+	// others wait for its answer.
+	probe    bool
+	probeSeq int64 // admission number of the probe in flight; zero: none
+	req, tok learnedWindow
+	inf      inferredBudget
+}
+
+// inferredBudget is a requests budget inferred from rate-limited answers that advertised
+// no quota: at most limit admissions to the upstream in any rolling window (plus the
+// budget's pad), until until.
+type inferredBudget struct {
+	limit  int64
+	window int64 // nanoseconds
+	until  int64 // unix nanoseconds
+	source string
 }
 
 func (s *learnedSet) check(rf *refusal, now, tokens int64) {
@@ -383,9 +510,10 @@ func (w *learnedWindow) spend(n int64) {
 	}
 }
 
-// update takes in an advertised quota q seen at now, less others calls in flight.
-// Within one window the remaining only goes down: answers arrive out of order.
-func (w *learnedWindow) update(q Quota, others, now int64) {
+// update takes in an advertised quota q seen at now in the answer to a call sent at sent,
+// less others calls in flight. Within one window the remaining only goes down: answers
+// arrive out of order.
+func (w *learnedWindow) update(q Quota, others, sent, now int64) {
 	if q.empty() {
 		return
 	}
@@ -400,7 +528,7 @@ func (w *learnedWindow) update(q Quota, others, now int64) {
 	if q.Window > 0 {
 		w.window, w.windowTold = int64(q.Window), true
 	} else if !w.windowTold && reset != 0 && w.limit > 0 {
-		if inferred := niceCeil(reset - now); inferred > w.window {
+		if inferred := inferWindow(reset, sent, now); inferred > w.window {
 			w.window = inferred
 		}
 	}
@@ -432,6 +560,32 @@ var niceWindows = []time.Duration{
 	30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
 	15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour,
 	12 * time.Hour, 24 * time.Hour,
+}
+
+// inferWindow guesses the window of a quota from its reset, said in the answer to a call
+// sent at sent and seen at now. The upstream counted the call in between, so when it
+// restarts the window at each call the window lies between reset-now and reset-sent; a
+// reset in whole seconds was likely rounded up, by up to a second. The guess is the
+// longest usual window length in that range, else the next usual length above it: never
+// shorter than what the reset allows, nor a second longer for the rounding alone.
+func inferWindow(reset, sent, now int64) int64 {
+	lo, hi := reset-now, reset-now
+	if sent > 0 && sent < now {
+		hi = reset - sent
+	}
+	if reset%int64(time.Second) == 0 {
+		lo -= int64(time.Second)
+	}
+	var best int64
+	for _, n := range niceWindows {
+		if int64(n) >= lo && int64(n) <= hi {
+			best = int64(n)
+		}
+	}
+	if best == 0 {
+		best = niceCeil(lo)
+	}
+	return best
 }
 
 func niceCeil(d int64) int64 {
