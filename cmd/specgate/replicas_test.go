@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/internal/upstreamtest"
 )
 
@@ -54,94 +54,6 @@ paths:
       operationId: getB
       responses: {"200": {description: ok}}
 `
-
-// replicaRedis is a real redis-server on a free loopback port, which the test can kill
-// and start again on the same port.
-type replicaRedis struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-// startReplicaRedis starts redis-server for t, killed at cleanup. Without redis-server on
-// PATH the test is skipped, unless SPECGATE_REQUIRE_REDIS=1, which makes it fail.
-func startReplicaRedis(t *testing.T) *replicaRedis {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("SPECGATE_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server is not on PATH and SPECGATE_REQUIRE_REDIS=1")
-		}
-		t.Skip("redis-server is not on PATH (set SPECGATE_REQUIRE_REDIS=1 to fail instead)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replicaRedis{t: t, port: ln.Addr().(*net.TCPAddr).Port}
-	ln.Close()
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *replicaRedis) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0" }
-
-// start runs redis-server on r's port and returns once it answers PING.
-func (r *replicaRedis) start() {
-	r.t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(r.port)
-	for range 50 { // the port may still be held for a moment after a kill
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no")
-		if err := cmd.Start(); err != nil {
-			r.t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		for range 100 {
-			if redisPing(addr) {
-				r.cmd = cmd
-				return
-			}
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Millisecond): // waiting for a process to come up
-				continue
-			}
-			break
-		}
-		cmd.Process.Kill()
-		<-exited
-	}
-	r.t.Fatalf("redis-server did not start on port %d", r.port)
-}
-
-// redisPing sends an inline PING and reports whether +PONG came back.
-func redisPing(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(200 * time.Millisecond))
-	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
-}
-
-// kill stops redis-server at once, as a crash would.
-func (r *replicaRedis) kill() {
-	if r.cmd == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	for redisPing("127.0.0.1:" + strconv.Itoa(r.port)) { // Wait is the start goroutine's
-		time.Sleep(5 * time.Millisecond)
-	}
-	r.cmd = nil
-}
 
 // hit is one request the upstream received.
 type hit struct {
@@ -270,7 +182,7 @@ store:
 
 // startReplicas starts n specgate processes on free loopback ports and waits until each
 // answers /readyz 200.
-func startReplicas(t *testing.T, n int, up *countingUpstream, rd *replicaRedis) []*replica {
+func startReplicas(t *testing.T, n int, up *countingUpstream, rd *redistest.Server) []*replica {
 	t.Helper()
 	bin := specgateBinary(t)
 	dir := t.TempDir()
@@ -280,7 +192,7 @@ func startReplicas(t *testing.T, n int, up *countingUpstream, rd *replicaRedis) 
 	prefix := fmt.Sprintf("e2e:%s:%d:", t.Name(), time.Now().UnixNano())
 	var rs []*replica
 	for i := range n {
-		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, rd.url(), prefix)
+		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, rd.URL(), prefix)
 		r := &replica{id: i, exited: make(chan struct{})}
 		r.cmd = exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
 		r.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
@@ -522,7 +434,7 @@ func checkBudget(t *testing.T, up *countingUpstream) {
 // cooldown alone decides: exactly one admission per interval across the three. Then they
 // also call getB, past the budget: never more than the quota in any window, no 429.
 func TestReplicasShareCooldownAndBudget(t *testing.T) {
-	rd := startReplicaRedis(t)
+	rd := redistest.Start(t)
 	up := newCountingUpstream(t)
 	rs := startReplicas(t, replicaCount, up, rd)
 	var agents []*agent
@@ -587,7 +499,7 @@ func TestReplicasShareCooldownAndBudget(t *testing.T) {
 // port: no replica crashes or stops answering, none spends more than its fallback share
 // while Redis is down, /readyz says degraded (still 200), and they all return to Redis.
 func TestReplicasSurviveRedisOutage(t *testing.T) {
-	rd := startReplicaRedis(t)
+	rd := redistest.Start(t)
 	up := newCountingUpstream(t)
 	rs := startReplicas(t, replicaCount, up, rd)
 	var agents []*agent
@@ -609,7 +521,7 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // Redis up for a while, so the switch carries state
 	checkOutcomes(t, "before the outage", agents)
 
-	rd.kill()
+	rd.Stop()
 	killedAt := time.Now()
 	// Every replica notices at its next call to Redis: readyz says degraded, still 200.
 	for _, r := range rs {
@@ -648,7 +560,7 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 	}
 	checkOutcomes(t, "redis down", agents)
 
-	rd.start()
+	rd.Restart()
 	restartedAt := time.Now()
 	for _, r := range rs {
 		deadline := time.Now().Add(replicaTimeout)
@@ -716,16 +628,14 @@ func TestReplicasSurviveRedisOutage(t *testing.T) {
 }
 
 // TestReplicasFallbackAfterUnevenLoadStaysInBudget: one replica spends the whole budget
-// while Redis is up, then Redis dies and all three call. Each fallback replica counts only
-// its own recent admissions, so the two idle ones each admit their share at once while the
-// upstream's window is still full of the busy one's calls: the budget is overrun by up to
-// (replicas-1) x share and the upstream answers 429. Known to fail; it runs with
-// SPECGATE_KNOWN_BUGS=1 until the fallback accounts for the shared window it last saw.
+// while Redis is up, then Redis dies and all three call. The fallback used to count only
+// each replica's own recent admissions, so the two idle ones each admitted their share at
+// once while the upstream's window was still full of the busy one's calls, and the
+// upstream answered 429. Now, for a window after the switch, a replica allows only its
+// share of what it last saw left in the shared window (none when it saw it full, or saw
+// nothing); then each runs on its share, within the budget.
 func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
-	if os.Getenv("SPECGATE_KNOWN_BUGS") != "1" {
-		t.Skip("known over-admission across the switch to the fallback share; SPECGATE_KNOWN_BUGS=1 runs it")
-	}
-	rd := startReplicaRedis(t)
+	rd := redistest.Start(t)
 	up := newCountingUpstream(t)
 	rs := startReplicas(t, replicaCount, up, rd)
 	var agents []*agent
@@ -733,8 +643,15 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		agents = append(agents, newAgent(t, r))
 	}
 	runFor(t.Context(), agents[:1], 1500*time.Millisecond, "quota.getB")
-	rd.kill()
-	runFor(t.Context(), agents, 1500*time.Millisecond, "quota.getB")
-	checkOutcomes(t, "after the switch", agents)
+	checkOutcomes(t, "one replica busy", agents)
+	rd.Stop()
+	killedAt := time.Now()
+	// longer than a window plus pad after the switch, so the shares are used as well
+	runFor(t.Context(), agents, replicaWindow+2*time.Second, "quota.getB")
+	out := checkOutcomes(t, "after the switch", agents)
+	if out["quota.getB ok"] == 0 {
+		t.Error("no call admitted on the fallback share a window after the switch")
+	}
+	t.Logf("after the switch: %d upstream admissions", len(up.admitted(inSpan(killedAt, time.Now()))))
 	checkBudget(t, up)
 }

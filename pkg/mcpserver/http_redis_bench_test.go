@@ -5,56 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
-
-// benchRedisURL starts a real redis-server for b on a free loopback port, killed at
-// cleanup. Without redis-server on PATH the benchmark is skipped, unless
-// SPECGATE_REQUIRE_REDIS=1, which makes it fail.
-func benchRedisURL(b *testing.B) string {
-	b.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("SPECGATE_REQUIRE_REDIS") == "1" {
-			b.Fatal("redis-server is not on PATH and SPECGATE_REQUIRE_REDIS=1")
-		}
-		b.Skip("redis-server is not on PATH (set SPECGATE_REQUIRE_REDIS=1 to fail instead)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, MaxRetries: -1})
-	defer c.Close()
-	for range 200 {
-		if c.Ping(context.Background()).Err() == nil {
-			return "redis://127.0.0.1:" + port + "/0"
-		}
-		time.Sleep(10 * time.Millisecond) // waiting for a process to come up
-	}
-	b.Fatalf("redis-server did not start on port %s", port)
-	return ""
-}
 
 // newHTTPRedisFixture is newHTTPFixture with the limiter and the inbound windows shared
 // through a RedisStore on redisURL, under a key prefix of its own. The store must be
@@ -120,7 +81,7 @@ func newHTTPRedisFixture(b *testing.B, redisURL string, opts HTTPOptions) *httpF
 // with auth and inbound budgets on. Every request takes the requests window in Redis;
 // tools/call takes the tool-calls window too; invoke also runs the admission script.
 func BenchmarkHTTPRedisThroughput(b *testing.B) {
-	redisURL := benchRedisURL(b)
+	redisURL := redistest.Start(b).URL()
 	for _, bc := range []struct{ name, body string }{
 		{"ping", rpc(1, "ping", nil)},
 		{"search", toolsCall(1, "search", map[string]any{"query": "find pets by status", "limit": 5})},
@@ -147,7 +108,7 @@ func BenchmarkHTTPRedisThroughput(b *testing.B) {
 // specgate adds to a call (auth, inbound windows and admission in Redis, governance,
 // audit) against an instant upstream, less the same GET sent to the upstream directly.
 func BenchmarkHTTPRedisInvokeLatency(b *testing.B) {
-	f := newHTTPRedisFixture(b, benchRedisURL(b), benchHTTPOptions())
+	f := newHTTPRedisFixture(b, redistest.Start(b).URL(), benchHTTPOptions())
 	c := benchClient()
 	mcpURL := f.ts.URL + "/mcp"
 	directURL := f.upstreamURL + "/api/v3/pet/1"

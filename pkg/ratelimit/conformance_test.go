@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/specgate/specgate/internal/redistest"
 )
 
 // storeHarness runs the conformance suite on one store. The memory store runs on a fake
@@ -28,12 +30,12 @@ func harnesses(parent *testing.T) []storeHarness {
 		now:   func() time.Time { return clock },
 		sleep: func(d time.Duration) { clock = clock.Add(d) },
 	}
-	var srv *redisServer
+	var srv *redistest.Server
 	red := storeHarness{
 		name: "redis",
 		opts: func(t *testing.T) Options {
 			if srv == nil {
-				srv = startRedis(parent)
+				srv = redistest.Start(parent)
 			}
 			return Options{Store: newRedisStore(t, srv, 0)}
 		},

@@ -60,7 +60,14 @@
 // when its wait ends. Each admission is mirrored in the local state, which runs on
 // FallbackShare of each budget (cooldowns and minimum intervals stretched by its inverse)
 // whenever Redis does not answer, and for one window after, so a replica never fails open
-// nor spends more than its share across the switch. Limiter.Degraded and Status report it.
+// nor spends more than its share across the switch. The local state holds only this
+// replica's own calls, while the upstream's window also holds the other replicas': so for
+// one window after it last saw the shared requests window (the count each admission
+// returns), a replica on its fallback allows its share of what was left there, none when
+// the window was full, and a replica that saw none in the window before the switch allows
+// none until a window after it. A store that never answered leaves no switch: the replica
+// starts on its share. Limiter.Degraded and Status report it. Limiter.ReadyAt never asks
+// the store: it is a hint from this replica's state and what the store last said.
 //
 // Window is the same idea for inbound budgets: at most Limit events per key (a principal,
 // a client IP) in any rolling window, in memory or shared through the same store.

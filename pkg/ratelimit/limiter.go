@@ -81,6 +81,10 @@ type Limiter struct {
 	store        Store        // nil: memory
 	share        float64      // of each budget while store is unreachable; 1 without a store
 	lastFallback atomic.Int64 // unix nanoseconds of the last admission on the fallback share
+	// fellBack is when the limiter last moved from its store to the fallback share (unix
+	// nanoseconds of its now); storeUp while on the store; zero while the store has never
+	// answered: then there is no switch to account for (see switchHold).
+	fellBack atomic.Int64
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -118,6 +122,9 @@ func New(opts Options) (*Limiter, error) {
 		l.share = l.store.FallbackShare()
 		if !(l.share > 0 && l.share <= 1) {
 			return nil, fmt.Errorf("store fallback share %v is not in (0, 1]", l.share)
+		}
+		if l.store.Available() {
+			l.fellBack.Store(storeUp)
 		}
 	}
 	if l.progressEvery <= 0 {
@@ -430,9 +437,14 @@ func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 
 // ReadyAt returns how long after now a call to the endpoint would wait for its cooldown,
 // its upstream's budget and learned limits; zero when it could go now. It charges nothing
-// and does not count calls already waiting in the queue.
+// and does not count calls already waiting in the queue. With a Store it never asks the
+// store: it is a hint from what this replica knows (its own calls and what the store last
+// said), and only an admission is sure.
 func (l *Limiter) ReadyAt(endpointID string, now time.Time) time.Duration {
 	ep, up := l.resolve(Request{Endpoint: endpointID})
+	if l.store != nil {
+		return time.Duration(l.readyLocal(ep, up, now.UnixNano()))
+	}
 	_, rf, ok := l.admit(ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
 	if ok {
 		return 0

@@ -277,19 +277,21 @@ func (s *RedisStore) Admit(ctx context.Context, a *Admission) (Decision, error) 
 		return Decision{}, err
 	}
 	r, ok := v.([]any)
-	if !ok || len(r) != 7 {
+	if !ok || len(r) != 9 {
 		err := errors.New("redis store: unexpected reply to admit")
 		s.fail(err)
 		return Decision{}, err
 	}
 	d := Decision{
-		OK:       toInt(r[0]) == 1,
-		Now:      time.UnixMicro(toInt(r[1])),
-		Kind:     Kind(toString(r[2])),
-		Wait:     time.Duration(toInt(r[3])) * time.Microsecond,
-		Source:   toString(r[4]),
-		Cooldown: toInt(r[5]) == 1,
-		Bucket:   toInt(r[6]),
+		OK:           toInt(r[0]) == 1,
+		Now:          time.UnixMicro(toInt(r[1])),
+		Kind:         Kind(toString(r[2])),
+		Wait:         time.Duration(toInt(r[3])) * time.Microsecond,
+		Source:       toString(r[4]),
+		Cooldown:     toInt(r[5]) == 1,
+		Bucket:       toInt(r[6]),
+		Requests:     int(toInt(r[7])),
+		RequestsFree: time.Duration(toInt(r[8])) * time.Microsecond,
 	}
 	if !d.OK {
 		d.Scope = ScopeProxy
@@ -364,16 +366,23 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 // admitScript checks, in the memory store's order, the cooldown, learned blocks, the
 // requests window, the tokens window, the minimum interval and the calls in flight; it
 // keeps the longest wait; with charge set and nothing in the way, it charges them all.
-// Reply: ok, now, kind, wait, source, cooldown refused, token bucket.
+// Reply: ok, now, kind, wait, source, cooldown refused, token bucket, calls in the
+// requests window (this one included when charged), wait until that window has room.
 var admitScript = redis.NewScript(luaPrelude + `
 local charge = ARGV[1] == '1'
 local iv, nreq, span = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
-local best, kind, src, cd = 0, '', '', 0
+local best, kind, src, cd, nc, nfree = 0, '', '', 0, 0, 0
 local function consider(k, w, s)
   if w > best then best, kind, src = w, k, s or '' end
+end
+-- the wait until the requests window, holding nc calls, has room for one more
+local function free()
+  if nc < nreq then return 0 end
+  local e = redis.call('ZRANGE', KEYS[2], nc - nreq, nc - nreq, 'WITHSCORES')
+  return math.max(tonumber(e[2]) + span - now, 0)
 end
 if iv > 0 then
   local last = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -389,11 +398,9 @@ if hasUp then
   end
   if nreq > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', num(now - span))
-    local c = redis.call('ZCARD', KEYS[2])
-    if c >= nreq then
-      local e = redis.call('ZRANGE', KEYS[2], c - nreq, c - nreq, 'WITHSCORES')
-      consider('requests', tonumber(e[2]) + span - now)
-    end
+    nc = redis.call('ZCARD', KEYS[2])
+    nfree = free()
+    consider('requests', nfree)
   end
   if ntok > 0 then
     local h = redis.call('HGETALL', KEYS[3])
@@ -429,8 +436,8 @@ if hasUp then
     if redis.call('ZCARD', KEYS[5]) >= mc then consider('concurrency', est) end
   end
 end
-if best > 0 then return {0, now, kind, best, src, cd, 0} end
-if not charge then return {1, now, '', 0, '', 0, 0} end
+if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree} end
+if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree} end
 local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
 if iv > 0 then redis.call('SET', KEYS[1], num(now), 'PX', ttl(iv)) end
 local bucket = 0
@@ -438,6 +445,8 @@ if hasUp then
   if nreq > 0 then
     redis.call('ZADD', KEYS[2], num(now), num(now) .. '-' .. lease)
     redis.call('PEXPIRE', KEYS[2], ttl(span))
+    nc = nc + 1
+    nfree = free()
   end
   if ntok > 0 and cost > 0 then
     bucket = now - now % g
@@ -450,7 +459,7 @@ if hasUp then
     redis.call('PEXPIRE', KEYS[5], ttl(lttl))
   end
 end
-return {1, now, '', 0, '', 0, bucket}
+return {1, now, '', 0, '', 0, bucket, nc, nfree}
 `)
 
 // settleScript charges delta more tokens now, or refunds up to -delta from a bucket.

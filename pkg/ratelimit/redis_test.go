@@ -1,93 +1,22 @@
 package ratelimit
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/specgate/specgate/internal/redistest"
 )
 
-// redisServer is a real redis-server started for one test on a free loopback port.
-type redisServer struct {
-	t    testing.TB
-	port int
-	cmd  *exec.Cmd
-}
-
-// startRedis starts redis-server for t, stopped at cleanup. Without redis-server on PATH
-// the test is skipped, unless SPECGATE_REQUIRE_REDIS=1, which makes it fail.
-func startRedis(t testing.TB) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("SPECGATE_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server is not on PATH and SPECGATE_REQUIRE_REDIS=1")
-		}
-		t.Skip("redis-server is not on PATH (set SPECGATE_REQUIRE_REDIS=1 to fail instead)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	s := &redisServer{t: t, port: port}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(s.port) + "/0" }
-
-func (s *redisServer) start() {
-	s.t.Helper()
-	var err error
-	for range 50 { // the port may still be held for a moment after a kill
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no")
-		if err = cmd.Start(); err != nil {
-			s.t.Fatal(err)
-		}
-		s.cmd = cmd
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(s.port), MaxRetries: -1})
-		for range 100 {
-			if err = c.Ping(context.Background()).Err(); err == nil {
-				c.Close()
-				return
-			}
-			if cmd.ProcessState != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // waiting for a process to come up, not for limiter time
-		}
-		c.Close()
-		s.kill()
-	}
-	s.t.Fatalf("redis-server did not start on port %d: %v", s.port, err)
-}
-
-// kill stops the server at once, as a crash would.
-func (s *redisServer) kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
 // newRedisStore returns a store on srv with keys apart from every other test's.
-func newRedisStore(t testing.TB, srv *redisServer, share float64) *RedisStore {
+func newRedisStore(t testing.TB, srv *redistest.Server, share float64) *RedisStore {
 	t.Helper()
 	st, err := NewRedisStore(t.Context(), RedisOptions{
-		URL:           srv.url(),
+		URL:           srv.URL(),
 		KeyPrefix:     testPrefix(t),
 		FallbackShare: share,
 		ProbeInterval: 20 * time.Millisecond,
@@ -112,7 +41,7 @@ func testPrefix(t testing.TB) string {
 }
 
 func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.Start(t)
 	st := newRedisStore(t, srv, 0)
 	l := newLimiter(t, Options{
 		Store:     st,
@@ -125,7 +54,7 @@ func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk.ObserveAt(Signal{Status: 429, RateLimited: true, Source: "status"}, time.Now())
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(srv.port)})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
 	keys, err := c.Keys(t.Context(), "*").Result()
 	if err != nil {
@@ -149,8 +78,8 @@ func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
 }
 
 func TestRedisStoreStartsDegradedAndRecovers(t *testing.T) {
-	srv := startRedis(t)
-	srv.kill()
+	srv := redistest.Start(t)
+	srv.Stop()
 	st := newRedisStore(t, srv, 0.5)
 	if down, since, reason := st.Degraded(); !down || since.IsZero() || !strings.Contains(reason, "redis unreachable") {
 		t.Fatalf("Degraded() = %v, %v, %q; want degraded with a reason", down, since, reason)
@@ -173,7 +102,7 @@ func TestRedisStoreStartsDegradedAndRecovers(t *testing.T) {
 	if st := l.StatusAt(now, nil); !st.Degraded || st.Store != "shared" {
 		t.Errorf("status: degraded %v store %q, want degraded shared", st.Degraded, st.Store)
 	}
-	srv.start()
+	srv.Restart()
 	waitUntil(t, 5*time.Second, func() bool { return st.Available() })
 	if down, _, _ := l.Degraded(); down {
 		t.Error("still degraded after Redis came back")

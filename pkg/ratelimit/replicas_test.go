@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/internal/redistest"
 )
 
 // admission is one admitted call, as the replicas test records it.
@@ -25,7 +27,7 @@ type replicas struct {
 	wg  sync.WaitGroup
 }
 
-func newReplicas(t *testing.T, srv *redisServer, n int, share float64, opts Options) *replicas {
+func newReplicas(t *testing.T, srv *redistest.Server, n int, share float64, opts Options) *replicas {
 	r := &replicas{}
 	for range n {
 		st := newRedisStore(t, srv, share)
@@ -82,7 +84,7 @@ func overAdmissions(times []time.Time, n int, d time.Duration) int {
 }
 
 func TestReplicasShareCooldownAndBudget(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.Start(t)
 	const (
 		interval = 100 * time.Millisecond
 		limit    = 5
@@ -136,7 +138,7 @@ func TestReplicasShareCooldownAndBudget(t *testing.T) {
 }
 
 func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.Start(t)
 	const (
 		share    = 0.34
 		limit    = 9 // share: 3 per replica
@@ -150,7 +152,7 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 	stop := make(chan struct{})
 	r.run(stop, "svc.get", "svc.list")
 	time.Sleep(500 * time.Millisecond)
-	srv.kill()
+	srv.Stop()
 	killed := time.Now()
 	time.Sleep(1000 * time.Millisecond)
 	for i, l := range r.ls {
@@ -158,7 +160,7 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 			t.Errorf("replica %d does not report degraded with Redis down", i)
 		}
 	}
-	srv.start()
+	srv.Restart()
 	restarted := time.Now()
 	for _, st := range r.sts {
 		waitUntil(t, 3*time.Second, st.Available)
@@ -222,4 +224,55 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 	}
 	t.Logf("%d admissions, %d on the fallback share, %d through Redis after restart; recovered %v after restart",
 		len(r.got), fallback, afterShared, recovered.Sub(restarted))
+}
+
+// TestReplicasFallbackAfterUnevenLoadStaysInBudget: one replica spends the whole shared
+// budget, then Redis dies. The fallback used to count only each replica's own calls, so
+// the two idle replicas each admitted their share at once while the upstream's window
+// was still full. The fallback decides with explicit times: no sleeping.
+func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		share  = 0.34
+		limit  = 9 // share: 3 per replica
+		window = time.Minute
+	)
+	r := newReplicas(t, srv, 3, share, Options{
+		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}},
+	})
+	busy := r.ls[0]
+	t0 := time.Now()
+	for i := range limit {
+		if _, err := busy.AdmitAt(Request{Endpoint: "svc.get"}, t0); err != nil {
+			t.Fatalf("call %d through Redis: %v", i, err)
+		}
+	}
+	srv.Stop()
+	switched := t0.Add(time.Millisecond)
+	admitted := func(at time.Time) int {
+		n := 0
+		for _, l := range r.ls {
+			for range limit {
+				if _, err := l.AdmitAt(Request{Endpoint: "svc.get"}, at); err != nil {
+					break
+				}
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted(switched); n != 0 {
+		t.Errorf("%d calls admitted on the fallback while the window was full, want 0", n)
+	}
+	for i, l := range r.ls {
+		if down, _, _ := l.Degraded(); !down {
+			t.Errorf("replica %d does not report degraded with Redis down", i)
+		}
+	}
+	// a window after the switch, each replica has its share again
+	part := Budget{Requests: limit}.scaled(share).Requests
+	if got, want := admitted(switched.Add(window)), 3*part; got != want {
+		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
+	}
 }

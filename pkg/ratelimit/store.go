@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -75,6 +76,12 @@ type Decision struct {
 	Bucket int64
 	// Now is the store's clock when it decided.
 	Now time.Time
+	// Requests is how many calls the upstream's requests window held when the store
+	// decided, this one included when charged; RequestsFree is how long after Now until
+	// that window has room for another call, zero when it has room. Both zero without a
+	// requests budget. They are what the fallback share starts from if the store goes away.
+	Requests     int
+	RequestsFree time.Duration
 }
 
 // sharedTicket is what a Ticket admitted through a Store needs to give back.
@@ -99,8 +106,10 @@ func storeCtx() context.Context { return context.Background() }
 func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	st := l.store
 	if !st.Available() {
+		l.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
 	}
+	l.onStore()
 	var lrf refusal
 	grace := l.inGrace(ep, up, now)
 	switch {
@@ -126,7 +135,11 @@ func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64
 	}
 	d, err := st.Admit(storeCtx(), &a)
 	if err != nil {
+		l.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
+	}
+	if up != nil {
+		up.observeShared(d, now)
 	}
 	rf := lrf
 	if !d.OK {
@@ -164,7 +177,17 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 	var rf refusal
 	var ok bool
 	if up != nil {
+		if w, allow := l.switchHold(up, now); w > 0 {
+			rf, _ = up.checkLocked(ep, req, now)
+			if rf.consider(KindRequests, ScopeProxy, w) {
+				rf.limit, rf.window = allow, up.budget.Window
+			}
+			return Ticket{}, rf, false
+		}
 		t, rf, ok = up.admitLocked(ep, req, now, charge)
+		if ok && charge {
+			up.afterSeen++
+		}
 	} else {
 		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
 	}
@@ -177,6 +200,116 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 		}
 	}
 	return t, rf, ok
+}
+
+// storeUp is Limiter.fellBack while the limiter runs on its store.
+const storeUp = -1
+
+// onStore records that the store answers (or says it does).
+func (l *Limiter) onStore() {
+	if l.fellBack.Load() != storeUp {
+		l.fellBack.Store(storeUp)
+	}
+}
+
+// switchAt records now as the switch to the fallback share, if the limiter was on its
+// store until now; a store that never answered leaves no switch to account for.
+func (l *Limiter) switchAt(now int64) {
+	if l.fellBack.Load() == storeUp {
+		l.fellBack.CompareAndSwap(storeUp, max(now, 1))
+	}
+}
+
+// observeShared keeps what the store said of the upstream's shared window; the caller
+// holds u.mu.
+func (u *upstream) observeShared(d Decision, now int64) {
+	until := now + int64(d.RequestsFree)
+	if !d.OK && d.Kind != KindCooldown {
+		until = max(until, now+int64(d.Wait))
+	}
+	u.sharedUntil = until
+	if u.full.Requests > 0 {
+		u.seenCount, u.seenAt, u.afterSeen = d.Requests, now, 0
+	}
+}
+
+// switchHold is how long the requests budget of up holds calls on the fallback share
+// just after the switch from the store, and the allowance meanwhile; zero when it does
+// not. The local state holds only this replica's own calls, but for one window after the
+// switch the upstream's window still holds the other replicas' calls admitted through the
+// store. So for one window after it last saw the shared window (count calls of N, shortly
+// before the switch) a replica allows floor(share × (N - count)) calls: none when that
+// window was full, at least 1 only when it was empty. A replica that saw no shared window
+// of up in the window before the switch must assume it full: it allows none until one
+// window after the switch. The caller holds up.mu.
+func (l *Limiter) switchHold(up *upstream, now int64) (wait, allow int64) {
+	sw, n := l.fellBack.Load(), int64(up.full.Requests)
+	if sw <= 0 || n <= 0 || now >= sw+up.span {
+		return 0, 0
+	}
+	if up.seenAt == 0 || up.seenAt+up.span <= sw {
+		return sw + up.span - now, 0
+	}
+	until := up.seenAt + up.span
+	if now >= until {
+		return 0, 0
+	}
+	switch left := n - int64(up.seenCount); {
+	case up.seenCount <= 0:
+		allow = int64(up.budget.Requests)
+	case left > 0:
+		allow = int64(math.Floor(l.share * float64(left)))
+	}
+	if int64(up.afterSeen) < allow {
+		return 0, allow
+	}
+	return until - now, allow
+}
+
+// readyLocal is ReadyAt with a Store, answered from this replica's own state without
+// asking the store: a hint. While the store answers it is the endpoint's cooldown since
+// this replica's last call, the minimum interval since its last call to the upstream,
+// what the upstream said, and how long the store last said the upstream was held (its
+// requests window full, or a refusal); on the fallback share it is the fallback's own
+// check.
+func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
+	var rf refusal
+	avail := l.store.Available()
+	if up == nil {
+		if ep != nil {
+			share := 1.0
+			if !avail || l.inGrace(ep, nil, now) {
+				share = l.share
+			}
+			rf.wait = ep.cd.waitShare(ep.cd.last.Load(), now, share)
+		}
+		return max(rf.wait, 0)
+	}
+	req := Request{}
+	if ep != nil {
+		req.Endpoint = ep.id
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	switch {
+	case !avail:
+		rf, _ = up.checkLocked(ep, req, now)
+		w, _ := l.switchHold(up, now)
+		rf.consider(KindRequests, ScopeProxy, w)
+		return max(rf.wait, 0)
+	case l.inGrace(ep, up, now):
+		rf, _ = up.checkLocked(ep, req, now)
+	default:
+		if ep != nil {
+			rf.consider(KindCooldown, ScopeProxy, ep.cd.wait(ep.cd.last.Load(), now))
+		}
+		up.checkLearnedLocked(ep, req, now, &rf)
+		if mi := int64(up.full.MinInterval); mi > 0 && up.lastAdmit != 0 {
+			rf.consider(KindInterval, ScopeProxy, up.lastAdmit+mi-now)
+		}
+	}
+	rf.consider(KindRequests, ScopeProxy, up.sharedUntil-now)
+	return max(rf.wait, 0)
 }
 
 // inGrace reports whether this replica ran on its fallback share recently enough that

@@ -26,6 +26,15 @@ type upstream struct {
 	inflight  int
 	avgCall   int64 // moving mean of call durations, nanoseconds; zero: none finished yet
 
+	// With a Store: what it last said of the shared state, at seenAt (unix nanoseconds of
+	// the limiter's now; zero: never): seenCount calls in the requests window, and calls
+	// held until sharedUntil; afterSeen counts the calls admitted on the fallback share
+	// since. See Limiter.switchHold and readyLocal.
+	seenCount   int
+	seenAt      int64
+	afterSeen   int
+	sharedUntil int64
+
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
 

@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/internal/redistest"
 )
 
 func newWindow(t *testing.T, opts WindowOptions) *Window {
@@ -58,7 +60,7 @@ func TestWindowMemoryFullRefusesNewKeysNotActiveOnes(t *testing.T) {
 }
 
 func TestWindowRedisSharedAndFallback(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.Start(t)
 	const limit, win = 4, 400 * time.Millisecond
 	var ws []*Window
 	for range 2 { // two replicas
@@ -85,7 +87,7 @@ func TestWindowRedisSharedAndFallback(t *testing.T) {
 	}
 
 	// Redis gone: each replica on half the limit, counting what it allowed itself
-	srv.kill()
+	srv.Stop()
 	time.Sleep(win) // let the shared events leave the window
 	allowed := 0
 	for range 5 {
