@@ -24,10 +24,12 @@ bench: build ## benchmarks for the targets in the README's performance section
 fuzz: ## run each fuzz test for a short while (FUZZTIME=30s)
 	./scripts/fuzz.sh $${FUZZTIME:-20s}
 
-lint: ## gofmt and go vet must be clean
+lint: ## gofmt and go vet must be clean; staticcheck too where it is installed
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@if command -v staticcheck >/dev/null 2>&1; then echo staticcheck $(PKGS); staticcheck $(PKGS); \
+	  elif [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ]; then echo staticcheck $(PKGS); "$$($(GO) env GOPATH)/bin/staticcheck" $(PKGS); fi
 
 tidy-check: ## go mod tidy leaves no diff
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum

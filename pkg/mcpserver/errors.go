@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -93,10 +92,6 @@ func retrySeconds(d time.Duration) float64 {
 		ms = 1
 	}
 	return ms / 1000
-}
-
-func formatSeconds(s float64) string {
-	return fmt.Sprintf("%.3g seconds", s)
 }
 
 // mapError turns an error from a package into the error object the model

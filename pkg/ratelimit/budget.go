@@ -183,14 +183,6 @@ func (r *requestLog) add(now int64) {
 	r.head = (r.head + 1) % len(r.ring)
 }
 
-// nextFree returns when the oldest entry leaves the window (for status), or now.
-func (r *requestLog) nextFree(now, span int64) int64 {
-	if w := r.wait(now, span); w > 0 {
-		return now + w
-	}
-	return now
-}
-
 // tokenBuckets is a ring of token charges grouped in buckets of width g. A charge made
 // during bucket [t, t+g) counts until t+g+span, which is at least span after the charge:
 // counting whole buckets is conservative, never lenient.
