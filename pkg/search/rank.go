@@ -68,7 +68,18 @@ type plan struct {
 const (
 	wSynonym = 0.6
 	wAlso    = 0.6
+	wAgent   = 0.8 // "contributed" also finds "contributor"
 )
+
+// irregularPast maps past forms to the verb they come from, so "messages
+// I sent" reads as a qualifier.
+var irregularPast = map[string]string{
+	"sent": "send", "made": "make", "built": "build", "written": "write",
+	"wrote": "write", "given": "give", "gave": "give", "bought": "buy",
+	"shown": "show", "seen": "see", "saw": "see", "began": "begin",
+	"begun": "begin", "chosen": "choose", "stolen": "steal", "drawn": "draw",
+	"taken": "take", "done": "do", "kept": "keep", "paid": "pay",
+}
 
 // plan reads free text: phrases rewritten, stop words dropped, the first
 // verb taken as the action, the other words as concepts with their
@@ -114,20 +125,48 @@ func (ix *Index) plan(text string) *plan {
 		seen[kept[0].stem] = len(p.concepts)
 		p.concepts = append(p.concepts, concept{terms: kept})
 	}
-	wantPlural := false
+	// head tracks the head noun phrase: the run of resource words after
+	// the action (or opening a query without one). Its last word says
+	// one thing or many: "recent CI runs", "a customer's email address".
+	const (
+		headWant = iota // looking for the run
+		headIn          // in it
+		headDone        // past it
+	)
+	head := headWant
 	for _, w := range words {
 		st := stemWord(w)
+		past := false
 		v, isVerb := verbs[w]
-		if !isVerb && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing")) {
-			// "merged", "listing"; not "followers" or "runs", nouns
-			// whose stem is a verb.
-			v, isVerb = verbByStem[st]
+		if !isVerb {
+			if base, ok := irregularPast[w]; ok {
+				v, isVerb = verbs[base]
+				st = stemWord(base)
+				past = true
+			} else if strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing") {
+				// "merged", "listing"; not "followers" or "runs", nouns
+				// whose stem is a verb.
+				v, isVerb = verbByStem[st]
+				past = strings.HasSuffix(w, "ed")
+			}
+		}
+		if isVerb && past && p.act == actNone && len(p.concepts) > 0 {
+			// A participle after the thing named qualifies it ("messages
+			// I sent", "repos I starred"): the intent is to read them,
+			// not to do it again. A domain verb stays a content word.
+			if !v.content {
+				if head == headIn {
+					head = headDone
+				}
+				continue
+			}
+			isVerb = false
 		}
 		if isVerb && v.act != actNone {
 			switch {
 			case p.act == actNone:
 				p.act = v.act
-				wantPlural = true
+				head = headWant
 			case p.act == actGet && v.act == actList:
 				// "show all branches"
 				p.act = actList
@@ -141,16 +180,20 @@ func (ix *Index) plan(text string) *plan {
 				p.verbTerms = append(p.verbTerms, ix.qterm(stemWord(a), wAlso))
 			}
 			if !v.content && !v.weak {
+				if head == headIn {
+					head = headDone
+				}
 				continue
 			}
 		}
 		if stopWords[w] || st == "" {
+			if head == headIn && stopWords[w] {
+				head = headDone
+			}
 			continue
 		}
-		if wantPlural || (p.act == actNone && len(p.concepts) == 0) {
-			// The first resource word after the action, or the first
-			// word of a query without one, says one thing or many.
-			wantPlural = false
+		if head != headDone {
+			head = headIn
 			p.plural = strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && st != w
 		}
 		weight := 1.0
@@ -169,6 +212,15 @@ func (ix *Index) plan(text string) *plan {
 		for _, s := range synonyms[w] {
 			for _, sw := range splitWords(s, nil) {
 				terms = append(terms, qterm{stem: stemWord(sw), w: wSynonym})
+			}
+		}
+		if st != w && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing")) {
+			// "who contributed", "who is watching": the people who do
+			// it are the contributors and watchers.
+			for _, suf := range []string{"or", "er"} {
+				if _, ok := ix.terms[st+suf]; ok {
+					terms = append(terms, qterm{stem: st + suf, w: wAgent})
+				}
 			}
 		}
 		addConcept(terms)
@@ -242,20 +294,22 @@ func rewritePhrases(words []string) []string {
 // for a word every endpoint has, about 7 for a word only one has); the
 // other features are in the same units.
 var (
-	wName   = 1.0 // a concept names the operation (operationId, path)
-	wRes    = 0.7 // ... and the resource the path ends in
-	wSum    = 0.6 // a concept is in the summary
-	wDesc   = 0.2 // ... only in the opening of the description
-	wTag    = 0.3 // ... in a tag
-	wParam  = 0.1 // ... in a parameter name
-	wCov    = 1.0 // share of concepts matched, times their mean idf
-	wAct    = 2.5 // the operation's own verb is the intent's action
-	wMeth   = 2.0 // the method serves the intent's action
-	wShape  = 1.5 // collection path for list, item path for get
-	wVerb   = 1.0 // the operation's leading verb is one the intent uses
-	wExtra  = 0.8 // per name word the query leaves unexplained (idf-scaled)
-	wBleve  = 2.0 // bleve's own relevance, normalised to the best hit
-	wGetish = 0.5 // no verb given: reading is the likelier intent
+	wName       = 1.0 // a concept names the operation (operationId, path)
+	wRes        = 0.7 // ... and the resource the path ends in
+	wSum        = 0.6 // a concept is in the summary
+	wDesc       = 0.2 // ... only in the opening of the description
+	wTag        = 0.3 // ... in a tag
+	wParam      = 0.1 // ... in a parameter name
+	wCov        = 1.0 // share of concepts matched, times their mean idf
+	wAct        = 2.5 // the operation's own verb is the intent's action
+	wMeth       = 2.0 // the method serves the intent's action
+	wShape      = 1.5 // collection path for list, item path for get
+	wVerb       = 1.0 // the operation's leading verb is one the intent uses
+	wExtra      = 0.8 // per name word the query leaves unexplained (idf-scaled)
+	wExtraFloor = 0.3 // ... counted at this share whatever its idf
+	wBleve      = 2.0 // bleve's own relevance, normalised to the best hit
+	wGetish     = 1.0 // no verb given: reading is the likelier intent
+	wNounShape  = 1.0 // ... a collection for a plural, an item for a singular
 )
 
 // rank scores one candidate.
@@ -349,10 +403,14 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			}
 		}
 	} else if method == "GET" {
-		// No verb: "followers of a user" reads, a plural reads a list.
+		// No verb: "followers of a user" reads, a plural reads a
+		// list, a singular one thing.
 		s += wGetish
-		if p.plural && !e.item {
-			s += wGetish
+		switch {
+		case p.plural && !e.item:
+			s += wNounShape
+		case !p.plural && e.item:
+			s += wNounShape * 0.5
 		}
 	}
 	// Name words the query does not explain make the operation more
@@ -363,7 +421,9 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 		if containsID(p.known, id) {
 			continue
 		}
-		extra += ix.idf[id] / ix.maxIDF
+		// A common word left over still narrows the operation:
+		// "orgs/get-org-role" is not "organization details".
+		extra += wExtraFloor + (1-wExtraFloor)*ix.idf[id]/ix.maxIDF
 	}
 	s -= wExtra * extra
 	return s
