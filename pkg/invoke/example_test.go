@@ -54,6 +54,7 @@ func Example() {
 	fmt.Printf("%s\n", res.Body)
 	// Output:
 	// problem: unknown parameter "verbose": not declared by this operation
+	// problem: parameter "petId" (path): value must be an integer
 	// 200 59
 	// {"id":7,"name":"Rex"}
 }

@@ -260,6 +260,22 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		header.Set("Accept", "application/json, */*;q=0.8")
 	}
 
+	// Structural problems stop the request from being built; still say
+	// what is wrong with the values given, so one answer lists everything.
+	if op != nil && len(problems) > 0 {
+		for _, p := range params {
+			val, ok := values[p.In+"\x00"+p.Name]
+			if !ok || val == nil || p.Schema == nil {
+				continue
+			}
+			problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), op.Doc, false)...)
+		}
+		if args.RequestBody != nil && media != nil && media.Schema != nil && media.Schema.Value != nil {
+			problems = append(problems, checkValue("requestBody", media.Schema.Value, args.RequestBody, op.Doc, true)...)
+		}
+		problems = dedupe(problems)
+	}
+
 	// Schema validation, when the operation could be rebuilt and nothing
 	// structural is already wrong.
 	validated := false

@@ -70,7 +70,9 @@ func TestPrepareListsEveryProblem(t *testing.T) {
 		Parameters: map[string]any{"ids": []any{1, "x"}},
 	})
 	ae := asArgError(t, err)
-	if len(ae.Problems) != 1 || !strings.Contains(ae.Problems[0], `"status" (query): is required`) {
+	// A missing required parameter does not hide what is wrong with the
+	// values that were given.
+	if len(ae.Problems) != 2 || !strings.Contains(ae.Problems[0], `"status" (query): is required`) || !strings.Contains(ae.Problems[1], `"ids"`) {
 		t.Errorf("problems = %q", ae.Problems)
 	}
 
