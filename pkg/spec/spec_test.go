@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 )
 
 const sharedSpecs = "../../../shared/specs"
@@ -549,5 +550,31 @@ func TestExternalRefsFollowedOverHTTPWhenAllowed(t *testing.T) {
 	}
 	if wasFetched("/api/schemas/pet.json") {
 		t.Error("fetched an external ref without allow_external_refs")
+	}
+}
+
+// An alias bomb used to expand to 20 million nodes (seconds of work)
+// before it was refused; the bound now follows the document's own size.
+func TestYAMLAliasBombRefusedAtOnce(t *testing.T) {
+	doc := "openapi: 3.0.0\na: &a [x,x,x,x,x,x,x,x,x,x]\n"
+	prev := "a"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		doc += name + ": &" + name + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+",", 10), ",") + "]\n"
+		prev = name
+	}
+	_, err := Parse(t.Context(), "bomb.yaml", []byte(doc), Options{})
+	if err == nil || !strings.Contains(err.Error(), "too many nodes") {
+		t.Fatalf("err = %v", err)
+	}
+	// The work done before refusing is bounded by ten times the written
+	// nodes, not by the expansion: count it.
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &n); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	bw := newYAMLWriter(&n, &buf)
+	if err := bw.node(&n, 0); err != errYAMLTooBig || bw.nodes > 10*treeSize(&n, 0)+100_001 {
+		t.Errorf("expanded %d nodes (limit %d), err %v", bw.nodes, bw.limit, err)
 	}
 }

@@ -22,7 +22,7 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(data))
-	w := yamlWriter{buf: &buf}
+	w := newYAMLWriter(&doc, &buf)
 	if err := w.node(&doc, 0); err != nil {
 		return nil, err
 	}
@@ -36,13 +36,33 @@ const maxYAMLNodes = 20_000_000
 type yamlWriter struct {
 	buf   *bytes.Buffer
 	nodes int
+	limit int
+}
+
+// newYAMLWriter writes doc to buf. Aliases may repeat a subtree, but real
+// specs barely use them: it expands at most ten times the written nodes, so
+// an alias bomb is refused at once instead of after seconds of expansion.
+func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer) *yamlWriter {
+	return &yamlWriter{buf: buf, limit: min(maxYAMLNodes, 10*treeSize(doc, 0)+100_000)}
+}
+
+// treeSize counts the nodes as written, aliases not followed.
+func treeSize(n *yaml.Node, depth int) int {
+	if depth > 1000 {
+		return 1
+	}
+	c := 1
+	for _, k := range n.Content {
+		c += treeSize(k, depth+1)
+	}
+	return c
 }
 
 var errYAMLTooBig = errors.New("invalid YAML: the document expands to too many nodes (alias bomb?)")
 
 func (w *yamlWriter) node(n *yaml.Node, depth int) error {
 	w.nodes++
-	if w.nodes > maxYAMLNodes {
+	if w.nodes > w.limit {
 		return errYAMLTooBig
 	}
 	if depth > 1000 {
