@@ -181,8 +181,8 @@ func hydrate(ctx context.Context, e *Endpoint) (*Operation, error) {
 	// Request validation needs parameters and the body, not responses,
 	// which on specs like Stripe's reach most of the components.
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(e.raw, &fields); err != nil {
-		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, jsonErrorText(err))
+	if err := json.Unmarshal(e.raw, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("rebuilding %s: the operation is not an object", e.ID)
 	}
 	fields["responses"] = json.RawMessage(`{"default":{"description":""}}`)
 	delete(fields, "callbacks")

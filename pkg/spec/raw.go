@@ -124,7 +124,7 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	seen := map[string]int{}
 	for _, p := range paths {
 		var item map[string]json.RawMessage
-		if err := json.Unmarshal(p.Value, &item); err != nil {
+		if err := json.Unmarshal(p.Value, &item); err != nil || item == nil {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("path %s is not an object: skipped", p.Key))
 			continue
 		}
@@ -192,7 +192,7 @@ func (s *Spec) resolve(ref, wantSection string) (json.RawMessage, bool) {
 func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemParams []json.RawMessage,
 	itemServers []rawServer, docSecurity []map[string][]string, specURL *url.URL, opts Options) (*Endpoint, string) {
 	var op map[string]json.RawMessage
-	if err := json.Unmarshal(opRaw, &op); err != nil {
+	if err := json.Unmarshal(opRaw, &op); err != nil || op == nil {
 		return nil, fmt.Sprintf("%s %s is not an object: skipped", strings.ToUpper(method), path)
 	}
 	e := &Endpoint{Spec: s.Name, Method: strings.ToUpper(method), Path: path, spec: s}

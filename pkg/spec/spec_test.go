@@ -578,3 +578,18 @@ func TestYAMLAliasBombRefusedAtOnce(t *testing.T) {
 		t.Errorf("expanded %d nodes (limit %d), err %v", bw.nodes, bw.limit, err)
 	}
 }
+
+// Found by FuzzParse: an operation written as null panicked when it was
+// rebuilt (assignment to a nil map).
+func TestNullOperationSkipped(t *testing.T) {
+	s := mustParse(t, "n.json", `{"openapi":"3.0.0","paths":{"/a":{"get":null,"post":{"responses":{}}},"/b":null}}`, Options{})
+	if len(s.Endpoints) != 1 || s.Endpoints[0].Method != "POST" {
+		t.Fatalf("endpoints = %v", ids(s))
+	}
+	if _, err := s.Endpoints[0].Operation(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 2 {
+		t.Errorf("warnings = %q, want one per null", s.Warnings)
+	}
+}
