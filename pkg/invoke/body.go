@@ -188,9 +188,14 @@ func asObject(field string, v any) (map[string]any, string) {
 
 // encodeForm encodes an application/x-www-form-urlencoded body. Objects
 // and arrays of objects use bracket notation (metadata[key]=v,
-// items[0][price]=p) as Stripe and most form APIs read it; arrays of
-// scalars follow the property's encoding (repeated by default, joined
-// when explode is false, indexed with style deepObject).
+// items[0][price]=p) as Stripe and most form APIs read it. A property's
+// encoding applies as for a query parameter: arrays of scalars are
+// repeated by default, joined when explode is false (with "," or the
+// spaceDelimited/pipeDelimited separator), indexed with style deepObject;
+// an object whose encoding names style form (or sets explode without a
+// style) is sent as key=value pairs when exploded and as name=k,v,... when
+// not; allowReserved keeps RFC 3986 reserved characters literal in values,
+// except those that would split the body ("&", "=", "#", "+", "%").
 func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) {
 	if in.value == nil {
 		return &encodedBody{contentType: in.contentType}, nil
@@ -202,30 +207,28 @@ func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) 
 	var pairs []pair
 	for _, k := range sortedKeys(obj) {
 		v := normalize(obj[k])
-		style, explode := "form", true
-		if enc := encodingFor(in.media, k); enc != nil {
-			if enc.Style != "" {
-				style = enc.Style
-			}
-			if enc.Explode != nil {
-				explode = *enc.Explode
-			} else {
-				explode = style == "form"
-			}
+		st := styleOf(encodingFor(in.media, k))
+		valEsc := escaper(formEscape)
+		if st.allowReserved {
+			valEsc = formEscapeReserved
 		}
 		switch x := v.(type) {
 		case nil:
 			continue
 		case map[string]any:
-			deepPairs(&pairs, formEscape(k), x, formEscape)
-		case []any:
-			if style == "deepObject" || hasComposite(x) {
-				deepPairs(&pairs, formEscape(k), x, formEscape)
+			if st.explicit && st.style != "deepObject" {
+				pairs = append(pairs, serializeFormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
 				continue
 			}
-			pairs = append(pairs, serializeForm(k, style, explode, x, formEscape)...)
+			deepPairsKV(&pairs, formEscape(k), x, formEscape, valEsc)
+		case []any:
+			if st.style == "deepObject" || hasComposite(x) {
+				deepPairsKV(&pairs, formEscape(k), x, formEscape, valEsc)
+				continue
+			}
+			pairs = append(pairs, serializeFormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
 		default:
-			pairs = append(pairs, pair{formEscape(k), formEscape(scalarString(x))})
+			pairs = append(pairs, pair{formEscape(k), valEsc(scalarString(x))})
 		}
 	}
 	var b strings.Builder
@@ -238,6 +241,41 @@ func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) 
 		b.WriteString(p.v)
 	}
 	return &encodedBody{data: []byte(b.String()), contentType: "application/x-www-form-urlencoded", check: obj, hasCheck: true}, nil
+}
+
+// fieldStyle is how a form or multipart property's encoding says to
+// serialise it.
+type fieldStyle struct {
+	style         string // form (the default), spaceDelimited, pipeDelimited or deepObject
+	explode       bool
+	explicit      bool // the encoding sets style or explode
+	allowReserved bool
+}
+
+// styleOf reads an encoding's style, explode and allowReserved, with the
+// defaults of a query parameter (form, exploded).
+func styleOf(enc *openapi3.Encoding) fieldStyle {
+	st := fieldStyle{style: "form", explode: true}
+	if enc == nil {
+		return st
+	}
+	st.allowReserved = enc.AllowReserved
+	if enc.Style != "" {
+		st.style, st.explicit = enc.Style, true
+	}
+	if enc.Explode != nil {
+		st.explode, st.explicit = *enc.Explode, true
+	} else {
+		st.explode = st.style == "form"
+	}
+	return st
+}
+
+// formEscapeReserved escapes a form value of a property with
+// allowReserved: like formEscape, but the reserved characters that cannot
+// split a form body stay literal.
+func formEscapeReserved(s string) string {
+	return strings.ReplaceAll(escapeKeep(s, ":/?@!$'()*,;[]"), "%20", "+")
 }
 
 func formEscape(s string) string { return url.QueryEscape(s) }
@@ -256,6 +294,15 @@ func hasComposite(a []any) bool {
 // parts, files (binary properties, or {"base64"|"path"|"text": ...}
 // objects) as file parts, arrays of scalars or files as repeated parts,
 // other objects and arrays as JSON parts.
+//
+// A property's encoding is honoured: contentType sets a part's type;
+// style and explode, when the encoding sets either, serialise a non-file
+// array or object the way they do a form body (OpenAPI 3.1 §4.8.15; the
+// part's contentType is then ignored, as 3.1 says): an exploded array is
+// one part per item under the same name, a non-exploded one a single part
+// joined with "," (or " ", "|"), an exploded form object one part per key,
+// and deepObject gives name[key] (and name[0]) parts. headers adds the
+// static part headers the spec pins down (see partHeaders).
 func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encodedBody, []string) {
 	var obj map[string]any
 	if in.value != nil {
@@ -291,11 +338,18 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 			items = prop.Items.Value
 		}
 		enc := encodingFor(in.media, k)
+		st := styleOf(enc)
+		extra := partHeaders(enc)
 		field := "requestBody." + k
 		switch x := v.(type) {
 		case []any:
+			if st.explicit && !isBinarySchema(items) && !anyFileObject(x) {
+				writeStyledParts(w, k, st, x, extra)
+				check[k] = x
+				continue
+			}
 			if hasComposite(x) && !allFiles(x, items) {
-				writeJSONPart(w, k, x, enc)
+				writeJSONPart(w, k, x, enc, extra)
 				check[k] = x
 				continue
 			}
@@ -307,11 +361,11 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 						problems = append(problems, problem)
 						continue
 					}
-					writeFilePart(w, k, f, enc)
+					writeFilePart(w, k, f, enc, extra)
 					checks = append(checks, "file")
 					continue
 				}
-				writeTextPart(w, k, scalarString(it), enc)
+				writeTextPart(w, k, scalarString(it), encodingType(enc), extra)
 				checks = append(checks, it)
 			}
 			check[k] = checks
@@ -322,11 +376,16 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 					problems = append(problems, problem)
 					continue
 				}
-				writeFilePart(w, k, f, enc)
+				writeFilePart(w, k, f, enc, extra)
 				check[k] = "file"
 				continue
 			}
-			writeJSONPart(w, k, x, enc)
+			if st.explicit {
+				writeStyledParts(w, k, st, x, extra)
+				check[k] = x
+				continue
+			}
+			writeJSONPart(w, k, x, enc, extra)
 			check[k] = x
 		default:
 			if isBinarySchema(prop) {
@@ -335,11 +394,11 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 					problems = append(problems, problem)
 					continue
 				}
-				writeFilePart(w, k, f, enc)
+				writeFilePart(w, k, f, enc, extra)
 				check[k] = "file"
 				continue
 			}
-			writeTextPart(w, k, scalarString(x), enc)
+			writeTextPart(w, k, scalarString(x), encodingType(enc), extra)
 			check[k] = x
 		}
 	}
@@ -369,8 +428,11 @@ func allFiles(a []any, items *openapi3.Schema) bool {
 
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "%0D", "\n", "%0A")
 
-func partHeader(name, filename, ct string) textproto.MIMEHeader {
+func partHeader(name, filename, ct string, extra textproto.MIMEHeader) textproto.MIMEHeader {
 	h := textproto.MIMEHeader{}
+	for k, vs := range extra {
+		h[k] = vs
+	}
 	cd := `form-data; name="` + quoteEscaper.Replace(name) + `"`
 	if filename != "" {
 		cd += `; filename="` + quoteEscaper.Replace(filename) + `"`
@@ -378,6 +440,56 @@ func partHeader(name, filename, ct string) textproto.MIMEHeader {
 	h.Set("Content-Disposition", cd)
 	if ct != "" {
 		h.Set("Content-Type", ct)
+	}
+	return h
+}
+
+// partHeaders returns the extra headers an encoding gives its parts: only
+// those whose value the spec fixes (a schema with a default, or an enum of
+// exactly one value), since nothing else says what to send. Headers with
+// no such value, described by content, with invalid names or values, and
+// those the part's own framing owns (Content-Type, which the spec says to
+// ignore here, Content-Disposition, Content-Transfer-Encoding and
+// Content-Length) are left out.
+func partHeaders(enc *openapi3.Encoding) textproto.MIMEHeader {
+	if enc == nil || len(enc.Headers) == 0 {
+		return nil
+	}
+	var h textproto.MIMEHeader
+	names := make([]string, 0, len(enc.Headers))
+	for name := range enc.Headers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ref := enc.Headers[name]
+		if ref == nil || ref.Value == nil || ref.Value.Schema == nil || ref.Value.Schema.Value == nil || !validHeaderName(name) {
+			continue
+		}
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		switch canon {
+		case "Content-Type", "Content-Disposition", "Content-Transfer-Encoding", "Content-Length":
+			continue
+		}
+		sch := ref.Value.Schema.Value
+		var v any
+		switch {
+		case sch.Default != nil:
+			v = sch.Default
+		case len(sch.Enum) == 1 && sch.Enum[0] != nil:
+			v = sch.Enum[0]
+		default:
+			continue
+		}
+		explode := ref.Value.Explode != nil && *ref.Value.Explode
+		s := serializeSimple(name, "simple", explode, v, identity)
+		if s == "" || badHeaderValue(s) != "" {
+			continue
+		}
+		if h == nil {
+			h = textproto.MIMEHeader{}
+		}
+		h.Set(canon, s)
 	}
 	return h
 }
@@ -396,22 +508,36 @@ func encodingType(enc *openapi3.Encoding) string {
 	return ""
 }
 
-func writeTextPart(w *multipart.Writer, name, value string, enc *openapi3.Encoding) {
-	pw, _ := w.CreatePart(partHeader(name, "", encodingType(enc)))
+func writeTextPart(w *multipart.Writer, name, value, ct string, extra textproto.MIMEHeader) {
+	pw, _ := w.CreatePart(partHeader(name, "", ct, extra))
 	_, _ = io.WriteString(pw, value)
 }
 
-func writeJSONPart(w *multipart.Writer, name string, v any, enc *openapi3.Encoding) {
+// writeStyledParts writes a non-file array or object serialised by its
+// encoding's style and explode: one text part per name=value pair, names
+// and values unescaped (the part framing quotes names).
+func writeStyledParts(w *multipart.Writer, name string, st fieldStyle, v any, extra textproto.MIMEHeader) {
+	var pairs []pair
+	if x, ok := v.([]any); ok && st.style != "deepObject" && hasComposite(x) {
+		st.style = "deepObject" // nested values have no other form
+	}
+	pairs = serializeFormKV(name, st.style, st.explode, v, identity, identity)
+	for _, p := range pairs {
+		writeTextPart(w, p.k, p.v, "", extra)
+	}
+}
+
+func writeJSONPart(w *multipart.Writer, name string, v any, enc *openapi3.Encoding, extra textproto.MIMEHeader) {
 	ct := encodingType(enc)
 	if ct == "" {
 		ct = "application/json"
 	}
 	data, _ := json.Marshal(v)
-	pw, _ := w.CreatePart(partHeader(name, "", ct))
+	pw, _ := w.CreatePart(partHeader(name, "", ct, extra))
 	_, _ = pw.Write(data)
 }
 
-func writeFilePart(w *multipart.Writer, name string, f fileArg, enc *openapi3.Encoding) {
+func writeFilePart(w *multipart.Writer, name string, f fileArg, enc *openapi3.Encoding, extra textproto.MIMEHeader) {
 	ct := f.contentType
 	if ct == "" {
 		ct = encodingType(enc)
@@ -423,8 +549,18 @@ func writeFilePart(w *multipart.Writer, name string, f fileArg, enc *openapi3.En
 	if filename == "" {
 		filename = name
 	}
-	pw, _ := w.CreatePart(partHeader(name, filename, ct))
+	pw, _ := w.CreatePart(partHeader(name, filename, ct, extra))
 	_, _ = pw.Write(f.data)
+}
+
+// anyFileObject reports an array with a file description among its items.
+func anyFileObject(a []any) bool {
+	for _, it := range a {
+		if isFileObject(it) {
+			return true
+		}
+	}
+	return false
 }
 
 // isFileObject reports a value shaped as a file description: an object

@@ -255,17 +255,24 @@ func serializeSimple(name, style string, explode bool, v any, esc escaper) strin
 // serializeForm renders a query or cookie value in style form,
 // spaceDelimited, pipeDelimited or deepObject as name=value pairs.
 func serializeForm(name, style string, explode bool, v any, esc escaper) []pair {
+	return serializeFormKV(name, style, explode, v, esc, esc)
+}
+
+// serializeFormKV is serializeForm with names (the parameter's, and an
+// object's keys) escaped by keyEsc and values by valEsc: a form body
+// field with allowReserved keeps reserved characters only in its values.
+func serializeFormKV(name, style string, explode bool, v any, keyEsc, valEsc escaper) []pair {
 	v = normalize(v)
-	n := esc(name)
+	n := keyEsc(name)
 	sep := ","
 	switch style {
 	case "spaceDelimited":
-		sep = esc(" ")
+		sep = valEsc(" ")
 	case "pipeDelimited":
-		sep = esc("|")
+		sep = valEsc("|")
 	case "deepObject":
 		var out []pair
-		deepPairs(&out, n, v, esc)
+		deepPairsKV(&out, n, v, keyEsc, valEsc)
 		return out
 	}
 	switch x := v.(type) {
@@ -273,13 +280,13 @@ func serializeForm(name, style string, explode bool, v any, esc escaper) []pair 
 		if explode {
 			out := make([]pair, 0, len(x))
 			for _, it := range x {
-				out = append(out, pair{n, esc(scalarString(it))})
+				out = append(out, pair{n, valEsc(scalarString(it))})
 			}
 			return out
 		}
 		parts := make([]string, len(x))
 		for i, it := range x {
-			parts[i] = esc(scalarString(it))
+			parts[i] = valEsc(scalarString(it))
 		}
 		return []pair{{n, strings.Join(parts, sep)}}
 	case map[string]any:
@@ -287,36 +294,37 @@ func serializeForm(name, style string, explode bool, v any, esc escaper) []pair 
 		if explode && style == "form" {
 			out := make([]pair, 0, len(keys))
 			for _, k := range keys {
-				out = append(out, pair{esc(k), esc(scalarString(x[k]))})
+				out = append(out, pair{keyEsc(k), valEsc(scalarString(x[k]))})
 			}
 			return out
 		}
 		parts := make([]string, 0, 2*len(keys))
 		for _, k := range keys {
-			parts = append(parts, esc(k), esc(scalarString(x[k])))
+			parts = append(parts, keyEsc(k), valEsc(scalarString(x[k])))
 		}
 		return []pair{{n, strings.Join(parts, sep)}}
 	}
-	return []pair{{n, esc(scalarString(v))}}
+	return []pair{{n, valEsc(scalarString(v))}}
 }
 
-// deepPairs renders v under prefix in bracket notation: objects as
+// deepPairsKV renders v under prefix in bracket notation: objects as
 // prefix[key], arrays as prefix[0] (the way Stripe reads form bodies and
-// deepObject query parameters), recursively. Brackets stay literal.
-func deepPairs(out *[]pair, prefix string, v any, esc escaper) {
+// deepObject query parameters), recursively. Brackets stay literal; keys
+// go through keyEsc, leaf values through valEsc.
+func deepPairsKV(out *[]pair, prefix string, v any, keyEsc, valEsc escaper) {
 	switch x := normalize(v).(type) {
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			deepPairs(out, prefix+"["+esc(k)+"]", x[k], esc)
+			deepPairsKV(out, prefix+"["+keyEsc(k)+"]", x[k], keyEsc, valEsc)
 		}
 	case []any:
 		for i, it := range x {
-			deepPairs(out, prefix+"["+strconv.Itoa(i)+"]", it, esc)
+			deepPairsKV(out, prefix+"["+strconv.Itoa(i)+"]", it, keyEsc, valEsc)
 		}
 	case nil:
 		// A null leaf is left out, as if not given.
 	default:
-		*out = append(*out, pair{prefix, esc(scalarString(x))})
+		*out = append(*out, pair{prefix, valEsc(scalarString(x))})
 	}
 }
 

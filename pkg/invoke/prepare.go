@@ -136,16 +136,27 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		}
 	}
 
-	// Missing required parameters.
-	for _, p := range params {
-		if v, ok := values[p.In+"\x00"+p.Name]; p.Required && (!ok || v == nil) {
-			problems = append(problems, paramLabel(p.Name, p.In)+": is required")
-		}
-	}
-
 	// Extra headers from the model.
 	extra, hdrProblems := c.checkHeaders(e, params, args.Headers, values)
 	problems = append(problems, hdrProblems...)
+
+	// Credentials are chosen now, applied only when sending: a declared
+	// parameter they fill (an Authorization or API-key header, a key in the
+	// query or a cookie) needs no value from the model, and any value it
+	// gave is dropped so the configured credential alone is sent.
+	plan, authErr := c.planAuth(e)
+	fromConfig := c.configSupplied(e, params, plan)
+	for k := range fromConfig {
+		delete(values, k)
+	}
+
+	// Missing required parameters.
+	for _, p := range params {
+		key := p.In + "\x00" + p.Name
+		if v, ok := values[key]; p.Required && !fromConfig[key] && (!ok || v == nil) {
+			problems = append(problems, paramLabel(p.Name, p.In)+": is required")
+		}
+	}
 
 	// Base URL.
 	base, err := baseURL(e)
@@ -289,7 +300,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		}
 		v := validation{
-			op: op, req: req, pathParams: pathParams, params: params, values: values,
+			op: op, req: req, pathParams: pathParams, params: params, values: values, fromConfig: fromConfig,
 			jsonBody: body != nil && !body.hasCheck && isJSONType(body.contentType),
 			check:    nil,
 		}
@@ -304,7 +315,6 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		return nil, aerr
 	}
 
-	plan, authErr := c.planAuth(e)
 	if authErr != nil {
 		return nil, authErr
 	}
@@ -444,6 +454,41 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 		out = append(out, pair{canon, v})
 	}
 	return out, problems
+}
+
+// configSupplied returns the keys (in+"\x00"+name) of the declared
+// parameters the config fills when the call is sent: those the chosen
+// security alternative's credentials set (Authorization for http, basic
+// and OAuth2 schemes; an apiKey scheme's header, query parameter or
+// cookie) and the spec's static headers. Nil when no credential applies:
+// then the model gives such parameters itself, as any other.
+func (c *Client) configSupplied(e *spec.Endpoint, params []param, plan authPlan) map[string]bool {
+	var out map[string]bool
+	mark := func(in, name string) {
+		for _, p := range params {
+			if p.In != in {
+				continue
+			}
+			if p.Name == name || in == "header" && strings.EqualFold(p.Name, name) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[p.In+"\x00"+p.Name] = true
+			}
+		}
+	}
+	for _, st := range plan.steps {
+		switch {
+		case st.kind == "apiKey":
+			mark(st.in, st.name)
+		default:
+			mark("header", "Authorization")
+		}
+	}
+	for name := range c.specOptions(e.Spec).Headers {
+		mark("header", name)
+	}
+	return out
 }
 
 func findHeaderParam(params []param, name string) *param {

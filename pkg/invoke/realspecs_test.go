@@ -77,6 +77,29 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			name: "stripe multipart file with deepObject fields", file: "stripe.json", opID: "PostFiles",
+			opts: func(s string) Options {
+				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"bearerAuth": {Token: "sk_test_123"}}}}}
+			},
+			args: Args{RequestBody: map[string]any{
+				"file":           map[string]any{"text": "hello", "filename": "a.txt"},
+				"purpose":        "dispute_evidence",
+				"expand":         []any{"links"},
+				"file_link_data": map[string]any{"create": true, "metadata": map[string]any{"case": "42"}},
+			}},
+			check: func(t *testing.T, r recorded) {
+				want := part([]string{cd("expand[0]")}, "links") +
+					part([]string{cd("file_link_data[create]")}, "true") +
+					part([]string{cd("file_link_data[metadata][case]")}, "42") +
+					part([]string{cd("purpose")}, "dispute_evidence") +
+					part([]string{`Content-Disposition: form-data; name="file"; filename="a.txt"`, "Content-Type: application/octet-stream"}, "hello") +
+					"--B--\r\n"
+				if got := wireMultipart(t, r); got != want {
+					t.Errorf("body\n got %q\nwant %q", got, want)
+				}
+			},
+		},
+		{
 			name: "openai multipart file upload", file: "openai.yaml", opID: "createFile",
 			base: "/v1",
 			opts: func(s string) Options {

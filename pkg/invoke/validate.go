@@ -23,9 +23,10 @@ type validation struct {
 	req        *http.Request // a copy: validation may read its body
 	pathParams map[string]string
 	params     []param
-	values     map[string]any // the model's value per parameter key (in+name)
-	jsonBody   bool           // let openapi3filter validate the body
-	check      any            // a non-JSON body's value to validate directly
+	values     map[string]any  // the model's value per parameter key (in+name)
+	fromConfig map[string]bool // parameter keys the config's credentials fill when sending
+	jsonBody   bool            // let openapi3filter validate the body
+	check      any             // a non-JSON body's value to validate directly
 	hasCheck   bool
 	bodySchema *openapi3.Schema
 }
@@ -61,6 +62,9 @@ func validate(ctx context.Context, v validation) []string {
 	for _, e := range flatten(err) {
 		var re *openapi3filter.RequestError
 		if errors.As(e, &re) && re.Parameter != nil {
+			if v.fromConfig[re.Parameter.In+"\x00"+re.Parameter.Name] {
+				continue // absent here, set from the config after validation
+			}
 			if isParseProblem(re.Err) {
 				if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil {
 					if val, ok := v.values[p.In+"\x00"+p.Name]; ok && p.Schema != nil {
