@@ -61,14 +61,21 @@
 // FallbackShare of each budget (cooldowns and minimum intervals stretched by its inverse)
 // whenever Redis does not answer, and for one window after, so a replica never fails open
 // nor spends more than its share across the switch. The local state holds only this
-// replica's own calls, while the upstream's window also holds the other replicas': so for
-// one window after it last saw the shared requests window (the count each admission
-// returns), a replica on its fallback allows its share of what was left there, none when
-// the window was full, and a replica that saw none in the window before the switch allows
-// none until a window after it. A store that never answered leaves no switch: the replica
-// starts on its share. Limiter.Degraded and Status report it. Limiter.ReadyAt never asks
-// the store: it is a hint from this replica's state and what the store last said.
+// replica's own calls, while the upstream's windows also hold the other replicas': so for
+// one window after it last saw a shared requests or tokens window (the calls and tokens
+// each admission returns), a replica on its fallback allows floor(share × what was left
+// there), counting its own fallback calls and tokens since (settles included), none when
+// the window was full (at least 1 only when it was empty), and a replica that saw nothing
+// of a window in the window before the switch allows none of it until a window after the
+// switch. A store that never answered leaves no switch: the replica starts on its share.
+// Limiter.Degraded and Status report it. Limiter.ReadyAt never asks the store: it is a
+// hint from this replica's state and what the store last said.
 //
 // Window is the same idea for inbound budgets: at most Limit events per key (a principal,
-// a client IP) in any rolling window, in memory or shared through the same store.
+// a client IP) in any rolling window, in memory or shared through the same store. Its
+// fallback counts each key it saw as the requests window above: a replica allows a key its
+// share of what the store last said was left of the key's window. A key it saw nothing of
+// in the window before the switch gets the plain share at once rather than none for a
+// window: an unseen principal is let in, at the price of a bounded overage (each other
+// replica's share) for a key another replica had spent.
 package ratelimit

@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// fakeStore is a Store that keeps only a requests count (never expiring: the tests here
-// decide before any window ends) and can be made unreachable. It counts its calls.
+// fakeStore is a Store that keeps only a requests count and a tokens sum (never
+// expiring: the tests here decide before any window ends) and can be made unreachable.
+// It counts its calls.
 type fakeStore struct {
 	mu     sync.Mutex
 	down   bool
-	count  int // calls in the shared requests window
-	admits int // calls to Admit
+	count  int   // calls in the shared requests window
+	tokens int64 // tokens in the shared tokens window
+	admits int   // calls to Admit
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -28,15 +30,20 @@ func (f *fakeStore) Admit(_ context.Context, a *Admission) (Decision, error) {
 	if f.down {
 		return Decision{}, errFakeDown
 	}
-	n := a.Budget.Requests
+	n, nt := a.Budget.Requests, a.Budget.Tokens
 	if n > 0 && f.count >= n {
 		return Decision{Kind: KindRequests, Scope: ScopeProxy, Wait: a.Budget.Window, Requests: f.count,
-			RequestsFree: a.Budget.Window}, nil
+			RequestsFree: a.Budget.Window, Tokens: f.tokens}, nil
+	}
+	if nt > 0 && f.tokens+tokenCost(a.Tokens, nt) > nt {
+		return Decision{Kind: KindTokens, Scope: ScopeProxy, Wait: a.Budget.Window, Requests: f.count,
+			Tokens: f.tokens}, nil
 	}
 	if a.Charge {
 		f.count++
+		f.tokens += max(a.Tokens, 0)
 	}
-	d := Decision{OK: true, Requests: f.count}
+	d := Decision{OK: true, Requests: f.count, Tokens: f.tokens}
 	if n > 0 && f.count >= n {
 		d.RequestsFree = a.Budget.Window
 	}
@@ -200,5 +207,156 @@ func TestReadyAtWithStoreAsksNothing(t *testing.T) {
 	}
 	if w := ready("s.b", t0.Add(2*time.Second)); w != time.Minute-time.Second {
 		t.Errorf("shared window full: ReadyAt(s.b) = %v, want what the store said less the time since, 59s", w)
+	}
+}
+
+// TestFallbackAfterUnevenLoadCountsTheSharedTokensWindow: the tokens window was left out
+// when the fallback learned to count the shared requests window: after the other
+// replicas had spent the shared tokens budget, a replica switching to its fallback
+// admitted its whole share of tokens at once, while the upstream's window was still full.
+// Now the tokens window holds like the requests window: for one window after it last saw
+// it, a replica allows its share of the tokens left there, and one that saw nothing
+// allows none until a window after the switch.
+func TestFallbackAfterUnevenLoadCountsTheSharedTokensWindow(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const (
+		window = time.Minute // no pad: the span is the window
+		budget = 1000        // share 0.34: 340 per replica
+		own    = 100         // tokens of this replica's call that sees the shared window
+	)
+	// a charge at `at` counts locally until its token bucket leaves the window
+	g := int64(window) / tokenBucketsPerWindow
+	bucketGone := func(at time.Time) time.Duration {
+		n := at.UnixNano()
+		return time.Duration(n - n%g + g + int64(window) - t0.UnixNano())
+	}
+	tests := []struct {
+		name     string
+		seen     int64 // tokens in the shared window when this replica last asked; -1: never asked
+		startUp  bool  // the store answered when the limiter was made
+		switchIn time.Duration
+		admitted []int64       // calls (their tokens) admitted at once on the fallback
+		wait     time.Duration // the wait of a 1-token call next, counted from t0; 0: its token bucket
+		after    []int64       // calls admitted once that wait is over
+	}{
+		{name: "tokens window seen full: none until a window after it was seen",
+			// after: its own call seen at t0 still counts locally, in its token bucket
+			seen: budget, startUp: true, switchIn: time.Second, wait: window, after: []int64{240}},
+		{name: "tokens window seen partly spent: the share of what was left",
+			// floor(0.34 × 600) = 204
+			seen: 400, startUp: true, switchIn: time.Second, admitted: []int64{100, 100, 4}, wait: window,
+			after: []int64{36}},
+		{name: "tokens window seen with one token left: at least 1 is for an empty window only",
+			seen: budget - 1, startUp: true, switchIn: time.Second, wait: window, after: []int64{240}},
+		{name: "tokens window seen empty: the plain share",
+			seen: 0, startUp: true, switchIn: time.Second, admitted: []int64{300, 40}},
+		{name: "idle replica saw nothing: none until a window after the switch",
+			seen: -1, startUp: true, switchIn: time.Second, wait: time.Second + window, after: []int64{340}},
+		{name: "tokens window seen long before the switch says nothing of the current one",
+			seen: 0, startUp: true, switchIn: 2 * window, wait: 3 * window, after: []int64{340}},
+		{name: "store never answered: the plain share from the start",
+			seen: -1, switchIn: time.Second, admitted: []int64{340}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &fakeStore{down: !tt.startUp}
+			l := newLimiter(t, Options{Store: st, Endpoints: []Endpoint{{ID: "s.a", Upstream: "up"}},
+				Budgets: []Budget{{Match: "up", Tokens: budget, Window: window, WindowPad: -1}}})
+			switch {
+			case tt.seen > 0:
+				// the other replicas' tokens, then this replica's own call, which sees them
+				st.tokens = tt.seen - own
+				if _, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: own}, t0); err != nil {
+					t.Fatal(err)
+				}
+			case tt.seen == 0:
+				// a check that charges nothing sees the empty window
+				ep, up := l.resolve(Request{Endpoint: "s.a"})
+				up.mu.Lock()
+				l.admitShared(ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
+				up.mu.Unlock()
+			}
+			st.setDown(true)
+			now := t0.Add(tt.switchIn)
+			for i, n := range tt.admitted {
+				if _, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: n}, now); err != nil {
+					t.Fatalf("fallback call %d (%d tokens) at the switch: %v, want admitted", i, n, err)
+				}
+			}
+			wait := tt.wait
+			if wait == 0 {
+				wait = bucketGone(now)
+			}
+			_, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: 1}, now)
+			le := limitErr(t, err)
+			if le.Kind != KindTokens {
+				t.Fatalf("a 1-token call at the switch: got %v, want a tokens refusal", err)
+			}
+			if got, want := le.RetryAfter, wait-tt.switchIn; got != want {
+				t.Errorf("RetryAfter = %v, want %v", got, want)
+			}
+			if got, want := l.ReadyAt("s.a", now), wait-tt.switchIn; got != want {
+				t.Errorf("ReadyAt on the fallback = %v, want %v", got, want)
+			}
+			if len(tt.after) == 0 {
+				return
+			}
+			later := t0.Add(wait)
+			for i, n := range tt.after {
+				if _, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: n}, later); err != nil {
+					t.Fatalf("call %d (%d tokens) once the wait is over: %v, want admitted on the share", i, n, err)
+				}
+			}
+			if _, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: 1}, later); err == nil {
+				t.Errorf("a 1-token call past the share admitted once the wait is over, want the share to hold")
+			}
+		})
+	}
+}
+
+// TestFallbackSettleCountsAgainstTheSharedTokensLeft: what a replica may spend of the
+// tokens left in the shared window it last saw counts what its calls really cost, not
+// only their estimates: a settle of a call admitted on the fallback, or of more tokens
+// for a call admitted through the store while it is unreachable, the store never learns.
+func TestFallbackSettleCountsAgainstTheSharedTokensLeft(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const window = time.Minute
+	for _, tt := range []struct {
+		name     string
+		fallback bool // settle a call admitted on the fallback; else the call that saw the store
+	}{
+		{name: "a call admitted on the fallback settled to more", fallback: true},
+		{name: "a call admitted through the store settled to more while it is down"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &fakeStore{tokens: 300}
+			l := newLimiter(t, Options{Store: st, Endpoints: []Endpoint{{ID: "s.a", Upstream: "up"}},
+				Budgets: []Budget{{Match: "up", Requests: 100, Tokens: 1000, Window: window, WindowPad: -1}}})
+			seen, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: 100}, t0) // sees 400 of 1000
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.setDown(true)
+			now := t0.Add(time.Second)
+			tk := seen
+			if tt.fallback {
+				// floor(0.34 × 600) = 204 tokens left to this replica
+				if tk, err = l.AdmitAt(Request{Endpoint: "s.a", Tokens: 100}, now); err != nil {
+					t.Fatalf("a fallback call within the share: %v", err)
+				}
+			}
+			tk.SettleAt(200, now) // 100 more tokens than estimated
+			spent := int64(100)   // of the 204: the settle's extra
+			if tt.fallback {
+				spent = 200 // the fallback call, settled
+			}
+			_, err = l.AdmitAt(Request{Endpoint: "s.a", Tokens: 204 - spent + 1}, now)
+			if le := limitErr(t, err); le.Kind != KindTokens || le.RetryAfter != window-time.Second {
+				t.Fatalf("a call one token past what is left: %v, want a tokens refusal until a window after t0", err)
+			}
+			if _, err := l.AdmitAt(Request{Endpoint: "s.a", Tokens: 204 - spent}, now); err != nil {
+				t.Fatalf("a call of what is left: %v, want admitted", err)
+			}
+		})
 	}
 }

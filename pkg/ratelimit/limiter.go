@@ -81,10 +81,9 @@ type Limiter struct {
 	store        Store        // nil: memory
 	share        float64      // of each budget while store is unreachable; 1 without a store
 	lastFallback atomic.Int64 // unix nanoseconds of the last admission on the fallback share
-	// fellBack is when the limiter last moved from its store to the fallback share (unix
-	// nanoseconds of its now); storeUp while on the store; zero while the store has never
-	// answered: then there is no switch to account for (see switchHold).
-	fellBack atomic.Int64
+	// sw is when the limiter last moved from its store to the fallback share (see
+	// switchHold).
+	sw switchClock
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -123,9 +122,7 @@ func New(opts Options) (*Limiter, error) {
 		if !(l.share > 0 && l.share <= 1) {
 			return nil, fmt.Errorf("store fallback share %v is not in (0, 1]", l.share)
 		}
-		if l.store.Available() {
-			l.fellBack.Store(storeUp)
-		}
+		l.sw.start(l.store.Available())
 	}
 	if l.progressEvery <= 0 {
 		l.progressEvery = time.Second
@@ -621,6 +618,9 @@ func (t *Ticket) SettleAt(actual int64, now time.Time) {
 	up.mu.Lock()
 	shareTokens := up.full.Tokens > 0
 	up.settle(t, actual, now.UnixNano())
+	if shareTokens && up.store != nil {
+		up.settleSeen(t, delta)
+	}
 	up.wakeHead()
 	up.mu.Unlock()
 	t.tokens = actual

@@ -277,7 +277,7 @@ func (s *RedisStore) Admit(ctx context.Context, a *Admission) (Decision, error) 
 		return Decision{}, err
 	}
 	r, ok := v.([]any)
-	if !ok || len(r) != 9 {
+	if !ok || len(r) != 10 {
 		err := errors.New("redis store: unexpected reply to admit")
 		s.fail(err)
 		return Decision{}, err
@@ -292,6 +292,7 @@ func (s *RedisStore) Admit(ctx context.Context, a *Admission) (Decision, error) 
 		Bucket:       toInt(r[6]),
 		Requests:     int(toInt(r[7])),
 		RequestsFree: time.Duration(toInt(r[8])) * time.Microsecond,
+		Tokens:       toInt(r[9]),
 	}
 	if !d.OK {
 		d.Scope = ScopeProxy
@@ -367,14 +368,15 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 // requests window, the tokens window, the minimum interval and the calls in flight; it
 // keeps the longest wait; with charge set and nothing in the way, it charges them all.
 // Reply: ok, now, kind, wait, source, cooldown refused, token bucket, calls in the
-// requests window (this one included when charged), wait until that window has room.
+// requests window (this one included when charged), wait until that window has room,
+// tokens in the tokens window (this call's included when charged).
 var admitScript = redis.NewScript(luaPrelude + `
 local charge = ARGV[1] == '1'
 local iv, nreq, span = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
-local best, kind, src, cd, nc, nfree = 0, '', '', 0, 0, 0
+local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
 local function consider(k, w, s)
   if w > best then best, kind, src = w, k, s or '' end
 end
@@ -414,6 +416,7 @@ if hasUp then
         sum = sum + v
       end
     end
+    tsum = sum
     local c = math.min(math.max(cost, 1), ntok)
     if sum + c > ntok then
       table.sort(bs, function(a, b) return a[1] < b[1] end)
@@ -436,8 +439,8 @@ if hasUp then
     if redis.call('ZCARD', KEYS[5]) >= mc then consider('concurrency', est) end
   end
 end
-if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree} end
-if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree} end
+if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree, tsum} end
+if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree, tsum} end
 local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
 if iv > 0 then redis.call('SET', KEYS[1], num(now), 'PX', ttl(iv)) end
 local bucket = 0
@@ -452,6 +455,7 @@ if hasUp then
     bucket = now - now % g
     redis.call('HINCRBY', KEYS[3], num(bucket), num(cost))
     redis.call('PEXPIRE', KEYS[3], ttl(span + g))
+    tsum = tsum + cost
   end
   if mi > 0 then redis.call('SET', KEYS[4], num(now), 'PX', ttl(mi)) end
   if mc > 0 then
@@ -459,7 +463,7 @@ if hasUp then
     redis.call('PEXPIRE', KEYS[5], ttl(lttl))
   end
 end
-return {1, now, '', 0, '', 0, bucket, nc, nfree}
+return {1, now, '', 0, '', 0, bucket, nc, nfree, tsum}
 `)
 
 // settleScript charges delta more tokens now, or refunds up to -delta from a bucket.

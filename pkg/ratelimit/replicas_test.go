@@ -276,3 +276,55 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
 	}
 }
+
+// TestReplicasFallbackAfterUnevenTokensStaysInBudget: the replicas spend the shared tokens
+// budget unevenly, then Redis dies. The fallback counted the shared requests window but not
+// the tokens window, so every replica admitted its share of tokens at once while the
+// upstream's tokens window was still full. The fallback decides with explicit times.
+func TestReplicasFallbackAfterUnevenTokensStaysInBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		share  = 0.34
+		tokens = 900 // share: 306 per replica
+		call   = 100 // tokens per call
+		window = time.Minute
+	)
+	r := newReplicas(t, srv, 3, share, Options{
+		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []Budget{{Match: "up", Tokens: tokens, Window: window, WindowPad: -1}},
+	})
+	// replica 1 spends all but one call, then replica 0, which spends little itself, sees
+	// the window full; replica 2 stays idle
+	t0 := time.Now()
+	for i := range tokens/call - 1 {
+		if _, err := r.ls[1].AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
+			t.Fatalf("call %d through Redis: %v", i, err)
+		}
+	}
+	if _, err := r.ls[0].AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
+		t.Fatalf("the last call through Redis: %v", err)
+	}
+	srv.Stop()
+	switched := t0.Add(time.Millisecond)
+	admitted := func(at time.Time) int {
+		n := 0
+		for _, l := range r.ls {
+			for range tokens / call {
+				if _, err := l.AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, at); err != nil {
+					break
+				}
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted(switched); n != 0 {
+		t.Errorf("%d calls admitted on the fallback while the tokens window was full, want 0", n)
+	}
+	// a window after the switch (and a token bucket, which local charges count whole),
+	// each replica has its share again
+	part := Budget{Tokens: tokens}.scaled(share).Tokens / call
+	if got, want := admitted(switched.Add(window+window/tokenBucketsPerWindow)), 3*int(part); got != want {
+		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,9 +80,12 @@ type Decision struct {
 	// Requests is how many calls the upstream's requests window held when the store
 	// decided, this one included when charged; RequestsFree is how long after Now until
 	// that window has room for another call, zero when it has room. Both zero without a
-	// requests budget. They are what the fallback share starts from if the store goes away.
+	// requests budget. Tokens is how many tokens the upstream's tokens window held, this
+	// call's included when charged; zero without a tokens budget. They are what the
+	// fallback share starts from if the store goes away.
 	Requests     int
 	RequestsFree time.Duration
+	Tokens       int64
 }
 
 // sharedTicket is what a Ticket admitted through a Store needs to give back.
@@ -106,10 +110,10 @@ func storeCtx() context.Context { return context.Background() }
 func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	st := l.store
 	if !st.Available() {
-		l.switchAt(now)
+		l.sw.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
 	}
-	l.onStore()
+	l.sw.onStore()
 	var lrf refusal
 	grace := l.inGrace(ep, up, now)
 	switch {
@@ -135,7 +139,7 @@ func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64
 	}
 	d, err := st.Admit(storeCtx(), &a)
 	if err != nil {
-		l.switchAt(now)
+		l.sw.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
 	}
 	if up != nil {
@@ -177,16 +181,17 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 	var rf refusal
 	var ok bool
 	if up != nil {
-		if w, allow := l.switchHold(up, now); w > 0 {
+		if w, kind, allow := l.switchHold(up, req.Tokens, now); w > 0 {
 			rf, _ = up.checkLocked(ep, req, now)
-			if rf.consider(KindRequests, ScopeProxy, w) {
+			if rf.consider(kind, ScopeProxy, w) {
 				rf.limit, rf.window = allow, up.budget.Window
 			}
 			return Ticket{}, rf, false
 		}
 		t, rf, ok = up.admitLocked(ep, req, now, charge)
 		if ok && charge {
-			up.afterSeen++
+			up.seenReq.after++
+			up.seenTok.after += max(req.Tokens, 0)
 		}
 	} else {
 		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
@@ -202,25 +207,92 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 	return t, rf, ok
 }
 
-// storeUp is Limiter.fellBack while the limiter runs on its store.
+// storeUp is switchClock's value while its owner runs on its store.
 const storeUp = -1
 
+// switchClock records when its owner (a Limiter, a Window) last moved from its store to
+// the fallback share: unix nanoseconds of the owner's now; storeUp while on the store;
+// zero while the store has never answered: then there is no switch to account for.
+type switchClock struct{ at atomic.Int64 }
+
+// start is the clock of an owner whose store answered (up) or not when it was made.
+func (c *switchClock) start(up bool) {
+	if up {
+		c.at.Store(storeUp)
+	}
+}
+
 // onStore records that the store answers (or says it does).
-func (l *Limiter) onStore() {
-	if l.fellBack.Load() != storeUp {
-		l.fellBack.Store(storeUp)
+func (c *switchClock) onStore() {
+	if c.at.Load() != storeUp {
+		c.at.Store(storeUp)
 	}
 }
 
-// switchAt records now as the switch to the fallback share, if the limiter was on its
+// switchAt records now as the switch to the fallback share, if the owner was on its
 // store until now; a store that never answered leaves no switch to account for.
-func (l *Limiter) switchAt(now int64) {
-	if l.fellBack.Load() == storeUp {
-		l.fellBack.CompareAndSwap(storeUp, max(now, 1))
+func (c *switchClock) switchAt(now int64) {
+	if c.at.Load() == storeUp {
+		c.at.CompareAndSwap(storeUp, max(now, 1))
 	}
 }
 
-// observeShared keeps what the store said of the upstream's shared window; the caller
+// switched is the last switch to the fallback share; zero or less: none to account for.
+func (c *switchClock) switched() int64 { return c.at.Load() }
+
+// seenWindow is what the store last said of one shared window (the requests or tokens
+// window of an upstream, the events of one key of a Window): count in it at at (unix
+// nanoseconds of the owner's now; zero: never), and after, what this replica charged to it
+// on its fallback share since. The caller guards it.
+type seenWindow struct {
+	count int64
+	at    int64
+	after int64
+}
+
+// see records that the store counted n in the window at now.
+func (s *seenWindow) see(n, now int64) { *s = seenWindow{count: n, at: now} }
+
+// hold is how long a charge of cost to a shared window of limit, spanning span, waits on
+// the fallback share just after the switch sw from the store, and the allowance meanwhile;
+// holds is false, and wait zero, when the hold does not apply (no switch, or past it).
+// part is the window's own fallback share of limit, floor(share × limit) at least 1; cost
+// is at most part.
+//
+// The local state holds only this replica's own charges, but for one window after the
+// switch the shared window still holds the other replicas' charges made through the store.
+// So for one window after it last saw the shared window (count of limit, shortly before
+// the switch) a replica allows floor(share × (limit - count)): none when that window was
+// full, part (at least 1) only when it was empty. With unseenHolds, a replica that saw
+// nothing of the window in the window before the switch must assume it full: it allows
+// none until one window after the switch; without, it runs on the plain share.
+func (s *seenWindow) hold(sw, span, now, limit, part, cost int64, share float64, unseenHolds bool) (wait, allow int64, holds bool) {
+	if sw <= 0 || limit <= 0 || now >= sw+span {
+		return 0, 0, false
+	}
+	if s.at == 0 || s.at+span <= sw {
+		if !unseenHolds {
+			return 0, 0, false
+		}
+		return sw + span - now, 0, true
+	}
+	until := s.at + span
+	if now >= until {
+		return 0, 0, false
+	}
+	switch left := limit - s.count; {
+	case s.count <= 0:
+		allow = part
+	case left > 0:
+		allow = int64(math.Floor(share * float64(left)))
+	}
+	if s.after+cost <= allow {
+		return 0, allow, true
+	}
+	return until - now, allow, true
+}
+
+// observeShared keeps what the store said of the upstream's shared windows; the caller
 // holds u.mu.
 func (u *upstream) observeShared(d Decision, now int64) {
 	until := now + int64(d.RequestsFree)
@@ -229,41 +301,52 @@ func (u *upstream) observeShared(d Decision, now int64) {
 	}
 	u.sharedUntil = until
 	if u.full.Requests > 0 {
-		u.seenCount, u.seenAt, u.afterSeen = d.Requests, now, 0
+		u.seenReq.see(int64(d.Requests), now)
+	}
+	if u.full.Tokens > 0 {
+		u.seenTok.see(d.Tokens, now)
 	}
 }
 
-// switchHold is how long the requests budget of up holds calls on the fallback share
-// just after the switch from the store, and the allowance meanwhile; zero when it does
-// not. The local state holds only this replica's own calls, but for one window after the
-// switch the upstream's window still holds the other replicas' calls admitted through the
-// store. So for one window after it last saw the shared window (count calls of N, shortly
-// before the switch) a replica allows floor(share × (N - count)) calls: none when that
-// window was full, at least 1 only when it was empty. A replica that saw no shared window
-// of up in the window before the switch must assume it full: it allows none until one
-// window after the switch. The caller holds up.mu.
-func (l *Limiter) switchHold(up *upstream, now int64) (wait, allow int64) {
-	sw, n := l.fellBack.Load(), int64(up.full.Requests)
-	if sw <= 0 || n <= 0 || now >= sw+up.span {
-		return 0, 0
+// settleSeen counts, in what this replica charged the shared tokens window since it last
+// saw it, a settle of delta tokens the store does not know of: any settle of a call
+// admitted on the fallback share since, and more tokens charged while the store is
+// unreachable. The caller holds u.mu.
+func (u *upstream) settleSeen(t *Ticket, delta int64) {
+	switch {
+	case t.sh == nil && u.seenTok.at != 0 && t.admitted >= u.seenTok.at:
+		u.seenTok.after = max(u.seenTok.after+delta, 0)
+	case t.sh != nil && delta > 0 && !u.store.Available():
+		u.seenTok.after += delta
 	}
-	if up.seenAt == 0 || up.seenAt+up.span <= sw {
-		return sw + up.span - now, 0
+}
+
+// tokenCost is what a call of tokens counts against the token budget when checked: at
+// least 1, at most the budget (such a call goes when the window is empty).
+func tokenCost(tokens, limit int64) int64 { return min(max(tokens, 1), limit) }
+
+// switchHold is how long up holds a call of tokens on the fallback share just after the
+// switch from the store, the budget that holds it (KindRequests, KindTokens) and its
+// allowance meanwhile; zero wait when it does not. Each of the requests and tokens
+// windows holds as seenWindow.hold says, counting this replica's fallback calls (tokens)
+// since it last saw the shared window. The caller holds up.mu.
+func (l *Limiter) switchHold(up *upstream, tokens, now int64) (wait int64, kind Kind, allow int64) {
+	sw := l.sw.switched()
+	if sw <= 0 {
+		return 0, "", 0
 	}
-	until := up.seenAt + up.span
-	if now >= until {
-		return 0, 0
+	if n := int64(up.full.Requests); n > 0 {
+		if w, a, _ := up.seenReq.hold(sw, up.span, now, n, int64(up.budget.Requests), 1, l.share, true); w > 0 {
+			wait, kind, allow = w, KindRequests, a
+		}
 	}
-	switch left := n - int64(up.seenCount); {
-	case up.seenCount <= 0:
-		allow = int64(up.budget.Requests)
-	case left > 0:
-		allow = int64(math.Floor(l.share * float64(left)))
+	if n := up.full.Tokens; n > 0 {
+		part := up.budget.Tokens
+		if w, a, _ := up.seenTok.hold(sw, up.span, now, n, part, tokenCost(tokens, part), l.share, true); w > wait {
+			wait, kind, allow = w, KindTokens, a
+		}
 	}
-	if int64(up.afterSeen) < allow {
-		return 0, allow
-	}
-	return until - now, allow
+	return wait, kind, allow
 }
 
 // readyLocal is ReadyAt with a Store, answered from this replica's own state without
@@ -294,8 +377,8 @@ func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
 	switch {
 	case !avail:
 		rf, _ = up.checkLocked(ep, req, now)
-		w, _ := l.switchHold(up, now)
-		rf.consider(KindRequests, ScopeProxy, w)
+		w, kind, _ := l.switchHold(up, 0, now)
+		rf.consider(kind, ScopeProxy, w)
 		return max(rf.wait, 0)
 	case l.inGrace(ep, up, now):
 		rf, _ = up.checkLocked(ep, req, now)

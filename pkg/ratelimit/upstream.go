@@ -26,13 +26,11 @@ type upstream struct {
 	inflight  int
 	avgCall   int64 // moving mean of call durations, nanoseconds; zero: none finished yet
 
-	// With a Store: what it last said of the shared state, at seenAt (unix nanoseconds of
-	// the limiter's now; zero: never): seenCount calls in the requests window, and calls
-	// held until sharedUntil; afterSeen counts the calls admitted on the fallback share
-	// since. See Limiter.switchHold and readyLocal.
-	seenCount   int
-	seenAt      int64
-	afterSeen   int
+	// With a Store: what it last said of the shared requests and tokens windows, with the
+	// calls and tokens this replica charged on its fallback share since, and that calls
+	// were held until sharedUntil. See Limiter.switchHold and readyLocal.
+	seenReq     seenWindow
+	seenTok     seenWindow
 	sharedUntil int64
 
 	learned []*learnedSet // index 0, when present, may be any resource

@@ -24,7 +24,9 @@ type WindowOptions struct {
 	// are active a new key is refused (Full) rather than one evicted. Zero: 10000.
 	MaxKeys int
 	// Store shares the counts with other replicas. Nil: memory. While the store is
-	// unreachable, each replica allows floor(FallbackShare × Limit), at least 1.
+	// unreachable, each replica allows per key floor(FallbackShare × Limit), at least 1,
+	// counting the events it allowed itself; for one window after the switch it also
+	// counts what the store last said of the key: see Window.
 	Store *RedisStore
 }
 
@@ -48,16 +50,34 @@ type WindowResult struct {
 // Window counts events per key (a principal, a client IP) and allows at most Limit of
 // them in any rolling Window: the inbound budgets of HTTP serving. Refused events are not
 // counted. A Window is safe for concurrent use and starts no goroutines.
+//
+// With a store, each event the store allows is also counted in memory, and each answer
+// keeps how many events the key's shared window held. While the store is unreachable a
+// replica runs on its share of Limit per key, as a Limiter's requests budget does: for one
+// window after it last saw the key's shared window (holding count events, shortly before
+// the switch), it allows floor(share × (Limit - count)) events of the key, none when that
+// window was full; a key it saw nothing of in the window before the switch gets the plain
+// share at once (unlike upstream budgets, which hold such a window: here locking a
+// principal out for a window is worse than a bounded overage). A store that never
+// answered leaves no switch.
 type Window struct {
 	name    string
 	limit   int
 	window  int64
 	maxKeys int
 	store   *RedisStore
+	share   float64     // the store's fallback share; 1 without a store
+	sw      switchClock // the switch to the fallback share
 
 	mu        sync.Mutex // guards the fields below
-	keys      map[string]*requestLog
+	keys      map[string]*windowKey
 	nextSweep int64
+}
+
+// windowKey is one key's events in memory and what the store last said of its window.
+type windowKey struct {
+	log  requestLog
+	seen seenWindow
 }
 
 // NewWindow returns a Window for opts, or the first configuration error.
@@ -72,7 +92,11 @@ func NewWindow(opts WindowOptions) (*Window, error) {
 		return nil, errors.New("window: a name is required with a store")
 	}
 	w := &Window{name: opts.Name, limit: opts.Limit, window: int64(opts.Window), maxKeys: opts.MaxKeys,
-		store: opts.Store, keys: map[string]*requestLog{}}
+		store: opts.Store, share: 1, keys: map[string]*windowKey{}}
+	if w.store != nil {
+		w.share = w.store.FallbackShare()
+		w.sw.start(w.store.Available())
+	}
 	if w.window == 0 {
 		w.window = int64(time.Minute)
 	}
@@ -90,69 +114,106 @@ func (w *Window) Allow(ctx context.Context, key string) WindowResult {
 // AllowAt counts one event for key at now if it fits. With a store, Redis decides with its
 // own clock (now only dates the answer) and ctx bounds the call.
 func (w *Window) AllowAt(ctx context.Context, key string, now time.Time) WindowResult {
+	n := now.UnixNano()
 	if st := w.store; st != nil && st.Available() {
-		if r, err := w.allowRedis(ctx, key, now); err == nil {
-			if r.Allowed {
-				w.mu.Lock()
-				w.memLocked(key, now.UnixNano(), w.fallbackLimit(), true) // counted if Redis goes away
-				w.mu.Unlock()
+		if r, count, err := w.allowRedis(ctx, key, now); err == nil {
+			w.sw.onStore()
+			w.mu.Lock()
+			if k := w.entryLocked(key, n); k != nil {
+				if r.Allowed {
+					k.log.resize(w.fallbackLimit())
+					k.log.add(n) // counted if Redis goes away
+				}
+				k.seen.see(count, n)
 			}
+			w.mu.Unlock()
 			return r
 		}
 	}
-	limit := w.limit
+	limit, sw := w.limit, int64(0)
 	if w.store != nil {
-		limit = w.fallbackLimit()
+		w.sw.switchAt(n)
+		limit, sw = w.fallbackLimit(), w.sw.switched()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.memLocked(key, now.UnixNano(), limit, false)
+	return w.memLocked(key, n, limit, sw)
 }
 
 func (w *Window) fallbackLimit() int {
-	return Budget{Requests: w.limit}.scaled(w.store.FallbackShare()).Requests
+	return Budget{Requests: w.limit}.scaled(w.share).Requests
 }
 
-// memLocked decides on the memory table; force counts the event whatever the limit.
-func (w *Window) memLocked(key string, now int64, limit int, force bool) WindowResult {
-	r := WindowResult{Limit: limit}
-	log := w.keys[key]
-	if log == nil {
+// entryLocked returns key's entry, made if there is room; nil when MaxKeys other keys are
+// active.
+func (w *Window) entryLocked(key string, now int64) *windowKey {
+	k := w.keys[key]
+	if k == nil {
 		if len(w.keys) >= w.maxKeys {
 			w.sweepLocked(now)
 		}
 		if len(w.keys) >= w.maxKeys {
-			r.Full, r.RetryAfter = true, time.Duration(w.window)
-			r.Reset = time.Unix(0, now+w.window)
-			return r
+			return nil
 		}
-		log = &requestLog{}
-		w.keys[key] = log
+		k = &windowKey{}
+		w.keys[key] = k
 	}
-	log.resize(limit)
-	if wait := log.wait(now, w.window); wait > 0 && !force {
+	return k
+}
+
+// memLocked decides on the memory table, limit events per key; sw is the switch from the
+// store to the fallback share (zero or less: none), for the hold just after it.
+func (w *Window) memLocked(key string, now int64, limit int, sw int64) WindowResult {
+	r := WindowResult{Limit: limit}
+	k := w.entryLocked(key, now)
+	if k == nil {
+		r.Full, r.RetryAfter = true, time.Duration(w.window)
+		r.Reset = time.Unix(0, now+w.window)
+		return r
+	}
+	k.log.resize(limit)
+	hold, allow, holds := k.seen.hold(sw, w.window, now, int64(w.limit), int64(limit), 1, w.share, false)
+	if holds {
+		r.Limit = int(allow)
+	}
+	if wait := max(k.log.wait(now, w.window), hold); wait > 0 {
 		r.RetryAfter, r.Reset = time.Duration(wait), time.Unix(0, now+wait)
 		return r
 	}
-	log.add(now)
+	k.log.add(now)
 	r.Allowed = true
-	r.Remaining = max(limit-log.usedSorted(now, w.window), 0)
+	r.Remaining = max(limit-k.log.usedSorted(now, w.window), 0)
+	if sw > 0 {
+		k.seen.after++
+	}
+	if holds {
+		r.Remaining = min(r.Remaining, int(allow-k.seen.after))
+	}
 	r.Reset = time.Unix(0, now)
 	if r.Remaining == 0 {
-		r.Reset = time.Unix(0, max(now, now+log.wait(now, w.window)))
+		next := k.log.wait(now, w.window)
+		if holds {
+			hold, _, _ = k.seen.hold(sw, w.window, now, int64(w.limit), int64(limit), 1, w.share, false)
+			next = max(next, hold)
+		}
+		r.Reset = time.Unix(0, max(now, now+next))
 	}
 	return r
 }
 
-// sweepLocked drops keys with no event left in the window, at most every window/8.
+// sweepLocked drops keys with no event left in the window, at most every window/8, unless
+// the store saw the key recently enough that it counts just after a switch to the
+// fallback share (see seenWindow.hold).
 func (w *Window) sweepLocked(now int64) {
 	if now < w.nextSweep {
 		return
 	}
 	w.nextSweep = now + w.window/8
-	for k, log := range w.keys {
-		if log.n == 0 || log.ring[(log.head+log.n-1)%len(log.ring)]+w.window <= now {
-			delete(w.keys, k)
+	for key, k := range w.keys {
+		log := &k.log
+		idle := log.n == 0 || log.ring[(log.head+log.n-1)%len(log.ring)]+w.window <= now
+		if idle && k.seen.at+2*w.window <= now {
+			delete(w.keys, key)
 		}
 	}
 }
@@ -163,38 +224,41 @@ func (r *requestLog) usedSorted(now, span int64) int {
 	return r.n - i
 }
 
-func (w *Window) allowRedis(ctx context.Context, key string, now time.Time) (WindowResult, error) {
+// allowRedis decides on the store; count is how many events the key's shared window held
+// when it decided, this one included when allowed.
+func (w *Window) allowRedis(ctx context.Context, key string, now time.Time) (res WindowResult, count int64, err error) {
 	st := w.store
 	win := micros(time.Duration(w.window))
 	uid := st.id + ":" + strconv.FormatUint(st.seq.Add(1), 36)
 	v, err := st.run(ctx, windowScript, []string{st.prefix + "w:" + w.name + ":" + key}, w.limit, win, uid)
 	if err != nil {
-		return WindowResult{}, err
+		return WindowResult{}, 0, err
 	}
 	r, ok := v.([]any)
-	if !ok || len(r) != 3 {
+	if !ok || len(r) != 4 {
 		err := errors.New("redis store: unexpected reply to window")
 		st.fail(err)
-		return WindowResult{}, err
+		return WindowResult{}, 0, err
 	}
-	res := WindowResult{Allowed: toInt(r[0]) == 1, Limit: w.limit, Remaining: int(toInt(r[2]))}
+	res = WindowResult{Allowed: toInt(r[0]) == 1, Limit: w.limit, Remaining: int(toInt(r[2]))}
 	wait := time.Duration(toInt(r[1])) * time.Microsecond
 	res.Reset = now.Add(wait)
 	if !res.Allowed {
 		res.RetryAfter = max(wait, time.Microsecond)
 	}
-	return res, nil
+	return res, toInt(r[3]), nil
 }
 
 // windowScript counts one event in a sorted set if fewer than limit are in the window.
-// Reply: allowed, wait until the next event can pass (microseconds), remaining.
+// Reply: allowed, wait until the next event can pass (microseconds), remaining, events in
+// the window (this one included when allowed).
 var windowScript = redis.NewScript(luaPrelude + `
 local lim, win = tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now - win))
 local c = redis.call('ZCARD', KEYS[1])
 if c >= lim then
   local e = redis.call('ZRANGE', KEYS[1], c - lim, c - lim, 'WITHSCORES')
-  return {0, tonumber(e[2]) + win - now, 0}
+  return {0, tonumber(e[2]) + win - now, 0, c}
 end
 redis.call('ZADD', KEYS[1], num(now), num(now) .. '-' .. ARGV[3])
 redis.call('PEXPIRE', KEYS[1], num(math.ceil(win / 1000) + 1000))
@@ -203,5 +267,5 @@ if rem == 0 then
   local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   wait = tonumber(e[2]) + win - now
 end
-return {1, wait, rem}
+return {1, wait, rem, c + 1}
 `)
