@@ -16,7 +16,6 @@ import (
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
-	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -81,22 +80,12 @@ func newGovFixture(t testing.TB, cfg govConfig) *govFixture {
 		specs = append(specs, parseQuotaSpec(t, "other", hs2.URL))
 		f.otherKey = HostKey(hs2.URL)
 	}
-	cat, err := spec.NewCatalog(specs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := search.New(cat, search.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eps []ratelimit.Endpoint
-	for _, e := range cat.Endpoints() {
-		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: cfg.interval})
-	}
+	cat, ix, eps := servedCatalog(t, cfg.interval, specs...)
 	var budgets []ratelimit.Budget
 	if cfg.budgets != nil {
 		budgets = cfg.budgets(f.key)
 	}
+	var err error
 	f.limiter, err = ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: budgets, ProgressInterval: cfg.progressEvery})
 	if err != nil {
 		t.Fatal(err)

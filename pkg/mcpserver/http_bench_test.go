@@ -44,13 +44,26 @@ func benchPost(b *testing.B, c *http.Client, url, body string) {
 // BenchmarkHTTPThroughput is sustained MCP requests per second over
 // loopback HTTP with auth and inbound budgets on.
 func BenchmarkHTTPThroughput(b *testing.B) {
+	benchThroughput(b, func(b *testing.B) *httpFixture { return newHTTPFixture(b, benchHTTPOptions(), 0) })
+}
+
+// BenchmarkHTTPInvokeLatency is the latency specgate adds to a call: an
+// invoke over HTTP (auth, budgets, governance, audit) against an instant
+// upstream, less the same GET sent to the upstream directly.
+func BenchmarkHTTPInvokeLatency(b *testing.B) {
+	benchInvokeLatency(b, newHTTPFixture(b, benchHTTPOptions(), 0))
+}
+
+// benchThroughput runs a ping, a search and an invoke, eight at a time, on a
+// fresh fixture each.
+func benchThroughput(b *testing.B, fixture func(*testing.B) *httpFixture) {
 	for _, bc := range []struct{ name, body string }{
 		{"ping", rpc(1, "ping", nil)},
 		{"search", toolsCall(1, "search", map[string]any{"query": "find pets by status", "limit": 5})},
 		{"invoke", toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := newHTTPFixture(b, benchHTTPOptions(), 0)
+			f := fixture(b)
 			c := benchClient()
 			url := f.ts.URL + "/mcp"
 			b.ReportAllocs()
@@ -66,11 +79,10 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 	}
 }
 
-// BenchmarkHTTPInvokeLatency is the latency specgate adds to a call: an
-// invoke over HTTP (auth, budgets, governance, audit) against an instant
-// upstream, less the same GET sent to the upstream directly.
-func BenchmarkHTTPInvokeLatency(b *testing.B) {
-	f := newHTTPFixture(b, benchHTTPOptions(), 0)
+// benchInvokeLatency alternates a direct GET to the upstream and the same
+// call as an invoke through f, and reports their p50 and p99 and the
+// difference.
+func benchInvokeLatency(b *testing.B, f *httpFixture) {
 	c := benchClient()
 	mcpURL := f.ts.URL + "/mcp"
 	directURL := f.upstreamURL + "/api/v3/pet/1"

@@ -21,8 +21,6 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
-	"github.com/specgate/specgate/pkg/search"
-	"github.com/specgate/specgate/pkg/spec"
 )
 
 // t0 is a whole second, so the one-second slots of a one-minute window
@@ -55,6 +53,7 @@ type httpFixture struct {
 	// upstreamURL is the upstream's base, without /api/v3.
 	upstreamURL string
 	audit       *lockedBuffer
+	limiter     *ratelimit.Limiter
 }
 
 // newHTTPFixture serves the petstore over HTTP with opts; cooldown is the
@@ -62,28 +61,31 @@ type httpFixture struct {
 // clock at t0.
 func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *httpFixture {
 	t.Helper()
+	return newHTTPFixtureOn(t, opts, cooldown, nil)
+}
+
+// newHTTPFixtureOn is newHTTPFixture with the limiter and the inbound
+// windows on store (nil: memory).
+func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store *ratelimit.RedisStore) *httpFixture {
+	t.Helper()
 	rec := &recorder{}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
-	s, err := spec.Load(context.Background(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: up.URL + "/api/v3"})
+	cat, ix, eps := servedCatalog(t, cooldown, petstoreAt(t, up.URL))
+	lo := ratelimit.Options{Endpoints: eps}
+	if store != nil {
+		lo.Store = store
+		opts.Windows = NewWindows(store, 0)
+	}
+	l, err := ratelimit.New(lo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := spec.NewCatalog(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := search.New(cat, search.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eps []ratelimit.Endpoint
-	for _, e := range cat.Endpoints() {
-		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: cooldown})
-	}
-	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps})
-	if err != nil {
-		t.Fatal(err)
+	if opts.Degraded == nil {
+		opts.Degraded = func() (bool, string) {
+			d, _, why := l.Degraded()
+			return d, why
+		}
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
@@ -96,7 +98,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *htt
 	}
 	ts := httptest.NewServer(srv.HTTPHandlerWith(opts))
 	t.Cleanup(ts.Close)
-	return &httpFixture{srv: srv, ts: ts, clock: clock, upstream: rec, upstreamURL: up.URL, audit: audit}
+	return &httpFixture{srv: srv, ts: ts, clock: clock, upstream: rec, upstreamURL: up.URL, audit: audit, limiter: l}
 }
 
 // rpc returns a JSON-RPC request body.

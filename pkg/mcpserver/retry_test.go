@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/invoke"
-	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -42,16 +41,12 @@ func retryFixture(t *testing.T, base string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, _ := spec.NewCatalog(s)
-	ix, err := search.New(cat, search.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, ix, _ := servedCatalog(t, 0, s)
 	// No limiter: this is the retry policy alone, waiting the upstream's
 	// 30 ms (a limiter would hold every call for at least a second).
 	srv := New(Options{Client: invoke.New(invoke.Options{}), MaxRetries: 2, MaxRetryWait: 5 * time.Second})
 	srv.Publish(cat, ix, nil)
-	return &fixture{srv: srv, client: connect(t, srv), cat: cat}
+	return &fixture{srv: srv, client: connectTB(t, srv, nil), cat: cat}
 }
 
 // A POST is retried after a 429 only when it carries the idempotency key

@@ -67,11 +67,36 @@ func newFixture(t *testing.T, interval time.Duration, budgets ...ratelimit.Budge
 	rec := &recorder{}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
-	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: up.URL + "/api/v3"})
+	cat, ix, eps := servedCatalog(t, interval, petstoreAt(t, up.URL))
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: budgets})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := spec.NewCatalog(s)
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 5 * time.Second})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+	return &fixture{srv: srv, client: c, upstream: rec, limiter: l, cat: cat}
+}
+
+// petstoreAt loads testdata/petstore-v3.yaml as spec "petstore" calling
+// upstream (its /api/v3).
+func petstoreAt(t testing.TB, upstream string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Load(context.Background(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: upstream + "/api/v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// servedCatalog indexes specs and returns the catalog, its search index, and
+// one limiter endpoint per operation with the given cooldown, on the host of
+// its base URL.
+func servedCatalog(t testing.TB, cooldown time.Duration, specs ...*spec.Spec) (*spec.Catalog, *search.Index, []ratelimit.Endpoint) {
+	t.Helper()
+	cat, err := spec.NewCatalog(specs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,37 +106,9 @@ func newFixture(t *testing.T, interval time.Duration, budgets ...ratelimit.Budge
 	}
 	var eps []ratelimit.Endpoint
 	for _, e := range cat.Endpoints() {
-		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: interval})
+		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: HostKey(e.BaseURL), Interval: cooldown})
 	}
-	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: budgets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := invoke.New(invoke.Options{})
-	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 5 * time.Second})
-	srv.Publish(cat, ix, nil)
-	c := connect(t, srv)
-	return &fixture{srv: srv, client: c, upstream: rec, limiter: l, cat: cat}
-}
-
-func connect(t *testing.T, srv *Server) *client.Client {
-	t.Helper()
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(t.Context(), init); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return cat, ix, eps
 }
 
 // call calls a tool and returns its JSON text, checking that the
@@ -423,7 +420,7 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 // Tools answer before loading finishes; search waits for the index.
 func TestSearchWaitsForLoading(t *testing.T) {
 	srv := New(Options{SpecNames: []string{"petstore"}})
-	c := connect(t, srv)
+	c := connectTB(t, srv, nil)
 	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
