@@ -110,6 +110,9 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	s.BaseURL = opts.BaseURL
 	if s.BaseURL == "" {
 		s.BaseURL = rawServerURL(servers, specURL)
+		if s.BaseURL != "" && !isURL(s.BaseURL) {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("the server URL %q is relative and the spec was not loaded from a URL: set base_url so calls have somewhere to go", s.BaseURL))
+		}
 	}
 	docSecurity, _ := field[[]map[string][]string](top, "security")
 

@@ -593,3 +593,16 @@ func TestNullOperationSkipped(t *testing.T) {
 		t.Errorf("warnings = %q, want one per null", s.Warnings)
 	}
 }
+
+// A relative server URL in a spec read from a file leaves calls nowhere to
+// go: say so at load, where the operator reads it.
+func TestRelativeServerFromFileWarns(t *testing.T) {
+	s := mustParse(t, "rel.json", `{"openapi":"3.0.0","servers":[{"url":"/api/v3"}],"paths":{}}`, Options{})
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "set base_url") {
+		t.Errorf("warnings = %q", s.Warnings)
+	}
+	s = mustParse(t, "rel.json", `{"openapi":"3.0.0","servers":[{"url":"/api/v3"}],"paths":{}}`, Options{BaseURL: "https://api.example.com"})
+	if len(s.Warnings) != 0 {
+		t.Errorf("with a base URL: warnings = %q", s.Warnings)
+	}
+}
