@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -128,24 +129,33 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	// Loading runs while the server answers; when it fails as a whole (a
+	// required spec, or no spec at all) the server stops with that error.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	a, err := start(ctx, c, cfg)
 	if err != nil {
 		return err
 	}
+	go func() {
+		if err := <-a.loaded; err != nil {
+			a.log.Error("loading failed", "err", err)
+			stop(err)
+		}
+	}()
 	if !httpAddr.on {
-		// A required spec that fails stops the server.
-		go func() {
-			if err := <-a.loaded; err != nil {
-				a.log.Error("loading failed", "err", err)
-			}
-		}()
-		return a.srv.ServeStdio(ctx, stdin, stdout)
+		err = a.srv.ServeStdio(ctx, stdin, stdout)
+	} else {
+		addr := httpAddr.addr
+		if addr == "" {
+			addr = cfg.HTTP.Listen
+		}
+		err = serveHTTP(ctx, a, addr, stderr)
 	}
-	addr := httpAddr.addr
-	if addr == "" {
-		addr = cfg.HTTP.Listen
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
 	}
-	return serveHTTP(ctx, a, addr, stderr)
+	return err
 }
 
 func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error {

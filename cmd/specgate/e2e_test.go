@@ -244,3 +244,26 @@ func TestHTTPFlagForms(t *testing.T) {
 		}
 	}
 }
+
+// A required spec that fails to load stops `serve` with its reason; an
+// optional one does not.
+func TestServeStopsOnRequiredSpecFailure(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	pet, err := filepath.Abs("../../testdata/petstore-v3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "specgate.yaml")
+	os.WriteFile(cfg, []byte("specs:\n  - name: bad\n    location: /nonexistent.yaml\n    required: true\n  - name: pet\n    location: "+pet+"\n"), 0o600)
+	// stdin stays open (a pipe nobody writes), as an MCP client's would.
+	r, w := io.Pipe()
+	defer w.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"serve", "--config", cfg}, r, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "required spec bad") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout carries more than protocol: %q", stdout.String())
+	}
+}
