@@ -214,7 +214,7 @@ func newClient(cfg *config.Config) *invoke.Client {
 		}
 		for name, c := range sc.Auth {
 			var missing []string
-			for _, sec := range []config.Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret} {
+			for _, sec := range c.Secrets() {
 				missing = append(missing, sec.MissingEnv()...)
 			}
 			so.Auth[name] = invoke.Credential{
@@ -244,7 +244,7 @@ func credentialsFunc(cfg *config.Config) func(specName, scheme string) bool {
 		if !ok {
 			return false
 		}
-		for _, s := range []config.Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret} {
+		for _, s := range c.Secrets() {
 			if s.IsSet() {
 				return true
 			}

@@ -174,6 +174,11 @@ type Credential struct {
 	Scopes           []string `yaml:"scopes" json:"scopes,omitempty"`
 }
 
+// Secrets returns the credential's secret fields, set or not.
+func (c Credential) Secrets() []Secret {
+	return []Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret}
+}
+
 // Upstream is a budget for every call to one upstream. Each dimension is
 // off while zero. Entries decoded from YAML start from the defaults noted.
 type Upstream struct {

@@ -66,17 +66,6 @@ func (c *Call) Method() string { return c.method }
 // added when sending). The caller must not modify it.
 func (c *Call) URL() *url.URL { return c.url }
 
-// Host returns the request's host:port, the rate limiter's upstream key.
-func (c *Call) Host() string {
-	if c.url.Port() != "" {
-		return c.url.Host
-	}
-	if c.url.Scheme == "https" {
-		return c.url.Host + ":443"
-	}
-	return c.url.Host + ":80"
-}
-
 // RequestSize returns the bytes of the request body.
 func (c *Call) RequestSize() int { return len(c.body) }
 

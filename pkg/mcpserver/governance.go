@@ -575,17 +575,7 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 	ls := s.opts.Limiter.StatusAt(s.now(), func(id string) bool { return t.eps[id] })
 	for _, e := range ls.Endpoints {
 		if e.Interval > 0 {
-			// Calls to one endpoint in one round beyond the first meet the
-			// cooldown; one at a time, the next round meets it when a round
-			// is shorter than the cooldown.
-			switch {
-			case conc > 1:
-				out["cooldown "+e.ID] = 1
-			case e.Interval > mean:
-				out["cooldown "+e.ID] = 2
-			default:
-				out["cooldown "+e.ID] = "not reached"
-			}
+			out["cooldown "+e.ID] = spacingRound(conc, e.Interval, mean)
 		}
 	}
 	for _, u := range ls.Upstreams {
@@ -612,18 +602,22 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 			}
 		}
 		if b.MinInterval > 0 {
-			// The first call of a task always passes; the second meets the
-			// interval in the same round with concurrency, else in the next
-			// when a round is shorter than the interval.
-			switch {
-			case conc > 1:
-				out["interval "+u.Key] = 1
-			case b.MinInterval > mean:
-				out["interval "+u.Key] = 2
-			default:
-				out["interval "+u.Key] = "not reached"
-			}
+			out["interval "+u.Key] = spacingRound(conc, b.MinInterval, mean)
 		}
 	}
 	return out
+}
+
+// spacingRound is the round at which a limit that spaces calls by gap (a
+// cooldown, a minimum interval) refuses one: the first call always passes;
+// the second meets the gap in the same round with concurrency, else in the
+// next when a round is shorter than the gap.
+func spacingRound(conc int, gap, mean time.Duration) any {
+	switch {
+	case conc > 1:
+		return 1
+	case gap > mean:
+		return 2
+	}
+	return "not reached"
 }

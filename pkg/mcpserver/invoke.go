@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -303,7 +304,7 @@ func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.P
 		total := p.Waited + p.Estimate
 		msg := "waiting for the rate limit"
 		if p.Position > 0 {
-			msg = "waiting in the queue at position " + itoa(p.Position)
+			msg = "waiting in the queue at position " + strconv.Itoa(p.Position)
 		}
 		params := map[string]any{
 			"progressToken": token,
@@ -351,18 +352,4 @@ func prefix(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
