@@ -2,9 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -122,13 +120,11 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 	}
 	started := s.now()
-	res, err := s.call(ctx, e, in, progressFunc(ctx, req))
-	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: s.now().Sub(started).Milliseconds()}
+	res, out, err := s.call(ctx, e, in, progressFunc(ctx, req))
+	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: s.now().Sub(started).Milliseconds(),
+		QueueWaitMs: out.Trace.QueueWait.Milliseconds(), Attempts: len(out.Trace.Attempts)}
 	if res != nil {
 		rec.Status, rec.ResponseBytes = res.StatusCode, res.Size
-		if res.RateLimit != nil {
-			rec.QueueWaitMs, rec.Attempts = res.RateLimit.QueueWaitMs, len(res.RateLimit.Attempts)
-		}
 	}
 	if err != nil {
 		obj := mapError(err, s.now())
@@ -164,130 +160,53 @@ func suggestionIDs(list []Suggestion) string {
 	return out
 }
 
-// call runs one governed call: validate (free), admit (charged), send,
-// learn from the answer, and retry idempotent calls the upstream refused
-// when the wait fits the deadline.
-func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, progress func(ratelimit.Progress)) (*InvokeResult, error) {
-	prepared, err := s.opts.Client.Prepare(ctx, e, in)
+// call runs one governed call and turns its outcome into the invoke answer.
+func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, progress func(ratelimit.Progress)) (*InvokeResult, *invoke.Outcome, error) {
+	out, err := s.governed().Do(ctx, e, in, progress)
+	snap := &CallRateLimit{QueueWaitMs: out.Trace.QueueWait.Milliseconds(), Remaining: out.Trace.Remaining}
+	for _, a := range out.Trace.Attempts {
+		at := Attempt{Status: a.Status, Source: a.Source}
+		if a.Wait > 0 {
+			at.WaitSeconds = retrySeconds(a.Wait)
+		}
+		if a.Err != nil {
+			at.Error = mapError(a.Err, s.now()).Code
+		}
+		snap.Attempts = append(snap.Attempts, at)
+	}
 	if err != nil {
-		return nil, err
+		return nil, out, err
 	}
-	timeout := prepared.Timeout()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
+	if out.Trace.NextCall > 0 {
+		snap.NextCallInSeconds = retrySeconds(out.Trace.NextCall)
+	}
+	res := out.Result
+	return &InvokeResult{
+		StatusCode: res.StatusCode, Headers: res.Headers, Body: res.Body,
+		BodyBase64: res.BodyBase64, Note: res.Note,
+		Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: res.Size,
+		RateLimit: snap,
+	}, out, nil
+}
 
-	snap := &CallRateLimit{}
-	// Tokens are estimated as the request plus an equal response, then
-	// settled on the real size.
-	estimate := 2 * ratelimit.EstimateTokens(prepared.RequestSize())
-	retriable := e.Idempotent() || hasIdempotencyKey(e, in)
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		tr := ratelimit.Request{Endpoint: e.ID, Upstream: s.upstreamOf(e), Tokens: estimate, Progress: progress, Retry: attempt > 0}
-		var ticket ratelimit.Ticket
-		if s.opts.Limiter != nil {
-			ticket, err = s.opts.Limiter.Acquire(ctx, tr)
-			if err != nil {
-				if attempt > 0 && lastErr != nil {
-					var le *ratelimit.LimitError
-					if errors.As(err, &le) && le.Scope == ratelimit.ScopeUpstream {
-						return nil, lastErr
-					}
-				}
-				s.stats.refused(e.ID, err)
-				return nil, err
-			}
-			snap.QueueWaitMs += ticket.QueueWait.Milliseconds()
-		}
-		start := time.Now()
-		res, err := prepared.Do(ctx)
-		latency := time.Since(start)
-		s.stats.observe(e, s.upstreamOf(e), latency, ticket.QueueWait, estimate)
-		s.metrics.observeAttempt(s.upstreamOf(e), ticket.QueueWait, latency, res)
-		a := Attempt{}
-		if res != nil {
-			a.Status = res.StatusCode
-			if s.opts.Limiter != nil {
-				sig := ticket.Observe(res.StatusCode, res.RawHeaders, prefix(res.RawBody, 1024))
-				a.Source = sig.Source
-				ticket.Settle(ratelimit.EstimateTokens(prepared.RequestSize() + len(res.RawBody)))
-				if sig.Requests.HasRemaining {
-					r := sig.Requests.Remaining
-					snap.Remaining = &r
-				}
-			}
-		}
-		ticket.Release()
-		if err != nil {
-			a.Error = mapError(err, s.now()).Code
-			var rl *invoke.UpstreamRateLimitError
-			if errors.As(err, &rl) {
-				s.stats.refused(e.ID, err)
-			}
-		}
-		snap.Attempts = append(snap.Attempts, a)
-		if err == nil {
-			out := &InvokeResult{
-				StatusCode: res.StatusCode, Headers: res.Headers, Body: res.Body,
-				BodyBase64: res.BodyBase64, Note: res.Note,
-				Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: res.Size,
-				RateLimit: snap,
-			}
-			if s.opts.Limiter != nil {
-				if w := s.opts.Limiter.ReadyAt(e.ID, s.now()); w > 0 {
-					snap.NextCallInSeconds = retrySeconds(w)
-				}
-			}
-			return out, nil
-		}
-		lastErr = err
-		wait, ok := s.retryWait(err, attempt, retriable, deadline)
-		if !ok {
-			return nil, err
-		}
-		snap.Attempts[len(snap.Attempts)-1].WaitSeconds = retrySeconds(wait)
-		if s.opts.Limiter == nil {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, err
-			}
-		}
-		// With a limiter, the next Acquire holds the call until the
-		// upstream's block ends, as every other caller is held.
+// governed returns the governed caller built from the options.
+func (s *Server) governed() *invoke.Governed {
+	return &invoke.Governed{
+		Client: s.opts.Client, Limiter: s.opts.Limiter, Upstream: s.upstreamOf,
+		MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,
+		Observer: (*observer)(s), Now: s.now,
 	}
 }
 
-// retryWait decides whether a failed attempt is retried and after how long.
-func (s *Server) retryWait(err error, attempt int, idempotent bool, deadline time.Time) (time.Duration, bool) {
-	if !idempotent || attempt >= s.opts.MaxRetries {
-		return 0, false
-	}
-	var wait time.Duration
-	var rl *invoke.UpstreamRateLimitError
-	var he *invoke.HTTPError
-	switch {
-	case errors.As(err, &rl):
-		wait = rl.RetryAfter
-		if wait <= 0 {
-			wait = time.Second
-		}
-	case errors.As(err, &he) && (he.StatusCode == 502 || he.StatusCode == 503 || he.StatusCode == 504):
-		wait = time.Duration(250<<attempt) * time.Millisecond
-	default:
-		return 0, false
-	}
-	if s.opts.MaxRetryWait > 0 && wait > s.opts.MaxRetryWait {
-		return 0, false
-	}
-	if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
-		return 0, false
-	}
-	return wait, true
+// observer feeds the statistics and metrics from governed calls.
+type observer Server
+
+func (o *observer) Attempted(e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
+	o.stats.observe(e, up, latency, queueWait, tokens)
+	o.metrics.observeAttempt(up, queueWait, latency, res)
 }
+
+func (o *observer) Refused(e *spec.Endpoint, err error) { o.stats.refused(e.ID, err) }
 
 // progressFunc sends MCP progress notifications while a call waits in a
 // queue, when the client asked for them with a progress token.
@@ -316,40 +235,4 @@ func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.P
 		}
 		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
 	}
-}
-
-// hasIdempotencyKey reports whether the operation declares an idempotency
-// key header (Stripe's Idempotency-Key, or similar) and the call sets it:
-// then the upstream dedupes a resent request, and retrying it is safe.
-func hasIdempotencyKey(e *spec.Endpoint, in invoke.Args) bool {
-	for _, p := range e.Params {
-		if p.In != "header" || !isIdempotencyHeader(p.Name) {
-			continue
-		}
-		if v, ok := in.Parameters[p.Name]; ok && v != nil && v != "" {
-			return true
-		}
-	}
-	for name, v := range in.Headers {
-		if isIdempotencyHeader(name) && v != "" {
-			for _, p := range e.Params {
-				if p.In == "header" && strings.EqualFold(p.Name, name) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-func isIdempotencyHeader(name string) bool {
-	n := strings.ToLower(name)
-	return n == "idempotency-key" || n == "x-idempotency-key"
-}
-
-func prefix(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }
