@@ -41,10 +41,23 @@ type Config struct {
 	// which queue_timeout bounds). Default 30s. Overridable per spec and
 	// endpoint.
 	CallTimeout Duration `yaml:"call_timeout" json:"call_timeout"`
-	// MaxResponseBytes caps the response body kept from an upstream; a longer
-	// body comes back cut with truncated: true. Default 256KiB. Overridable
-	// per spec.
+	// MaxResponseBytes caps the response body read from the wire and stored;
+	// a longer body comes back cut with truncated: true. Default 8MiB.
+	// Overridable per spec.
 	MaxResponseBytes ByteSize `yaml:"max_response_bytes" json:"max_response_bytes"`
+	// ResultBytes bounds the answer the model reads (the JSON text of one
+	// tool result); a larger body comes back as a valid-JSON preview with a
+	// responseId to read the rest. Default 16KiB; 1KiB to 1MiB.
+	ResultBytes ByteSize `yaml:"result_bytes" json:"result_bytes"`
+	// ResponseStoreBytes bounds all stored answers together (what the store
+	// really holds, compressed); the least recently used answer of the
+	// principal holding the most is evicted first. Default 64MiB.
+	ResponseStoreBytes ByteSize `yaml:"response_store_bytes" json:"response_store_bytes"`
+	// ResponseTTL is how long a stored answer is kept after it was last
+	// read. Default 15m.
+	ResponseTTL Duration `yaml:"response_ttl" json:"response_ttl"`
+	// JQTimeout bounds one jq filter run. Default 1s.
+	JQTimeout Duration `yaml:"jq_timeout" json:"jq_timeout"`
 	// AllowRuntimeTuning registers the set_rate_limit tool. Default false: a
 	// model should not raise its own limits.
 	AllowRuntimeTuning bool `yaml:"allow_runtime_tuning" json:"allow_runtime_tuning"`
@@ -328,13 +341,17 @@ type Store struct {
 // Default returns a Config holding every default and no specs.
 func Default() *Config {
 	return &Config{
-		RateLimitInterval: Duration(10 * time.Second),
-		MaxRetries:        2,
-		MaxRetryWait:      Duration(30 * time.Second),
-		CallTimeout:       Duration(30 * time.Second),
-		MaxResponseBytes:  256 << 10,
-		SpecFetchTimeout:  Duration(30 * time.Second),
-		MaxSpecBytes:      64 << 20,
+		RateLimitInterval:  Duration(10 * time.Second),
+		MaxRetries:         2,
+		MaxRetryWait:       Duration(30 * time.Second),
+		CallTimeout:        Duration(30 * time.Second),
+		MaxResponseBytes:   8 << 20,
+		ResultBytes:        16 << 10,
+		ResponseStoreBytes: 64 << 20,
+		ResponseTTL:        Duration(15 * time.Minute),
+		JQTimeout:          Duration(time.Second),
+		SpecFetchTimeout:   Duration(30 * time.Second),
+		MaxSpecBytes:       64 << 20,
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			MaxBodyBytes:    4 << 20,

@@ -667,7 +667,7 @@ specs:
 		t.Errorf("remote allowed hosts = %v", remote.AllowedHosts)
 	}
 	local := c.ForSpec(c.SpecByName("local"))
-	if local.BlockPrivateNetworks || local.AllowExternalRefs || !local.AllowCredentialHeaders || local.MaxResponseBytes != 256<<10 {
+	if local.BlockPrivateNetworks || local.AllowExternalRefs || !local.AllowCredentialHeaders || local.MaxResponseBytes != 8<<20 {
 		t.Errorf("local = %+v", local)
 	}
 	if !c.ForSpec(c.SpecByName("forced")).BlockPrivateNetworks {

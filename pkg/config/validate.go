@@ -24,6 +24,12 @@ func (c *Config) Validate() error {
 	v.nonNegative("max_retry_wait", c.MaxRetryWait)
 	v.positive("call_timeout", c.CallTimeout)
 	v.positiveSize("max_response_bytes", c.MaxResponseBytes)
+	if c.ResultBytes < 1<<10 || c.ResultBytes > 1<<20 {
+		v.add("result_bytes", "must be from 1KiB to 1MiB")
+	}
+	v.positiveSize("response_store_bytes", c.ResponseStoreBytes)
+	v.positive("response_ttl", c.ResponseTTL)
+	v.positive("jq_timeout", c.JQTimeout)
 	v.positive("spec_fetch_timeout", c.SpecFetchTimeout)
 	v.positiveSize("max_spec_bytes", c.MaxSpecBytes)
 	v.hosts("allowed_hosts", c.AllowedHosts)

@@ -23,13 +23,13 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultTimeout          = 30 * time.Second
-	DefaultMaxResponseBytes = 256 << 10
+	DefaultMaxResponseBytes = 8 << 20
 	// maxRedirects bounds redirects followed within the allowed hosts.
 	maxRedirects = 5
 )
 
 // Options configure a Client. The zero value is useful: a 30s deadline per
-// call, a 256 KiB response cap, no credentials, private networks allowed.
+// call, an 8 MiB response cap, no credentials, private networks allowed.
 type Options struct {
 	// HTTPClient sends requests. If nil, the Client uses its own transport,
 	// which can refuse private networks (BlockPrivateNetworks). When set, its
