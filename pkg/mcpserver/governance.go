@@ -415,11 +415,11 @@ func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest
 		if !ok || v == nil {
 			return 0, false, nil
 		}
-		f, ok := v.(float64)
-		if !ok || f < 0 || f != float64(int(f)) || f > 1e9 {
+		n, ok := intArg(v, 0, 1e9)
+		if !ok {
 			return 0, false, argError("%s must be a whole number, 0 or more (0 turns the limit off)", name)
 		}
-		return int(f), true, nil
+		return n, true, nil
 	}
 	id, _ := args["endpointId"].(string)
 	up, _ := args["upstream"].(string)
@@ -536,11 +536,11 @@ func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	conc := 1
 	if v, ok := req.GetArguments()["concurrency"]; ok && v != nil {
-		f, ok := v.(float64)
-		if !ok || f < 1 || f > 1000 || f != float64(int(f)) {
+		n, ok := intArg(v, 1, 1000)
+		if !ok {
 			return argError("concurrency must be a whole number from 1 to 1000"), nil
 		}
-		conc = int(f)
+		conc = n
 	}
 	s.stats.mu.Lock()
 	t, ok := s.stats.tasks[id]

@@ -216,7 +216,9 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "the request body could not be read", 0)
 			return
 		}
+		body = rewriteToolCall(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 	}
 	if h.auth {
 		ctx = WithPrincipal(ctx, p.String())

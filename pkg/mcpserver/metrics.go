@@ -123,6 +123,13 @@ func (s *Server) toolMiddleware(next server.ToolHandlerFunc) server.ToolHandlerF
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := s.chargeToolCall(ctx)
 		if res == nil {
+			args, problem := decodeArguments(req)
+			req.Params.Arguments = args
+			if problem != "" {
+				res = argError("%s", problem)
+			}
+		}
+		if res == nil {
 			res, err = next(ctx, req)
 		}
 		s.countCall(req, res, err)

@@ -13,7 +13,7 @@ import (
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	std := server.NewStdioServer(s.mcp)
 	std.SetErrorLogger(log.New(slogWriter{s}, "", 0))
-	return std.Listen(ctx, in, out)
+	return std.Listen(ctx, newLineRewriter(in), out)
 }
 
 type slogWriter struct{ s *Server }

@@ -114,11 +114,11 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	limit := 10
 	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
-		f, ok := v.(float64)
-		if !ok || f != float64(int(f)) || f < 1 || f > 50 {
+		n, ok := intArg(v, 1, 50)
+		if !ok {
 			return argError("limit must be a whole number from 1 to 50"), nil
 		}
-		limit = int(f)
+		limit = n
 	}
 	st, err := s.wait(ctx)
 	if err != nil {

@@ -1,0 +1,130 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestRewriteToolCallWrapsOnlyUndecodableArguments(t *testing.T) {
+	plain := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":5}}}`)
+	if got := rewriteToolCall(plain); !bytes.Equal(got, plain) {
+		t.Errorf("a decodable call was rewritten: %s", got)
+	}
+	other := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1e400}}`)
+	if got := rewriteToolCall(other); !bytes.Equal(got, other) {
+		t.Errorf("a message other than tools/call was rewritten: %s", got)
+	}
+	huge := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":1e400}}}`)
+	got := rewriteToolCall(huge)
+	var env struct {
+		Params struct {
+			Arguments map[string]string `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(got, &env); err != nil {
+		t.Fatalf("rewritten message does not parse: %v", err)
+	}
+	if env.Params.Arguments[rawArgumentsKey] != `{"query":"pets","limit":1e400}` {
+		t.Errorf("wrapped arguments = %q", env.Params.Arguments)
+	}
+}
+
+// TestHugeNumberIsToolErrorNotJSONRPC: 1e400 anywhere in the arguments was
+// a -32600 JSON-RPC error; it is a validation_failed tool result now.
+func TestHugeNumberIsToolErrorNotJSONRPC(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{}, 0)
+	resp, body := f.post(t, "", rpc(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}))
+	expectStatus(t, resp, body, http.StatusOK)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	raw := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":1e400}}}`
+	resp, body = f.post(t, "", raw, "Mcp-Session-Id", sid)
+	expectStatus(t, resp, body, http.StatusOK)
+	m := rpcResult(t, body)
+	if m["error"] != nil {
+		t.Fatalf("JSON-RPC error %v, want a tool result", m["error"])
+	}
+	res := m["result"].(map[string]any)
+	if res["isError"] != true || !strings.Contains(string(mustJSON(res)), "validation_failed") {
+		t.Fatalf("result = %s, want a validation_failed tool error", mustJSON(res))
+	}
+}
+
+func TestDecodeArgumentsKeepsLargeIntegersExact(t *testing.T) {
+	var req mcp.CallToolRequest
+	if err := json.Unmarshal([]byte(`{"method":"tools/call","params":{"name":"invoke","arguments":{"endpointId":"petstore.getPetById","parameters":{"petId":9007199254740993}}}}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	args, problem := decodeArguments(req)
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	petID := args["parameters"].(map[string]any)["petId"]
+	if n, ok := petID.(json.Number); !ok || n.String() != "9007199254740993" {
+		t.Fatalf("petId = %#v, want json.Number 9007199254740993", petID)
+	}
+	if _, problem := decodeArguments(mcp.CallToolRequest{Params: mcp.CallToolParams{RawArguments: json.RawMessage(`[1,2]`)}}); problem == "" {
+		t.Error("an array of arguments was accepted")
+	}
+}
+
+// TestStdioHugeNumberAndLargeInteger drives the stdio transport with raw
+// lines: 1e400 is a tool error, and a large integer is sent exactly.
+func TestStdioHugeNumberAndLargeInteger(t *testing.T) {
+	f := newFixture(t, 0)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":1e400}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"invoke","arguments":{"endpointId":"petstore.getPetById","parameters":{"petId":9007199254740993}}}}`,
+	}, "\n") + "\n"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeStdio(ctx, inR, outW) }()
+	go func() { _, _ = io.WriteString(inW, in) }()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var lines []string
+	for len(lines) < 3 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	cancel()
+	inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	<-done
+	if len(lines) < 3 {
+		t.Fatalf("got %d answers", len(lines))
+	}
+	for _, line := range lines {
+		if !utf8.ValidString(line) {
+			t.Error("stdout is not valid UTF-8")
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		if m["error"] != nil {
+			t.Errorf("JSON-RPC error for id %v: %v", m["id"], m["error"])
+		}
+		if m["id"] == float64(2) && !strings.Contains(line, "validation_failed") {
+			t.Errorf("1e400: %s, want validation_failed", line)
+		}
+	}
+	if n := f.upstream.count(); n != 1 {
+		t.Fatalf("upstream got %d requests, want 1", n)
+	}
+	if p := f.upstream.requests[0].Path; p != "/api/v3/pet/9007199254740993" {
+		t.Errorf("upstream path %q, want the exact integer", p)
+	}
+}
