@@ -22,6 +22,7 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 		TrustedProxies:      h.TrustedProxyPrefixes(),
 		AllowedOrigins:      h.AllowedOrigins,
 		MaxBodyBytes:        int64(h.MaxBodyBytes),
+		BodyTimeout:         time.Duration(h.BodyTimeout),
 		RequestsPerWindow:   h.Inbound.RequestsPerWindow,
 		ToolCallsPerWindow:  h.Inbound.ToolCallsPerWindow,
 		FailedAuthPerWindow: h.Inbound.FailedAuthPerWindow,
@@ -55,6 +56,8 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 type httpServer struct {
 	hs       *http.Server
 	timeout  time.Duration // to finish in-flight calls after the signal
+	perIP    int           // open connections one client address may hold
+	trusted  []netip.Prefix
 	draining atomic.Bool
 }
 
@@ -82,8 +85,12 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		d, _, reason := a.limiter.Degraded()
 		return d, reason
 	}
-	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout)}
-	s.hs = &http.Server{Handler: s.gate(a.srv.HTTPHandlerWith(opts)), ReadHeaderTimeout: 10 * time.Second}
+	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies}
+	s.hs = &http.Server{
+		Handler:           s.gate(a.srv.HTTPHandlerWith(opts)),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Duration(h.IdleTimeout),
+	}
 	return s, nil
 }
 
@@ -115,6 +122,7 @@ func (s *httpServer) gate(next http.Handler) http.Handler {
 // calls finish within the shutdown timeout and closes what is left.
 func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
+	ln = mcpserver.LimitConnsPerIP(ln, s.perIP, s.trusted)
 	go func() { errc <- s.hs.Serve(ln) }()
 	select {
 	case err := <-errc:

@@ -259,6 +259,14 @@ type HTTP struct {
 	// ShutdownTimeout bounds finishing in-flight calls on SIGTERM. Default
 	// 25s, inside Kubernetes' default 30s grace period.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+	// BodyTimeout bounds reading one request body, so a client that
+	// trickles its body cannot hold a connection open. Default 30s.
+	BodyTimeout Duration `yaml:"body_timeout" json:"body_timeout"`
+	// IdleTimeout closes a kept-alive connection idle this long. Default 2m.
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	// MaxConnsPerIP caps the open connections from one client address
+	// (trusted proxies excepted); more are closed at once. Default 64; 0: no cap.
+	MaxConnsPerIP int `yaml:"max_conns_per_ip" json:"max_conns_per_ip"`
 	// Auth is inbound authentication; with neither tokens nor JWT, none.
 	Auth HTTPAuth `yaml:"auth" json:"auth"`
 	// Inbound are per-principal limits.
@@ -356,6 +364,9 @@ func Default() *Config {
 			Listen:          "127.0.0.1:8080",
 			MaxBodyBytes:    4 << 20,
 			ShutdownTimeout: Duration(25 * time.Second),
+			BodyTimeout:     Duration(30 * time.Second),
+			IdleTimeout:     Duration(2 * time.Minute),
+			MaxConnsPerIP:   64,
 			Auth: HTTPAuth{JWT: JWT{
 				SubjectClaim: "sub",
 				OrgClaim:     "org",

@@ -246,6 +246,11 @@ func (v *validator) http(h *HTTP) {
 	}
 	v.positiveSize("http.max_body_bytes", h.MaxBodyBytes)
 	v.nonNegative("http.shutdown_timeout", h.ShutdownTimeout)
+	v.positive("http.body_timeout", h.BodyTimeout)
+	v.positive("http.idle_timeout", h.IdleTimeout)
+	if h.MaxConnsPerIP < 0 {
+		v.add("http.max_conns_per_ip", "must be 0 (no cap) or more")
+	}
 
 	tokens := map[string]int{}
 	for i, t := range h.Auth.Tokens {

@@ -55,6 +55,9 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps one request body; a longer one gets 413. If zero,
 	// 4 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout bounds reading one request body; a slower one gets 408
+	// and the connection is closed. If zero, 30s.
+	BodyTimeout time.Duration
 
 	// RequestsPerWindow is each principal's budget of MCP requests per
 	// Window; past it, HTTP 429 before the message is read. Every answer
@@ -113,6 +116,9 @@ func (s *Server) HTTPHandler() http.Handler { return s.HTTPHandlerWith(HTTPOptio
 func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
 	}
 	if opts.Window <= 0 {
 		opts.Window = time.Minute
@@ -205,12 +211,28 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil && r.Method == http.MethodPost {
+		// The body must arrive within BodyTimeout; the deadline is lifted
+		// once it is read, so a long answer stream is not cut.
+		rc := http.NewResponseController(w)
+		if h.opts.BodyTimeout > 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		if h.opts.BodyTimeout > 0 {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				h.s.metrics.refused("body_too_large")
 				writeJSONError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", "the request body is over "+strconv.FormatInt(h.opts.MaxBodyBytes, 10)+" bytes", 0)
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				h.s.metrics.refused("body_timeout")
+				w.Header().Set("Connection", "close")
+				writeJSONError(w, http.StatusRequestTimeout, "BODY_TIMEOUT", "the request body did not arrive within "+h.opts.BodyTimeout.String(), 0)
 				return
 			}
 			writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "the request body could not be read", 0)
