@@ -153,17 +153,23 @@ func readPagingOp(e *spec.Endpoint) pagingOp {
 		if !ok || cur.in != p.In {
 			continue
 		}
-		typ := p.Type
-		if len(p.Schema) > 0 {
-			var s struct {
-				Type any `json:"type"`
-			}
-			if json.Unmarshal(componentRef(p.Schema, comps, "schemas"), &s) == nil {
-				typ = s.Type
-			}
+		type schema struct {
+			Type  any             `json:"type"`
+			Items json.RawMessage `json:"items"`
 		}
-		cur.numeric = schemaHasType(typ, "integer") || schemaHasType(typ, "number")
-		cur.array = schemaHasType(typ, "array")
+		s := schema{Type: p.Type}
+		if len(p.Schema) > 0 && json.Unmarshal(componentRef(p.Schema, comps, "schemas"), &s) != nil {
+			continue
+		}
+		if cur.array = schemaHasType(s.Type, "array"); cur.array {
+			// The items' type is what each value takes.
+			var items schema
+			if json.Unmarshal(componentRef(s.Items, comps, "schemas"), &items) != nil {
+				items = schema{}
+			}
+			s.Type = items.Type
+		}
+		cur.numeric = schemaHasType(s.Type, "integer") || schemaHasType(s.Type, "number")
 		op.params[p.Name] = cur
 	}
 	return op
