@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -88,6 +89,7 @@ func NextPage(r PageRequest, h http.Header, body any) map[string]any {
 		if len(set) == 0 || samePage(r.Params, set) {
 			continue
 		}
+		op.addTypes(set)
 		out := make(map[string]any, len(r.Params)+len(set))
 		for k, v := range r.Params {
 			out[k] = v
@@ -115,28 +117,44 @@ type pagingParam struct {
 
 // pagingOp is what NextPage reads from the operation.
 type pagingOp struct {
+	e          *spec.Endpoint
 	params     map[string]pagingParam // by name; a query parameter wins a clash
 	pagination json.RawMessage
 }
 
+// readPagingOp reads the declared parameters and the pagination extension.
+// Parameter types are read later, and only for an answer that has a next
+// page (addTypes): most answers have none, and decoding every parameter of
+// a large operation on every call would cost more than the call's paging.
 func readPagingOp(e *spec.Endpoint) pagingOp {
-	op := pagingOp{params: make(map[string]pagingParam, len(e.Params))}
+	op := pagingOp{e: e, params: make(map[string]pagingParam, len(e.Params))}
 	for _, p := range e.Params {
 		if prev, ok := op.params[p.Name]; ok && prev.in == "query" {
 			continue
 		}
 		op.params[p.Name] = pagingParam{in: p.In}
 	}
+	if raw := e.RawOperation(); bytes.Contains(raw, []byte(`"x-speakeasy-pagination"`)) {
+		var ext struct {
+			Pagination json.RawMessage `json:"x-speakeasy-pagination"`
+		}
+		if json.Unmarshal(raw, &ext) == nil {
+			op.pagination = ext.Pagination
+		}
+	}
+	return op
+}
+
+// addTypes reads the schema types of the parameters named in set.
+func (op pagingOp) addTypes(set pageSet) {
 	var raw struct {
 		Parameters []json.RawMessage `json:"parameters"`
-		Pagination json.RawMessage   `json:"x-speakeasy-pagination"`
 	}
-	if json.Unmarshal(e.RawOperation(), &raw) != nil {
-		return op
+	if json.Unmarshal(op.e.RawOperation(), &raw) != nil {
+		return
 	}
-	op.pagination = raw.Pagination
 	var comps map[string]map[string]json.RawMessage
-	if s := e.SpecInfo(); s != nil {
+	if s := op.e.SpecInfo(); s != nil {
 		comps = s.Components
 	}
 	for _, pr := range raw.Parameters {
@@ -150,7 +168,7 @@ func readPagingOp(e *spec.Endpoint) pagingOp {
 			continue
 		}
 		cur, ok := op.params[p.Name]
-		if !ok || cur.in != p.In {
+		if _, wanted := set[p.Name]; !wanted || !ok || cur.in != p.In {
 			continue
 		}
 		type schema struct {
@@ -172,7 +190,6 @@ func readPagingOp(e *spec.Endpoint) pagingOp {
 		cur.numeric = schemaHasType(s.Type, "integer") || schemaHasType(s.Type, "number")
 		op.params[p.Name] = cur
 	}
-	return op
 }
 
 // componentRef follows local "#/components/<section>/<name>" references.
@@ -188,7 +205,7 @@ func componentRef(raw json.RawMessage, comps map[string]map[string]json.RawMessa
 		if !ok {
 			return nil
 		}
-		name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
+		name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
 		if raw, ok = comps[section][name]; !ok {
 			return nil
 		}

@@ -3,7 +3,9 @@ package invoke
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,10 +14,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
 // pagingDoc declares one operation per paging convention NextPage knows.
+// users_list has the parameters of Slack's users.list: the shared
+// slack-web.json does not load (tuple-style items), so it is written here.
 const pagingDoc = `{
   "openapi": "3.0.3",
   "info": {"title": "paging", "version": "1"},
@@ -592,4 +597,89 @@ func fromLink(got, params map[string]any, q url.Values) bool {
 		}
 	}
 	return true
+}
+
+// Every style of the paging test upstream walked through invoke: each next
+// page NextPage offers passes invoke's validation, and the walk reads every
+// item once in exactly as many calls as there are pages.
+func TestNextPageWalksPagingUpstream(t *testing.T) {
+	const items = 23
+	pages, err := upstreamtest.NewPages(upstreamtest.PagesOptions{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(pages)
+	t.Cleanup(srv.Close)
+	doc, err := os.ReadFile(upstreamtest.TestdataFile("paging.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse(t.Context(), "paging.yaml", doc, spec.Options{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := New(Options{MaxResponseBytes: 8 << 20})
+	t.Cleanup(client.Close)
+
+	tests := []struct {
+		style  upstreamtest.Style
+		op     string
+		params map[string]any
+		list   func(body any) []any
+		calls  int
+	}{
+		{upstreamtest.GitHubStyle, "listPulls", map[string]any{"owner": "rails", "repo": "rails", "state": "all", "per_page": 10},
+			func(b any) []any { l, _ := b.([]any); return l }, 3},
+		{upstreamtest.StripeStyle, "listCustomers", map[string]any{"limit": 10},
+			func(b any) []any { l, _ := bodyAt(b, "data").([]any); return l }, 3},
+		{upstreamtest.SlackStyle, "listUsers", map[string]any{"limit": 5},
+			func(b any) []any { l, _ := bodyAt(b, "members").([]any); return l }, 5},
+		{upstreamtest.KubernetesStyle, "listPods", map[string]any{"namespace": "default", "limit": 10},
+			func(b any) []any { l, _ := bodyAt(b, "items").([]any); return l }, 3},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.style), func(t *testing.T) {
+			e := endpoint(t, s, tt.op)
+			before := pages.Count(tt.style)
+			params, read, calls := tt.params, 0, 0
+			for params != nil {
+				if calls++; calls > items+1 {
+					t.Fatal("paging does not end")
+				}
+				call, err := client.Prepare(t.Context(), e, Args{Parameters: params})
+				if err != nil {
+					t.Fatalf("call %d with %v: %v", calls, params, err)
+				}
+				res, err := call.Do(t.Context())
+				if err != nil {
+					t.Fatalf("call %d: %v", calls, err)
+				}
+				body := decodeBody(t, string(res.RawBody))
+				read += len(tt.list(body))
+				params = NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, body)
+			}
+			if read != items {
+				t.Errorf("read %d items, want %d", read, items)
+			}
+			if calls != tt.calls || pages.Count(tt.style)-before != tt.calls {
+				t.Errorf("calls: %d, upstream saw %d, want %d", calls, pages.Count(tt.style)-before, tt.calls)
+			}
+		})
+	}
+}
+
+func BenchmarkNextPageLink(b *testing.B) {
+	s := parseSpec(b, "paging", pagingDoc, "")
+	r := PageRequest{
+		Endpoint: endpoint(b, s, "listItems"),
+		URL:      mustURL(b, "https://api.example.com/orgs/acme/items?q=red&page=2"),
+		Params:   map[string]any{"org": "acme", "q": "red", "page": 2},
+	}
+	h := linkHeader(`<https://api.example.com/orgs/acme/items?q=red&page=1>; rel="prev", <https://api.example.com/orgs/acme/items?q=red&page=3>; rel="next", <https://api.example.com/orgs/acme/items?q=red&page=9>; rel="last", <https://api.example.com/orgs/acme/items?q=red&page=1>; rel="first"`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if NextPage(r, h, nil) == nil {
+			b.Fatal("no next page")
+		}
+	}
 }
