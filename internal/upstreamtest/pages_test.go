@@ -63,7 +63,7 @@ var nextRel = regexp.MustCompile(`<([^>]+)>; rel="next"`)
 
 // Each style walked by its own protocol: every item exactly once, in order,
 // in the expected number of requests.
-func TestPagesWalkEveryStyle(t *testing.T) {
+func TestPagingWalkEveryStyle(t *testing.T) {
 	const n = 23
 	p, srv := newPages(t, PagesOptions{Items: n})
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -174,7 +174,7 @@ func TestPagesWalkEveryStyle(t *testing.T) {
 	}
 }
 
-func TestPagesGitHubItemsAreTheExample(t *testing.T) {
+func TestPagingGitHubItemsAreTheExample(t *testing.T) {
 	example, err := os.ReadFile(TestdataFile("github-pull-request.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestPagesGitHubItemsAreTheExample(t *testing.T) {
 	}
 }
 
-func TestPagesGitHubLinks(t *testing.T) {
+func TestPagingGitHubLinks(t *testing.T) {
 	_, srv := newPages(t, PagesOptions{Items: 95})
 	link := func(q string) string {
 		res, err := http.Get(srv.URL + "/github/repos/o/r/pulls" + q)
@@ -249,7 +249,7 @@ func TestPagesGitHubLinks(t *testing.T) {
 	}
 }
 
-func TestPagesRefusals(t *testing.T) {
+func TestPagingRefusals(t *testing.T) {
 	p, srv := newPages(t, PagesOptions{Items: 5})
 	bad := base64.StdEncoding.EncodeToString([]byte("user:U99999999"))
 	tests := []struct {
@@ -295,7 +295,7 @@ func TestPagesRefusals(t *testing.T) {
 	}
 }
 
-func TestPagesStripeEndingBefore(t *testing.T) {
+func TestPagingStripeEndingBefore(t *testing.T) {
 	_, srv := newPages(t, PagesOptions{Items: 25})
 	_, _, body := get(t, srv.URL+StripePath+"?limit=10&ending_before=cus_00000015")
 	var ids []string
@@ -311,7 +311,7 @@ func TestPagesStripeEndingBefore(t *testing.T) {
 	}
 }
 
-func TestPagesKubernetesWithoutLimitIsOneList(t *testing.T) {
+func TestPagingKubernetesWithoutLimitIsOneList(t *testing.T) {
 	_, srv := newPages(t, PagesOptions{Items: 40})
 	_, _, body := get(t, srv.URL+"/k8s/api/v1/namespaces/kube-system/pods")
 	if n := len(field(body, "items").([]any)); n != 40 {
@@ -325,7 +325,7 @@ func TestPagesKubernetesWithoutLimitIsOneList(t *testing.T) {
 	}
 }
 
-func TestPagesConcurrentRequestsAllRecorded(t *testing.T) {
+func TestPagingConcurrentRequestsAllRecorded(t *testing.T) {
 	p, srv := newPages(t, PagesOptions{Items: 10})
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -344,7 +344,7 @@ func TestPagesConcurrentRequestsAllRecorded(t *testing.T) {
 	}
 }
 
-func TestNewPagesRefusesANonObject(t *testing.T) {
+func TestPagingRefusesAPullRequestNotAnObject(t *testing.T) {
 	for _, pr := range []string{`[1]`, `{"id":`, ``} {
 		if _, err := NewPages(PagesOptions{PullRequest: []byte(pr)}); err == nil {
 			t.Errorf("NewPages accepted pull request %q", pr)
