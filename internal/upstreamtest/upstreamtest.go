@@ -4,6 +4,9 @@
 //
 // A Server is an http.Handler; serve it with httptest.NewServer. The quota maths is a pure
 // function of an explicit time (AdmitAt), so tests drive it with a fixed clock.
+//
+// Pages (pages.go) is a second upstream: lists served in pages in the styles of GitHub,
+// Stripe, Slack and Kubernetes, described by testdata/paging.yaml, recording every request.
 package upstreamtest
 
 import (
