@@ -34,6 +34,13 @@ const (
 	// maxJQErrorBytes bounds the text of a runtime error: error(.) on a large
 	// document would otherwise carry the document.
 	maxJQErrorBytes = 300
+	// maxJQValueBytes bounds the JSON size of any value a deep operation
+	// (tojson, sort, ==, +, interpolation and the like) takes in. Constructors
+	// share subtrees, so [., .] | [., .] | ... doubles a value's size in two
+	// steps at no cost, and one deep operation on it would then walk or
+	// allocate gigabytes between two looks at the deadline. 64 MiB holds
+	// several stored pages of an answer.
+	maxJQValueBytes = 64 << 20
 )
 
 // Defaults of JQLimits.
@@ -129,6 +136,110 @@ func (l JQLimits) withDefaults() JQLimits {
 // an operand is a string is only known at run time.
 const mulFunc = "_specgate_mul"
 
+// guardFunc is the name of the check the checker puts before each deep
+// operation: it passes its input on unchanged when the input's JSON is at
+// most maxJQValueBytes, else fails the run with JQTooLarge.
+const guardFunc = "_specgate_guard"
+
+// jqDeep lists the builtins that walk or copy whole values in one step; the
+// checker guards their input and their arguments.
+var jqDeep = map[string]bool{
+	"tojson": true, "tostring": true, "flatten": true, "add": true, "join": true,
+	"contains": true, "inside": true, "sort": true, "sort_by": true, "group_by": true,
+	"unique": true, "unique_by": true, "min": true, "max": true, "min_by": true, "max_by": true,
+	"bsearch": true, "index": true, "rindex": true, "indices": true, "IN": true, "INDEX": true,
+	"fromjson": true, "explode": true, "ascii_downcase": true, "ascii_upcase": true,
+	"test": true, "match": true, "capture": true, "scan": true, "sub": true, "gsub": true,
+	"split": true, "splits": true, "ltrimstr": true, "rtrimstr": true, "trimstr": true,
+	"startswith": true, "endswith": true, "reverse": true, "tonumber": true,
+}
+
+// jqDeepOps lists the operators whose operands the checker guards.
+var jqDeepOps = map[gojq.Operator]bool{
+	gojq.OpAdd: true, gojq.OpSub: true, gojq.OpDiv: true, gojq.OpMod: true,
+	gojq.OpEq: true, gojq.OpNe: true, gojq.OpGt: true, gojq.OpLt: true, gojq.OpGe: true, gojq.OpLe: true,
+}
+
+// guarded returns (q | guard), as a term so that it may stand anywhere a
+// query may, string interpolation included.
+func guarded(q *gojq.Query) *gojq.Query {
+	if q == nil {
+		return nil
+	}
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{
+		Left: q, Op: gojq.OpPipe, Right: guardCall(),
+	}}}
+}
+
+func guardCall() *gojq.Query {
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: guardFunc}}}
+}
+
+// guardTerm turns the term t into (guard | t), keeping t's suffixes outside.
+func guardTerm(t *gojq.Term) { prefixTerm(t, guardFunc) }
+
+// prefixTerm turns the term t into (name | t), keeping t's suffixes outside.
+func prefixTerm(t *gojq.Term, name string) {
+	inner := *t
+	inner.SuffixList = nil
+	*t = gojq.Term{Type: gojq.TermTypeQuery, SuffixList: t.SuffixList, Query: &gojq.Query{
+		Left:  &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name}}},
+		Op:    gojq.OpPipe,
+		Right: &gojq.Query{Term: &inner},
+	}}
+}
+
+// copyFunc is the name of the deep copy the checker puts before del and
+// map_values: gojq's delpaths ends by rewriting, in place, every container
+// of its result, and that result shares the containers it did not change with
+// the document, which other runs may be reading.
+const copyFunc = "_specgate_copy"
+
+// jqMutating lists the builtins that run on a private copy of their input.
+var jqMutating = map[string]bool{"del": true, "map_values": true}
+
+// jqCopy is the copy named copyFunc; like the guard, it refuses values past
+// maxJQValueBytes.
+func jqCopy(v any, _ []any) any {
+	if tooBig(v) {
+		return errValueTooLarge
+	}
+	return deepCopy(v)
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = deepCopy(x)
+		}
+		return c
+	case map[string]any:
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[k] = deepCopy(x)
+		}
+		return c
+	}
+	return v
+}
+
+// jqGuard is the check named guardFunc.
+func jqGuard(v any, _ []any) any {
+	if tooBig(v) {
+		return errValueTooLarge
+	}
+	return v
+}
+
+func tooBig(v any) bool {
+	n, _ := jsonSize(v, maxJQValueBytes)
+	return n > maxJQValueBytes
+}
+
+var errValueTooLarge = fmt.Errorf("a value inside the filter grew past %d MiB of JSON", maxJQValueBytes>>20)
+
 // CompileJQ parses src, checks it against the read-only subset and compiles it.
 // Its error is a *JQError with Kind JQInvalid, naming what is not allowed and why, short.
 func CompileJQ(src string) (*JQ, error) {
@@ -146,7 +257,10 @@ func CompileJQ(src string) (*JQ, error) {
 	if err := checkQuery(q, 0); err != nil {
 		return nil, err
 	}
-	code, err := gojq.Compile(q, gojq.WithFunction(mulFunc, 2, 2, jqMultiply))
+	code, err := gojq.Compile(q,
+		gojq.WithFunction(mulFunc, 2, 2, jqMultiply),
+		gojq.WithFunction(guardFunc, 0, 0, jqGuard),
+		gojq.WithFunction(copyFunc, 0, 0, jqCopy))
 	if err != nil {
 		return nil, invalidf("%s", clip(err.Error()))
 	}
@@ -279,9 +393,12 @@ func checkQuery(q *gojq.Query, depth int) *JQError {
 	if err := checkQuery(q.Right, depth+1); err != nil {
 		return err
 	}
-	if q.Op == gojq.OpMul {
+	switch {
+	case q.Op == gojq.OpMul:
 		l, r := q.Left, q.Right
 		*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: mulFunc, Args: []*gojq.Query{l, r}}}}
+	case jqDeepOps[q.Op]:
+		q.Left, q.Right = guarded(q.Left), guarded(q.Right)
 	}
 	return nil
 }
@@ -328,9 +445,12 @@ func checkString(s *gojq.String, depth int) *JQError {
 	if s == nil {
 		return nil
 	}
-	for _, q := range s.Queries {
+	for i, q := range s.Queries {
 		if err := checkQuery(q, depth+1); err != nil {
 			return err
+		}
+		if q.Term == nil || q.Term.Type != gojq.TermTypeString {
+			s.Queries[i] = guarded(q)
 		}
 	}
 	return nil
@@ -357,7 +477,18 @@ func checkTerm(t *gojq.Term, depth int) *JQError {
 	case gojq.TermTypeIndex:
 		err = checkIndex(t.Index, depth+1)
 	case gojq.TermTypeFunc:
-		err = checkFunc(t.Func, depth+1)
+		if err = checkFunc(t.Func, depth+1); err != nil {
+			return err
+		}
+		if jqDeep[t.Func.Name] {
+			for i, a := range t.Func.Args {
+				t.Func.Args[i] = guarded(a)
+			}
+			defer guardTerm(t)
+		}
+		if jqMutating[t.Func.Name] {
+			defer prefixTerm(t, copyFunc)
+		}
 	case gojq.TermTypeObject:
 		for _, kv := range t.Object.KeyVals {
 			if strings.HasPrefix(kv.Key, "$") {
@@ -383,7 +514,12 @@ func checkTerm(t *gojq.Term, depth int) *JQError {
 		if !jqFormats[t.Format] {
 			return invalidf("%s is not allowed; the formats are @text, @json, @csv, @tsv, @html, @uri, @base64, @base64d", t.Format)
 		}
-		err = checkString(t.Str, depth+1)
+		if err = checkString(t.Str, depth+1); err != nil {
+			return err
+		}
+		if t.Str == nil {
+			defer guardTerm(t)
+		}
 	case gojq.TermTypeString:
 		err = checkString(t.Str, depth+1)
 	case gojq.TermTypeIf:
@@ -499,6 +635,9 @@ func jqMultiply(_ any, args []any) any {
 	if _, ok := r.(string); ok {
 		return errStringRepeat
 	}
+	if tooBig(l) || tooBig(r) {
+		return errValueTooLarge
+	}
 	v, _ := mulCode.Run(nil, l, r).Next()
 	return v
 }
@@ -580,6 +719,17 @@ func (q *JQ) runError(ctx context.Context, e error, lim JQLimits) *JQError {
 	}
 	if errors.Is(e, errStringRepeat) {
 		return &JQError{Kind: JQRuntime, Msg: e.Error()}
+	}
+	if errors.Is(e, errValueTooLarge) {
+		return &JQError{Kind: JQTooLarge, Msg: e.Error() + "; pick fewer fields or items first"}
+	}
+	// error(v) carries v, which gojq would print whole; preview it instead.
+	var ve gojq.ValueError
+	if errors.As(e, &ve) {
+		if s, ok := ve.Value().(string); ok {
+			return &JQError{Kind: JQRuntime, Msg: clip("error: " + s)}
+		}
+		return &JQError{Kind: JQRuntime, Msg: "error: " + gojq.Preview(ve.Value())}
 	}
 	return &JQError{Kind: JQRuntime, Msg: clip(e.Error())}
 }

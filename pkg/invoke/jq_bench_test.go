@@ -100,7 +100,7 @@ func BenchmarkJQProjection8MiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(out.([]any)); n < 1000 {
+		if n := len(out.([]any)); n < 500 {
 			b.Fatalf("%d items", n)
 		}
 	}

@@ -98,6 +98,10 @@ func TestJQAllowed(t *testing.T) {
 		{`.[0] | to_entries | map(select(.value | type == "number")) | from_entries`, jqPulls, `{"comments":3,"number":1347}`},
 		{`.[0] | del(.labels, .user) | keys`, jqPulls, `["comments","draft","number","state","title"]`},
 		{`.[0] | with_entries(select(.key | startswith("n")))`, jqPulls, `{"number":1347}`},
+		{`del(.[0].user.login, .[1], .[2]) | .[0].user`, jqPulls, `{"id":1}`},
+		{`.[0].labels | del(.[0]) | map(.name)`, jqPulls, `["ui"]`},
+		{`map_values(select(.draft)) | map(.number)`, jqPulls, `[1348]`},
+		{`.[0].user | map_values(tostring)`, jqPulls, `{"id":"1","login":"octocat"}`},
 		{`[.[] | "#\(.number): \(.title)"]`, jqPulls, `["#1347: Found a bug","#1348: Fix the bug","#1349: Docs"]`},
 		{`.[1] as {number: $n, user: {login: $l}} | [$n, $l]`, jqPulls, `[1348,"hubot"]`},
 		{`if .[0].draft then "draft" elif .[0].state == "open" then "open" else "other" end`, jqPulls, `"open"`},
@@ -335,9 +339,19 @@ func TestJQTooLarge(t *testing.T) {
 		{"outputs", `.[] as $a | .[] | [$a.number, .number]`, JQLimits{}, "more than 10000 values"},
 		{"small output cap", `.[]`, JQLimits{MaxOutputs: 5}, "more than 5 values"},
 		{"bytes of many outputs", `.[] as $a | .[] | $a.title`, JQLimits{MaxOutputs: math.MaxInt, MaxBytes: 1 << 20}, "over 1048576 bytes"},
-		{"bytes of one output", `[.[] as $a | .[] | [$a, .]]`, JQLimits{MaxBytes: 1 << 20, Timeout: time.Minute}, "over 1048576 bytes"},
+		{"bytes of one output", `[.[:400][] as $a | .[:400][] | [$a, .]]`, JQLimits{MaxBytes: 1 << 20, Timeout: time.Minute}, "over 1048576 bytes"},
 		// 2^40 copies of the document by reference: built in 80 steps, never walked whole.
 		{"shared subtrees", strings.Repeat("[., .] | ", 40) + ".", JQLimits{}, "over 8388608 bytes"},
+		// Each deep operation first checks its input's size, so none of these
+		// walks or allocates the 2^40 copies in one step.
+		{"shared subtrees to json", strings.Repeat("[., .] | ", 40) + "tojson | length", JQLimits{}, "grew past 64 MiB"},
+		{"shared subtrees compared", strings.Repeat("{a: ., b: .} | ", 40) + ". == .", JQLimits{}, "grew past 64 MiB"},
+		{"shared subtrees interpolated", strings.Repeat("[., .] | ", 40) + `"\(.)" | length`, JQLimits{}, "grew past 64 MiB"},
+		{"shared subtrees formatted", strings.Repeat("[., .] | ", 40) + `@json | length`, JQLimits{}, "grew past 64 MiB"},
+		{"shared subtrees sorted by", `[.[] | ` + strings.Repeat("[., .] | ", 40) + `.] | sort_by(.) | length`, JQLimits{}, "grew past 64 MiB"},
+		{"shared subtrees merged", strings.Repeat("{a: ., b: .} | ", 40) + `. * . | length`, JQLimits{}, "grew past 64 MiB"},
+		{"doubled strings", `tojson | ` + strings.Repeat(". + . | ", 40) + `length`, JQLimits{}, "grew past 64 MiB"},
+		{"flattened", strings.Repeat("[., .] | ", 40) + `flatten | length`, JQLimits{}, "grew past 64 MiB"},
 		{"identity over cap", `.`, JQLimits{MaxBytes: 1000}, "over 1000 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -351,6 +365,16 @@ func TestJQTooLarge(t *testing.T) {
 				t.Errorf("took %v", took)
 			}
 		})
+	}
+}
+
+// TestJQErrorOfSharedSubtreesIsPreviewed: error(v) carries v, which gojq
+// would print whole, 2^40 copies of the document here.
+func TestJQErrorOfSharedSubtreesIsPreviewed(t *testing.T) {
+	_, err := compileJQ(t, strings.Repeat("[., .] | ", 40)+`error(.)`).Run(t.Context(), decodeJQ(t, jqPulls), JQLimits{})
+	je := asJQError(t, err, JQRuntime)
+	if !strings.HasPrefix(je.Msg, "error: [[[[") || len(je.Msg) > 100 {
+		t.Errorf("message %q", je.Msg)
 	}
 }
 
@@ -413,7 +437,8 @@ func TestJQConcurrentRunsLeaveTheDocumentAlone(t *testing.T) {
 	for _, src := range []string{
 		`sort_by(.title)`, `map(del(.user)) | reverse`, `[.[] | .labels | sort_by(.name)]`,
 		`[.[] | to_entries | sort_by(.key) | from_entries | .labels | reverse]`,
-		`map(.user * {login: "x"})`, `map_values(.number)`,
+		`map(.user * {login: "x"})`, `map_values(.number)`, `del(.[0].user.login, .[1])`,
+		`map(del(.labels[0]))`, `map_values(select(.draft))`, `.[0] | map_values(empty)`,
 	} {
 		qs = append(qs, compileJQ(t, src))
 	}
