@@ -1,0 +1,914 @@
+package invoke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/itchyny/gojq"
+)
+
+// JQSubsetNote explains the jq subset to the model, in the server instructions.
+const JQSubsetNote = `jq filters are read-only and bounded: paths, pipes, select, map, object and array
+construction, reduce/foreach over the data, if, try, regex functions, sort_by, group_by,
+to_entries, @csv/@json. Refused: def, assignment (= |= +=), range, repeat, while, until,
+recurse/.., env/$ENV, input, string*number. Several outputs come back as one array.
+Example: .[] | {number, title, user: .user.login}`
+
+// Limits of the query text itself.
+const (
+	// MaxJQQueryBytes bounds the length of a jq filter.
+	MaxJQQueryBytes = 4096
+	// maxJQDepth bounds how deeply the filter's queries nest, so that a
+	// filter of nested parentheses cannot exhaust the checker's stack.
+	maxJQDepth = 64
+	// maxJQErrorBytes bounds the text of a runtime error: error(.) on a large
+	// document would otherwise carry the document.
+	maxJQErrorBytes = 300
+	// maxJQValueBytes bounds the JSON size of any value a deep operation
+	// (tojson, sort, ==, +, interpolation and the like) takes in. Constructors
+	// share subtrees, so [., .] | [., .] | ... doubles a value's size in two
+	// steps at no cost, and one deep operation on it would then walk or
+	// allocate gigabytes between two looks at the deadline. 64 MiB holds
+	// several stored pages of an answer.
+	maxJQValueBytes = 64 << 20
+)
+
+// Defaults of JQLimits.
+const (
+	DefaultJQTimeout    = time.Second
+	DefaultJQMaxOutputs = 10000
+	DefaultJQMaxBytes   = 8 << 20
+)
+
+// JQErrorKind says why a jq filter failed.
+type JQErrorKind int
+
+const (
+	// JQInvalid: the filter does not parse, does not compile, or steps outside
+	// the read-only subset. Nothing ran.
+	JQInvalid JQErrorKind = iota + 1
+	// JQRuntime: the filter's own error, such as "cannot iterate over string".
+	JQRuntime
+	// JQTimeout: the run went past JQLimits.Timeout or its context ended.
+	JQTimeout
+	// JQTooLarge: the run produced more than JQLimits.MaxOutputs values or
+	// more than JQLimits.MaxBytes of encoded JSON.
+	JQTooLarge
+)
+
+func (k JQErrorKind) String() string {
+	switch k {
+	case JQInvalid:
+		return "invalid"
+	case JQRuntime:
+		return "runtime"
+	case JQTimeout:
+		return "timeout"
+	case JQTooLarge:
+		return "too large"
+	default:
+		return "JQErrorKind(" + strconv.Itoa(int(k)) + ")"
+	}
+}
+
+// JQError is the error of CompileJQ and JQ.Run. Msg is short and safe to show
+// to the model.
+type JQError struct {
+	Kind JQErrorKind
+	Msg  string
+	// cause is the context error behind a JQTimeout, for errors.Is.
+	cause error
+}
+
+func (e *JQError) Error() string { return "jq: " + e.Msg }
+
+// Unwrap returns the context error behind a JQTimeout, else nil.
+func (e *JQError) Unwrap() error { return e.cause }
+
+func invalidf(format string, args ...any) *JQError {
+	return &JQError{Kind: JQInvalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// JQ is a checked, compiled filter; safe for concurrent use.
+type JQ struct {
+	src  string
+	code *gojq.Code
+}
+
+// JQLimits bound a run. Zero fields take the defaults: Timeout 1s, MaxOutputs
+// 10,000, MaxBytes 8 MiB.
+type JQLimits struct {
+	// Timeout bounds the run's wall time.
+	Timeout time.Duration
+	// MaxOutputs bounds how many values the filter may yield.
+	MaxOutputs int
+	// MaxBytes bounds the encoded JSON of the result, counted while the
+	// outputs are produced.
+	MaxBytes int
+}
+
+func (l JQLimits) withDefaults() JQLimits {
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultJQTimeout
+	}
+	if l.MaxOutputs <= 0 {
+		l.MaxOutputs = DefaultJQMaxOutputs
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultJQMaxBytes
+	}
+	return l
+}
+
+// mulFunc is the name the checker gives every `*`, so that the product is
+// computed by jqMultiply, which refuses string repetition: gojq builds
+// "x" * 5e8 eagerly, gigabytes before any deadline is looked at, and whether
+// an operand is a string is only known at run time.
+const mulFunc = "_specgate_mul"
+
+// guardFunc is the name of the check the checker puts before each deep
+// operation: it passes its input on unchanged when the input's JSON is at
+// most maxJQValueBytes, else fails the run with JQTooLarge.
+const guardFunc = "_specgate_guard"
+
+// jqDeep lists the builtins that walk or copy whole values in one step; the
+// checker guards their input and their arguments.
+var jqDeep = map[string]bool{
+	"tojson": true, "tostring": true, "flatten": true, "add": true, "join": true,
+	"contains": true, "inside": true, "sort": true, "sort_by": true, "group_by": true,
+	"unique": true, "unique_by": true, "min": true, "max": true, "min_by": true, "max_by": true,
+	"bsearch": true, "index": true, "rindex": true, "indices": true, "IN": true, "INDEX": true,
+	"fromjson": true, "explode": true, "ascii_downcase": true, "ascii_upcase": true,
+	"test": true, "match": true, "capture": true, "scan": true, "sub": true, "gsub": true,
+	"split": true, "splits": true, "ltrimstr": true, "rtrimstr": true, "trimstr": true,
+	"startswith": true, "endswith": true, "reverse": true, "tonumber": true,
+}
+
+// jqDeepOps lists the operators whose operands the checker guards.
+var jqDeepOps = map[gojq.Operator]bool{
+	gojq.OpAdd: true, gojq.OpSub: true, gojq.OpDiv: true, gojq.OpMod: true,
+	gojq.OpEq: true, gojq.OpNe: true, gojq.OpGt: true, gojq.OpLt: true, gojq.OpGe: true, gojq.OpLe: true,
+}
+
+// guarded returns (q | guard), as a term so that it may stand anywhere a
+// query may, string interpolation included.
+func guarded(q *gojq.Query) *gojq.Query {
+	if q == nil {
+		return nil
+	}
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{
+		Left: q, Op: gojq.OpPipe, Right: guardCall(),
+	}}}
+}
+
+func guardCall() *gojq.Query {
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: guardFunc}}}
+}
+
+// guardTerm turns the term t into (guard | t), keeping t's suffixes outside.
+func guardTerm(t *gojq.Term) { prefixTerm(t, guardFunc) }
+
+// prefixTerm turns the term t into (name | t), keeping t's suffixes outside.
+func prefixTerm(t *gojq.Term, name string) {
+	inner := *t
+	inner.SuffixList = nil
+	*t = gojq.Term{Type: gojq.TermTypeQuery, SuffixList: t.SuffixList, Query: &gojq.Query{
+		Left:  &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name}}},
+		Op:    gojq.OpPipe,
+		Right: &gojq.Query{Term: &inner},
+	}}
+}
+
+// copyFunc is the name of the deep copy the checker puts before del and
+// map_values: gojq's delpaths ends by rewriting, in place, every container
+// of its result, and that result shares the containers it did not change with
+// the document, which other runs may be reading.
+const copyFunc = "_specgate_copy"
+
+// jqMutating lists the builtins that run on a private copy of their input.
+var jqMutating = map[string]bool{"del": true, "map_values": true}
+
+// jqCopy is the copy named copyFunc; like the guard, it refuses values past
+// maxJQValueBytes.
+func jqCopy(v any, _ []any) any {
+	if tooBig(v) {
+		return errValueTooLarge
+	}
+	return deepCopy(v)
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = deepCopy(x)
+		}
+		return c
+	case map[string]any:
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[k] = deepCopy(x)
+		}
+		return c
+	}
+	return v
+}
+
+// jqGuard is the check named guardFunc.
+func jqGuard(v any, _ []any) any {
+	if tooBig(v) {
+		return errValueTooLarge
+	}
+	return v
+}
+
+func tooBig(v any) bool {
+	n, _ := jsonSize(v, maxJQValueBytes)
+	return n > maxJQValueBytes
+}
+
+var errValueTooLarge = fmt.Errorf("a value inside the filter grew past %d MiB of JSON", maxJQValueBytes>>20)
+
+// CompileJQ parses src, checks it against the read-only subset and compiles it.
+// Its error is a *JQError with Kind JQInvalid, naming what is not allowed and why, short.
+func CompileJQ(src string) (*JQ, error) {
+	src = strings.TrimSpace(src)
+	if src == "" {
+		return nil, invalidf("the filter is empty")
+	}
+	if len(src) > MaxJQQueryBytes {
+		return nil, invalidf("the filter is %d bytes; at most %d are allowed", len(src), MaxJQQueryBytes)
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, parseError(src, err)
+	}
+	if err := checkQuery(q, 0); err != nil {
+		return nil, err
+	}
+	code, err := gojq.Compile(q,
+		gojq.WithFunction(mulFunc, 2, 2, jqMultiply),
+		gojq.WithFunction(guardFunc, 0, 0, jqGuard),
+		gojq.WithFunction(copyFunc, 0, 0, jqCopy))
+	if err != nil {
+		return nil, invalidf("%s", clip(err.Error()))
+	}
+	return &JQ{src: src, code: code}, nil
+}
+
+// String returns the filter's text.
+func (q *JQ) String() string { return q.src }
+
+func parseError(src string, err error) *JQError {
+	var pe *gojq.ParseError
+	if errors.As(err, &pe) {
+		if pe.Token == "" {
+			return invalidf("the filter does not parse: unexpected end")
+		}
+		return invalidf("the filter does not parse: unexpected %q at byte %d", clip(pe.Token), min(pe.Offset, len(src)))
+	}
+	return invalidf("the filter does not parse: %s", clip(err.Error()))
+}
+
+// jqAllowed lists the builtins a filter may call. Everything else is refused:
+// user definitions, assignment, generators whose length comes from a number
+// in the query (range, repeat, limit-free recursion, combinations), functions
+// that build values from numbers in the query (setpath, pick, implode,
+// fromstream), and anything that reads outside the document (env, input).
+var jqAllowed = map[string]bool{
+	// control
+	"empty": true, "error": true, "not": true, "select": true, "isempty": true,
+	"first": true, "last": true, "nth": true, "limit": true, "skip": true,
+	"any": true, "all": true, "IN": true, "in": true, "inside": true,
+	// shape
+	"map": true, "map_values": true, "add": true, "length": true, "utf8bytelength": true,
+	"keys": true, "has": true, "contains": true, "type": true,
+	"to_entries": true, "from_entries": true, "with_entries": true,
+	"path": true, "paths": true, "getpath": true, "del": true, "tostream": true,
+	"flatten": true, "reverse": true, "INDEX": true, "JOIN": true,
+	"sort": true, "sort_by": true, "group_by": true, "unique": true, "unique_by": true,
+	"min": true, "max": true, "min_by": true, "max_by": true, "bsearch": true,
+	// type filters
+	"arrays": true, "objects": true, "iterables": true, "booleans": true, "numbers": true,
+	"strings": true, "nulls": true, "values": true, "scalars": true, "finites": true, "normals": true,
+	// conversion
+	"tostring": true, "tonumber": true, "toboolean": true, "tojson": true, "fromjson": true,
+	"ascii_downcase": true, "ascii_upcase": true, "explode": true,
+	"ltrimstr": true, "rtrimstr": true, "trimstr": true, "ltrim": true, "rtrim": true, "trim": true,
+	"startswith": true, "endswith": true, "split": true, "splits": true, "join": true,
+	"index": true, "rindex": true, "indices": true,
+	"test": true, "match": true, "capture": true, "scan": true, "sub": true, "gsub": true,
+	// numbers and time
+	"abs": true, "floor": true, "ceil": true, "round": true, "trunc": true, "fabs": true,
+	"sqrt": true, "pow": true, "log": true, "log2": true, "log10": true, "exp": true,
+	"exp2": true, "exp10": true, "fmin": true, "fmax": true, "fmod": true,
+	"infinite": true, "nan": true, "isinfinite": true, "isnan": true, "isnormal": true, "isfinite": true,
+	"now": true, "mktime": true, "gmtime": true, "strftime": true, "strptime": true,
+	"todate": true, "fromdate": true, "todateiso8601": true, "fromdateiso8601": true,
+}
+
+// jqRefused says why a known builtin is refused; it names the reason in the
+// error the model reads.
+var jqRefused = map[string]string{
+	"range":           "generates as many values as a number in the filter",
+	"repeat":          "never ends",
+	"while":           "loops without a bound",
+	"until":           "loops without a bound",
+	"recurse":         "recurses without a bound",
+	"walk":            "recurses without a bound",
+	"combinations":    "grows without a bound",
+	"env":             "reads the server's environment",
+	"input":           "reads outside the document",
+	"inputs":          "reads outside the document",
+	"input_filename":  "reads outside the document",
+	"debug":           "writes outside the result",
+	"stderr":          "writes outside the result",
+	"halt":            "stops the server's jq",
+	"halt_error":      "stops the server's jq",
+	"setpath":         "builds values from numbers in the filter; use del or object construction",
+	"delpaths":        "is not read-only; use del",
+	"pick":            "builds values from numbers in the filter",
+	"fromstream":      "builds values from numbers in the filter",
+	"truncate_stream": "builds values from numbers in the filter",
+	"implode":         "builds strings from numbers",
+	"transpose":       "grows quadratically",
+	"format":          "takes its format at run time; use @csv, @json and the like",
+	"builtins":        "is not needed to read a document",
+	"modulemeta":      "is not needed to read a document",
+}
+
+// jqFormats lists the @formats a filter may use: each turns a value into a
+// string at most a small constant factor longer than the value.
+var jqFormats = map[string]bool{
+	"@text": true, "@json": true, "@csv": true, "@tsv": true, "@html": true,
+	"@uri": true, "@base64": true, "@base64d": true,
+}
+
+// checkQuery walks the parsed filter and refuses what is outside the subset.
+// It rewrites every `*` into a call of mulFunc.
+func checkQuery(q *gojq.Query, depth int) *JQError {
+	if q == nil {
+		return nil
+	}
+	if depth > maxJQDepth {
+		return invalidf("the filter nests deeper than %d levels", maxJQDepth)
+	}
+	if q.Meta != nil || len(q.Imports) > 0 {
+		return invalidf("modules (import, include) are not allowed")
+	}
+	if len(q.FuncDefs) > 0 {
+		return invalidf("def is not allowed: function definitions are outside the read-only subset")
+	}
+	switch q.Op {
+	case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub,
+		gojq.OpUpdateMul, gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+		return invalidf("the %s operator is not allowed: assignment and update are outside the read-only subset; build a new object instead", q.Op)
+	case gojq.OpMul:
+		if stringy(q.Left) || stringy(q.Right) {
+			return invalidf("string repetition (string * number) is not allowed")
+		}
+	}
+	for _, p := range q.Patterns {
+		if err := checkPattern(p, depth+1); err != nil {
+			return err
+		}
+	}
+	if err := checkTerm(q.Term, depth+1); err != nil {
+		return err
+	}
+	if err := checkQuery(q.Left, depth+1); err != nil {
+		return err
+	}
+	if err := checkQuery(q.Right, depth+1); err != nil {
+		return err
+	}
+	switch {
+	case q.Op == gojq.OpMul:
+		l, r := q.Left, q.Right
+		*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: mulFunc, Args: []*gojq.Query{l, r}}}}
+	case jqDeepOps[q.Op]:
+		q.Left, q.Right = guarded(q.Left), guarded(q.Right)
+	}
+	return nil
+}
+
+// stringy reports whether q is plainly a string: a literal, an
+// interpolation or a @format. Other strings are caught by jqMultiply.
+func stringy(q *gojq.Query) bool {
+	for q != nil && q.Term != nil && q.Term.Type == gojq.TermTypeQuery && len(q.Term.SuffixList) == 0 {
+		q = q.Term.Query
+	}
+	if q == nil || q.Term == nil || len(q.Term.SuffixList) > 0 {
+		return false
+	}
+	return q.Term.Type == gojq.TermTypeString || q.Term.Type == gojq.TermTypeFormat
+}
+
+func checkPattern(p *gojq.Pattern, depth int) *JQError {
+	if p == nil {
+		return nil
+	}
+	if depth > maxJQDepth {
+		return invalidf("the filter nests deeper than %d levels", maxJQDepth)
+	}
+	for _, a := range p.Array {
+		if err := checkPattern(a, depth+1); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.Object {
+		if err := checkString(o.KeyString, depth+1); err != nil {
+			return err
+		}
+		if err := checkQuery(o.KeyQuery, depth+1); err != nil {
+			return err
+		}
+		if err := checkPattern(o.Val, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkString(s *gojq.String, depth int) *JQError {
+	if s == nil {
+		return nil
+	}
+	for i, q := range s.Queries {
+		if err := checkQuery(q, depth+1); err != nil {
+			return err
+		}
+		if q.Term == nil || q.Term.Type != gojq.TermTypeString {
+			s.Queries[i] = guarded(q)
+		}
+	}
+	return nil
+}
+
+func checkVariable(name string) *JQError {
+	if name == "$ENV" {
+		return invalidf("$ENV is not allowed: it reads the server's environment")
+	}
+	return nil
+}
+
+func checkTerm(t *gojq.Term, depth int) *JQError {
+	if t == nil {
+		return nil
+	}
+	if depth > maxJQDepth {
+		return invalidf("the filter nests deeper than %d levels", maxJQDepth)
+	}
+	var err *JQError
+	switch t.Type {
+	case gojq.TermTypeRecurse:
+		return invalidf(".. is not allowed: it recurses without a bound; use paths or .a.b[] instead")
+	case gojq.TermTypeIndex:
+		err = checkIndex(t.Index, depth+1)
+	case gojq.TermTypeFunc:
+		if err = checkFunc(t.Func, depth+1); err != nil {
+			return err
+		}
+		if jqDeep[t.Func.Name] {
+			for i, a := range t.Func.Args {
+				t.Func.Args[i] = guarded(a)
+			}
+			defer guardTerm(t)
+		}
+		if jqMutating[t.Func.Name] {
+			defer prefixTerm(t, copyFunc)
+		}
+	case gojq.TermTypeObject:
+		for _, kv := range t.Object.KeyVals {
+			if strings.HasPrefix(kv.Key, "$") {
+				if err = checkVariable(kv.Key); err != nil {
+					return err
+				}
+			}
+			if err = checkString(kv.KeyString, depth+1); err != nil {
+				return err
+			}
+			if err = checkQuery(kv.KeyQuery, depth+1); err != nil {
+				return err
+			}
+			if err = checkQuery(kv.Val, depth+1); err != nil {
+				return err
+			}
+		}
+	case gojq.TermTypeArray:
+		err = checkQuery(t.Array.Query, depth+1)
+	case gojq.TermTypeUnary:
+		err = checkTerm(t.Unary.Term, depth+1)
+	case gojq.TermTypeFormat:
+		if !jqFormats[t.Format] {
+			return invalidf("%s is not allowed; the formats are @text, @json, @csv, @tsv, @html, @uri, @base64, @base64d", t.Format)
+		}
+		if err = checkString(t.Str, depth+1); err != nil {
+			return err
+		}
+		if t.Str == nil {
+			defer guardTerm(t)
+		}
+	case gojq.TermTypeString:
+		err = checkString(t.Str, depth+1)
+	case gojq.TermTypeIf:
+		if err = checkQuery(t.If.Cond, depth+1); err != nil {
+			return err
+		}
+		if err = checkQuery(t.If.Then, depth+1); err != nil {
+			return err
+		}
+		for _, e := range t.If.Elif {
+			if err = checkQuery(e.Cond, depth+1); err != nil {
+				return err
+			}
+			if err = checkQuery(e.Then, depth+1); err != nil {
+				return err
+			}
+		}
+		err = checkQuery(t.If.Else, depth+1)
+	case gojq.TermTypeTry:
+		if err = checkQuery(t.Try.Body, depth+1); err != nil {
+			return err
+		}
+		err = checkQuery(t.Try.Catch, depth+1)
+	case gojq.TermTypeReduce:
+		err = checkFold(t.Reduce.Query, t.Reduce.Patterns, t.Reduce.Start, t.Reduce.Update, nil, depth+1)
+	case gojq.TermTypeForeach:
+		err = checkFold(t.Foreach.Query, t.Foreach.Patterns, t.Foreach.Start, t.Foreach.Update, t.Foreach.Extract, depth+1)
+	case gojq.TermTypeLabel:
+		err = checkQuery(t.Label.Body, depth+1)
+	case gojq.TermTypeQuery:
+		err = checkQuery(t.Query, depth+1)
+	case gojq.TermTypeIdentity, gojq.TermTypeNull, gojq.TermTypeTrue, gojq.TermTypeFalse,
+		gojq.TermTypeNumber, gojq.TermTypeBreak:
+	default:
+		return invalidf("this kind of expression is not allowed")
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range t.SuffixList {
+		if err := checkIndex(s.Index, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkFold(q *gojq.Query, ps []*gojq.Pattern, start, update, extract *gojq.Query, depth int) *JQError {
+	for _, x := range []*gojq.Query{q, start, update, extract} {
+		if err := checkQuery(x, depth); err != nil {
+			return err
+		}
+	}
+	for _, p := range ps {
+		if err := checkPattern(p, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkIndex(x *gojq.Index, depth int) *JQError {
+	if x == nil {
+		return nil
+	}
+	if err := checkString(x.Str, depth); err != nil {
+		return err
+	}
+	if err := checkQuery(x.Start, depth); err != nil {
+		return err
+	}
+	return checkQuery(x.End, depth)
+}
+
+func checkFunc(f *gojq.Func, depth int) *JQError {
+	if strings.HasPrefix(f.Name, "$") {
+		return checkVariable(f.Name)
+	}
+	if why, ok := jqRefused[f.Name]; ok {
+		return invalidf("%s is not allowed: it %s", f.Name, why)
+	}
+	if !jqAllowed[f.Name] {
+		return invalidf("%s is not allowed: only read-only builtins such as select, map, keys, sort_by, test may be called", clip(f.Name))
+	}
+	for _, a := range f.Args {
+		if err := checkQuery(a, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mulCode computes a product the way jq does, once jqMultiply has ruled out
+// string repetition.
+var mulCode = func() *gojq.Code {
+	q, err := gojq.Parse("$l * $r")
+	if err != nil {
+		panic(err)
+	}
+	c, err := gojq.Compile(q, gojq.WithVariables([]string{"$l", "$r"}))
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// jqMultiply is `*` without string repetition.
+func jqMultiply(_ any, args []any) any {
+	l, r := args[0], args[1]
+	if _, ok := l.(string); ok {
+		return errStringRepeat
+	}
+	if _, ok := r.(string); ok {
+		return errStringRepeat
+	}
+	if tooBig(l) || tooBig(r) {
+		return errValueTooLarge
+	}
+	v, _ := mulCode.Run(nil, l, r).Next()
+	return v
+}
+
+var errStringRepeat = errors.New("string repetition (string * number) is not allowed")
+
+// Run applies the filter to v (a value from encoding/json, with UseNumber or
+// without: gojq reads json.Number exactly, as int or *big.Int when it is an
+// integer) under ctx and the limits. One output is returned as itself;
+// several, or none, as an array. The result may share memory with v; neither
+// may be modified. NaN comes back as null and ±Inf as ±MaxFloat64, as jq
+// prints them.
+//
+// Errors are *JQError: JQRuntime (the filter's own error), JQTimeout (past
+// Timeout, or ctx ended; it wraps the context's error), JQTooLarge (past
+// MaxOutputs or MaxBytes of encoded output, counted while the outputs are
+// produced).
+func (q *JQ) Run(ctx context.Context, v any, lim JQLimits) (res any, err error) {
+	lim = lim.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &JQError{Kind: JQRuntime, Msg: clip(fmt.Sprintf("internal error: %v", p))}
+		}
+	}()
+	var out []any
+	// used is the length of the result's JSON so far: the outputs, the commas
+	// between them and, once there are two, the array's brackets.
+	used := 0
+	tooLarge := &JQError{Kind: JQTooLarge, Msg: fmt.Sprintf("the result is over %d bytes of JSON; pick fewer fields or items", lim.MaxBytes)}
+	iter := q.code.RunWithContext(ctx, v)
+	for {
+		x, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if e, isErr := x.(error); isErr {
+			return nil, q.runError(ctx, e, lim)
+		}
+		if len(out) == lim.MaxOutputs {
+			return nil, &JQError{Kind: JQTooLarge, Msg: fmt.Sprintf("the filter yields more than %d values; narrow it with select or limit(n; ...)", lim.MaxOutputs)}
+		}
+		switch len(out) {
+		case 0:
+		case 1:
+			used += 3 // [ , ]
+		default:
+			used++
+		}
+		n, clean := jsonSize(x, lim.MaxBytes-used)
+		used += n
+		if used > lim.MaxBytes {
+			return nil, tooLarge
+		}
+		if !clean {
+			x, _ = sanitize(x)
+		}
+		out = append(out, x)
+	}
+	if len(out) == 0 && lim.MaxBytes < 2 {
+		return nil, tooLarge
+	}
+	if len(out) == 1 {
+		return out[0], nil
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out, nil
+}
+
+func (q *JQ) runError(ctx context.Context, e error, lim JQLimits) *JQError {
+	if cerr := ctx.Err(); cerr != nil && (errors.Is(e, context.DeadlineExceeded) || errors.Is(e, context.Canceled)) {
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			return &JQError{Kind: JQTimeout, Msg: fmt.Sprintf("the filter ran past its %s limit", lim.Timeout), cause: cerr}
+		}
+		return &JQError{Kind: JQTimeout, Msg: "the run was canceled", cause: cerr}
+	}
+	if errors.Is(e, errStringRepeat) {
+		return &JQError{Kind: JQRuntime, Msg: e.Error()}
+	}
+	if errors.Is(e, errValueTooLarge) {
+		return &JQError{Kind: JQTooLarge, Msg: e.Error() + "; pick fewer fields or items first"}
+	}
+	// error(v) carries v, which gojq would print whole; preview it instead.
+	var ve gojq.ValueError
+	if errors.As(e, &ve) {
+		if s, ok := ve.Value().(string); ok {
+			return &JQError{Kind: JQRuntime, Msg: clip("error: " + s)}
+		}
+		return &JQError{Kind: JQRuntime, Msg: "error: " + gojq.Preview(ve.Value())}
+	}
+	return &JQError{Kind: JQRuntime, Msg: clip(e.Error())}
+}
+
+// clip bounds a message, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxJQErrorBytes {
+		return s
+	}
+	i := maxJQErrorBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// jsonSize returns the length of v encoded as encoding/json does, counting at
+// most a little past limit: a value that shares one subtree many times (as
+// [., .] | [., .] | ... builds) is not walked further than the cap. clean is
+// false when v holds a NaN or an infinity, which JSON cannot carry.
+func jsonSize(v any, limit int) (n int, clean bool) {
+	s := sizer{limit: limit, clean: true}
+	s.value(v)
+	return s.n, s.clean
+}
+
+type sizer struct {
+	n, limit int
+	clean    bool
+	buf      [64]byte
+}
+
+func (s *sizer) value(v any) {
+	if s.n > s.limit {
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		s.n += 4
+	case bool:
+		if v {
+			s.n += 4
+		} else {
+			s.n += 5
+		}
+	case int:
+		s.n += len(strconv.AppendInt(s.buf[:0], int64(v), 10))
+	case float64:
+		if math.IsNaN(v) {
+			s.clean = false
+			s.n += 4 // null
+			return
+		}
+		if math.IsInf(v, 0) {
+			s.clean = false
+			v = finite(v)
+		}
+		s.n += len(appendFloat(s.buf[:0], v))
+	case *big.Int:
+		s.n += len(v.Append(s.buf[:0], 10))
+	case json.Number:
+		s.n += len(v)
+	case string:
+		s.n += stringSize(v)
+	case []any:
+		s.n += 2 + max(len(v)-1, 0)
+		for _, x := range v {
+			if s.n > s.limit {
+				return
+			}
+			s.value(x)
+		}
+	case map[string]any:
+		s.n += 2 + max(len(v)-1, 0) + len(v)
+		for k, x := range v {
+			if s.n > s.limit {
+				return
+			}
+			s.n += stringSize(k)
+			s.value(x)
+		}
+	default:
+		// gojq yields only the types above.
+		s.n += len(fmt.Sprint(v))
+	}
+}
+
+// finite maps ±Inf to ±MaxFloat64, as jq prints them.
+func finite(v float64) float64 {
+	switch {
+	case math.IsInf(v, 1):
+		return math.MaxFloat64
+	case math.IsInf(v, -1):
+		return -math.MaxFloat64
+	}
+	return v
+}
+
+// appendFloat formats v as encoding/json does.
+func appendFloat(b []byte, v float64) []byte {
+	a := math.Abs(v)
+	f := byte('f')
+	if a != 0 && (a < 1e-6 || a >= 1e21) {
+		f = 'e'
+	}
+	b = strconv.AppendFloat(b, v, f, -1, 64)
+	if n := len(b); f == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-07 is written e-7
+		b = b[:n-1]
+	}
+	return b
+}
+
+// stringSize is the length of s as a JSON string from encoding/json, with
+// its HTML escaping.
+func stringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += w
+		}
+		i += w
+	}
+	return n
+}
+
+// sanitize returns v with NaN as null and ±Inf as ±MaxFloat64, copying only
+// the containers on the way to such a number. changed says whether it did.
+func sanitize(v any) (_ any, changed bool) {
+	switch v := v.(type) {
+	case float64:
+		if math.IsNaN(v) {
+			return nil, true
+		}
+		if math.IsInf(v, 0) {
+			return finite(v), true
+		}
+	case []any:
+		var c []any
+		for i, x := range v {
+			if y, ch := sanitize(x); ch {
+				if c == nil {
+					c = slices.Clone(v)
+				}
+				c[i] = y
+			}
+		}
+		if c != nil {
+			return c, true
+		}
+	case map[string]any:
+		var c map[string]any
+		for k, x := range v {
+			if y, ch := sanitize(x); ch {
+				if c == nil {
+					c = maps.Clone(v)
+				}
+				c[k] = y
+			}
+		}
+		if c != nil {
+			return c, true
+		}
+	}
+	return v, false
+}
