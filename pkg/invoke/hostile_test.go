@@ -101,3 +101,185 @@ func TestQueryKeyEscapedFormRedacted(t *testing.T) {
 		})
 	}
 }
+
+const reservedDoc = `{"openapi":"3.0.3","info":{"title":"rn","version":"1"},
+ "components":{"securitySchemes":{
+   "qry":{"type":"apiKey","in":"query","name":"api_key"},
+   "ck":{"type":"apiKey","in":"cookie","name":"sid"},
+   "hdr":{"type":"apiKey","in":"header","name":"X-Api-Key"},
+   "bearer":{"type":"http","scheme":"bearer"}
+ }},
+ "paths":{
+  "/q":{"get":{"operationId":"q","security":[{"qry":[]}],"parameters":[
+    {"name":"filter","in":"query","schema":{"type":"object","additionalProperties":{"type":"string"}}},
+    {"name":"deep","in":"query","style":"deepObject","explode":true,"schema":{"type":"object","additionalProperties":{"type":"string"}}},
+    {"name":"API_KEY","in":"query","schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+  "/c":{"get":{"operationId":"c","security":[{"ck":[]}],"parameters":[
+    {"name":"prefs","in":"cookie","explode":true,"schema":{"type":"object","additionalProperties":{"type":"string"}}},
+    {"name":"Cookie","in":"header","schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+  "/h":{"get":{"operationId":"h","security":[{"hdr":[]}],"parameters":[
+    {"name":"X-Api-Key","in":"header","schema":{"type":"string"}},
+    {"name":"X-HTTP-Method-Override","in":"header","schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+  "/t":{"get":{"operationId":"t","security":[{"bearer":[]}],"responses":{"200":{"description":"ok"}}}}
+ }}`
+
+const (
+	confKey    = "CONF-query-key"
+	confCookie = "CONF-cookie-sid"
+	confHeader = "CONF-header-key"
+	confBearer = "CONF-bearer"
+	confStatic = "CONF-static"
+)
+
+func reservedClient(allowCred bool) *Client {
+	return New(Options{AllowModelCredentialHeaders: allowCred, Specs: map[string]SpecOptions{"rn": {
+		Headers: map[string]string{"X-Static-Key": confStatic},
+		Auth: map[string]Credential{
+			"qry": {Value: confKey}, "ck": {Value: confCookie}, "hdr": {Value: confHeader}, "bearer": {Token: confBearer},
+		},
+	}}})
+}
+
+// A name the config fills (a query key, a cookie, a credential or static
+// header) never comes from the model: a declared parameter of that name is
+// dropped, and every other route to it (an exploded object's keys, a
+// Cookie header parameter or extra header, an extra header even when
+// credential headers are allowed) is refused, naming the parameter.
+func TestObjectParamCannotPlaceConfiguredKey(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "rn", reservedDoc, up.URL)
+	refused := []struct {
+		name      string
+		allowCred bool
+		op        string
+		params    map[string]any
+		headers   map[string]string
+		want      string
+	}{
+		{name: "exploded query object", op: "q", params: map[string]any{"filter": map[string]any{"api_key": "MODELKEY", "x": "1"}},
+			want: `parameter "filter" (query): would set the query key "api_key"`},
+		{name: "exploded query object, other case", op: "q", params: map[string]any{"filter": map[string]any{"API_Key": "MODELKEY"}},
+			want: `parameter "filter" (query): would set the query key "api_key"`},
+		{name: "query parameter of another case", op: "q", params: map[string]any{"API_KEY": "MODELKEY"},
+			want: `parameter "API_KEY" (query): would set the query key "api_key"`},
+		{name: "exploded cookie object", op: "c", params: map[string]any{"prefs": map[string]any{"sid": "MODELKEY"}},
+			want: `parameter "prefs" (cookie): would set the cookie "sid"`},
+		{name: "Cookie header parameter", op: "c", params: map[string]any{"Cookie": "theme=dark; sid=MODELKEY"},
+			want: `parameter "Cookie" (header): would set the cookie "sid"`},
+		{name: "Cookie header routed to the parameter, credential headers allowed", allowCred: true, op: "c", headers: map[string]string{"cookie": "sid=MODELKEY"},
+			want: `parameter "Cookie" (header): would set the cookie "sid"`},
+		{name: "static header, credential headers allowed", allowCred: true, op: "q", headers: map[string]string{"x-static-key": "MODELKEY"},
+			want: `header "x-static-key": set from the config`},
+		{name: "Authorization, credential headers allowed", allowCred: true, op: "t", headers: map[string]string{"Authorization": "Bearer MODELKEY"},
+			want: `header "Authorization": set from the config`},
+		{name: "Authorization", op: "t", headers: map[string]string{"Authorization": "Bearer MODELKEY"},
+			want: `header "Authorization": set from the config`},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			before := up.count()
+			_, err := reservedClient(tt.allowCred).Prepare(t.Context(), endpoint(t, s, tt.op), Args{Parameters: tt.params, Headers: tt.headers})
+			ae := asArgError(t, err)
+			if !strings.Contains(strings.Join(ae.Problems, "; "), tt.want) {
+				t.Errorf("problems %q, want one containing %q", ae.Problems, tt.want)
+			}
+			if up.count() != before {
+				t.Error("a refused call reached the upstream")
+			}
+		})
+	}
+
+	sent := []struct {
+		name      string
+		allowCred bool
+		op        string
+		params    map[string]any
+		headers   map[string]string
+		check     func(t *testing.T, r recorded)
+	}{
+		{name: "deepObject key is a different key", op: "q", params: map[string]any{"deep": map[string]any{"api_key": "MODELKEY"}},
+			check: func(t *testing.T, r recorded) {
+				q, _ := url.ParseQuery(r.RawQuery)
+				if got := q["api_key"]; len(got) != 1 || got[0] != confKey || q.Get("deep[api_key]") != "MODELKEY" {
+					t.Errorf("query %q", r.RawQuery)
+				}
+			}},
+		{name: "declared header parameter is dropped", op: "h", params: map[string]any{"X-Api-Key": "MODELKEY"},
+			check: func(t *testing.T, r recorded) {
+				if got := r.Header.Values("X-Api-Key"); len(got) != 1 || got[0] != confHeader {
+					t.Errorf("X-Api-Key %q", got)
+				}
+			}},
+		{name: "header routed to the declared parameter is dropped", allowCred: true, op: "h", headers: map[string]string{"x-api-key": "MODELKEY"},
+			check: func(t *testing.T, r recorded) {
+				if got := r.Header.Values("X-Api-Key"); len(got) != 1 || got[0] != confHeader {
+					t.Errorf("X-Api-Key %q", got)
+				}
+			}},
+		{name: "another cookie is fine", op: "c", params: map[string]any{"prefs": map[string]any{"theme": "dark"}},
+			check: func(t *testing.T, r recorded) {
+				if got := r.Header.Get("Cookie"); got != "theme=dark; sid="+confCookie {
+					t.Errorf("Cookie %q", got)
+				}
+			}},
+		{name: "a cookie the config does not fill, credential headers allowed", allowCred: true, op: "q", headers: map[string]string{"Cookie": "sid=x"},
+			check: func(t *testing.T, r recorded) {
+				if got := r.Header.Get("Cookie"); got != "sid=x" {
+					t.Errorf("Cookie %q", got)
+				}
+			}},
+	}
+	for _, tt := range sent {
+		t.Run(tt.name, func(t *testing.T) {
+			call, err := reservedClient(tt.allowCred).Prepare(t.Context(), endpoint(t, s, tt.op), Args{Parameters: tt.params, Headers: tt.headers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call.Do(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, up.last(t))
+		})
+	}
+}
+
+// Headers that change the method the upstream runs or the client address
+// it trusts are refused from the headers argument and from header
+// parameters, unless the config allows them.
+func TestOverrideHeadersRefused(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "rn", reservedDoc, up.URL)
+	h := endpoint(t, s, "h")
+	strict := reservedClient(true) // credential headers allowed: these are refused all the same
+	for _, name := range []string{"X-HTTP-Method-Override", "x-forwarded-for", "Forwarded", "X-HTTP-Method", "X-Method-Override"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := strict.Prepare(t.Context(), endpoint(t, s, "q"), Args{Headers: map[string]string{name: "DELETE"}})
+			ae := asArgError(t, err)
+			if want := `header "` + name + `": changes how the upstream reads the request`; !strings.Contains(strings.Join(ae.Problems, "; "), want) {
+				t.Errorf("problems %q, want %q", ae.Problems, want)
+			}
+		})
+	}
+	t.Run("header parameter", func(t *testing.T) {
+		_, err := strict.Prepare(t.Context(), h, Args{Parameters: map[string]any{"X-HTTP-Method-Override": "DELETE"}})
+		ae := asArgError(t, err)
+		if want := `parameter "X-HTTP-Method-Override" (header): changes how`; !strings.Contains(strings.Join(ae.Problems, "; "), want) {
+			t.Errorf("problems %q, want %q", ae.Problems, want)
+		}
+	})
+	t.Run("allowed by the config", func(t *testing.T) {
+		yes := true
+		c := New(Options{Specs: map[string]SpecOptions{"rn": {AllowModelOverrideHeaders: &yes, Auth: map[string]Credential{"hdr": {Value: confHeader}}}}})
+		call, err := c.Prepare(t.Context(), h, Args{Parameters: map[string]any{"X-HTTP-Method-Override": "DELETE"}, Headers: map[string]string{"X-Forwarded-For": "10.0.0.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := call.Do(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r := up.last(t)
+		if r.Header.Get("X-Http-Method-Override") != "DELETE" || r.Header.Get("X-Forwarded-For") != "10.0.0.1" {
+			t.Errorf("headers %v", r.Header)
+		}
+	})
+}
