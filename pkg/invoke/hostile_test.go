@@ -283,3 +283,129 @@ func TestOverrideHeadersRefused(t *testing.T) {
 		}
 	})
 }
+
+const bigIntDoc = `{"openapi":"3.0.3","info":{"title":"bi","version":"1"},
+ "components":{"schemas":{"Item":{"type":"object","properties":{
+   "n":{"type":"integer"},
+   "list":{"type":"array","items":{"type":"integer"}},
+   "inner":{"type":"object","properties":{"n":{"type":"integer"}}}}}}},
+ "paths":{"/items/{id}":{"post":{"operationId":"put","parameters":[
+   {"name":"id","in":"path","required":true,"schema":{"type":"integer"}},
+   {"name":"n","in":"query","schema":{"type":"integer"}},
+   {"name":"ids","in":"query","schema":{"type":"array","items":{"type":"integer"}}},
+   {"name":"X-N","in":"header","schema":{"type":"integer"}},
+   {"name":"c","in":"cookie","schema":{"type":"integer"}}],
+  "requestBody":{"content":{
+   "application/json":{"schema":{"$ref":"#/components/schemas/Item"}},
+   "application/x-www-form-urlencoded":{"schema":{"$ref":"#/components/schemas/Item"}},
+   "multipart/form-data":{"schema":{"$ref":"#/components/schemas/Item"}}}},
+  "responses":{"200":{"description":"ok"}}}},
+  "/bounded":{"get":{"operationId":"bounded","parameters":[
+   {"name":"n","in":"query","schema":{"type":"integer","maximum":9007199254740992}},
+   {"name":"i64","in":"query","schema":{"type":"integer","format":"int64"}},
+   {"name":"f","in":"query","schema":{"type":"number","exclusiveMinimum":true,"minimum":9007199254740992}}],
+  "requestBody":{"content":{"application/json":{"schema":{"type":"object","properties":{
+   "n":{"type":"integer","maximum":9007199254740992}}}}}},
+  "responses":{"200":{"description":"ok"}}}}}}`
+
+// Integers beyond float64's 53 bits arrive exactly as the model wrote them,
+// in every place a value may go; the schema is checked on the exact value.
+func TestLargeIntegersSentExactly(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "bi", bigIntDoc, up.URL)
+	e := endpoint(t, s, "put")
+	c := New(Options{})
+	for _, lit := range []string{"9007199254740993", "12345678901234567890", "-9223372036854775809"} {
+		n := json.Number(lit)
+		body := map[string]any{"n": n, "list": []any{n, json.Number("1")}, "inner": map[string]any{"n": n}}
+		for _, ct := range []string{"application/json", "application/x-www-form-urlencoded", "multipart/form-data"} {
+			t.Run(lit+" "+ct, func(t *testing.T) {
+				call, err := c.Prepare(t.Context(), e, Args{
+					Parameters:  map[string]any{"id": n, "n": n, "ids": []any{n, n}, "X-N": n, "c": n},
+					RequestBody: body, ContentType: ct,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := call.Do(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				r := up.last(t)
+				if r.RawPath != "/items/"+lit {
+					t.Errorf("path %q", r.RawPath)
+				}
+				if want := "n=" + lit + "&ids=" + lit + "&ids=" + lit; r.RawQuery != want {
+					t.Errorf("query %q, want %q", r.RawQuery, want)
+				}
+				if r.Header.Get("X-N") != lit || r.Header.Get("Cookie") != "c="+lit {
+					t.Errorf("header %q cookie %q", r.Header.Get("X-N"), r.Header.Get("Cookie"))
+				}
+				got := string(r.Body)
+				switch ct {
+				case "application/json":
+					if want := `{"inner":{"n":` + lit + `},"list":[` + lit + `,1],"n":` + lit + `}`; got != want {
+						t.Errorf("body %s, want %s", got, want)
+					}
+				case "application/x-www-form-urlencoded":
+					if want := "inner[n]=" + lit + "&list=" + lit + "&list=1&n=" + lit; got != want {
+						t.Errorf("body %s, want %s", got, want)
+					}
+				default:
+					for _, want := range []string{"\r\n\r\n" + lit + "\r\n", `{"n":` + lit + `}`} {
+						if !strings.Contains(got, want) {
+							t.Errorf("multipart body lacks %q:\n%s", want, got)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// A number float64 cannot hold, or whose rounding hides a schema
+// violation, is a validation problem, never a panic nor a pass.
+func TestLargeIntegersValidatedExactly(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "bi", bigIntDoc, up.URL)
+	put, bounded := endpoint(t, s, "put"), endpoint(t, s, "bounded")
+	c := New(Options{})
+	tests := []struct {
+		name string
+		e    string
+		args Args
+		want string // "" for no problem
+	}{
+		{name: "1e400 in an integer path parameter", e: "put", args: Args{Parameters: map[string]any{"id": json.Number("1e400")}}, want: `parameter "id" (path)`},
+		{name: "1e400 in an integer query parameter", e: "put", args: Args{Parameters: map[string]any{"id": 1, "n": json.Number("1e400")}}, want: `parameter "n" (query)`},
+		{name: "1e400 in a JSON body", e: "put", args: Args{Parameters: map[string]any{"id": 1}, RequestBody: map[string]any{"n": json.Number("1e400")}}, want: "requestBody.n"},
+		{name: "1e400 in a form body", e: "put", args: Args{Parameters: map[string]any{"id": 1}, RequestBody: map[string]any{"n": json.Number("1e400")}, ContentType: "application/x-www-form-urlencoded"}, want: "requestBody.n"},
+		{name: "a fraction rounded away", e: "put", args: Args{Parameters: map[string]any{"id": json.Number("9007199254740993.5")}}, want: `parameter "id" (path): value must be an integer`},
+		{name: "a fraction rounded away in a JSON body", e: "put", args: Args{Parameters: map[string]any{"id": 1}, RequestBody: map[string]any{"list": []any{json.Number("9007199254740993.5")}}}, want: "requestBody.list.0: value must be an integer"},
+		{name: "maximum hidden by rounding", e: "bounded", args: Args{Parameters: map[string]any{"n": json.Number("9007199254740993")}}, want: `parameter "n" (query): number must be at most 9007199254740992`},
+		{name: "maximum hidden by rounding in a JSON body", e: "bounded", args: Args{RequestBody: map[string]any{"n": json.Number("9007199254740993")}}, want: "requestBody.n: number must be at most 9007199254740992"},
+		{name: "at the maximum", e: "bounded", args: Args{Parameters: map[string]any{"n": json.Number("9007199254740992")}}},
+		{name: "int64 range hidden by rounding", e: "bounded", args: Args{Parameters: map[string]any{"i64": json.Number("9223372036854775808")}}, want: `parameter "i64" (query)`},
+		{name: "int64 maximum", e: "bounded", args: Args{Parameters: map[string]any{"i64": json.Number("9223372036854775807")}}},
+		{name: "exclusive minimum", e: "bounded", args: Args{Parameters: map[string]any{"f": json.Number("9007199254740992")}}, want: `parameter "f" (query)`},
+		{name: "not a number", e: "put", args: Args{Parameters: map[string]any{"id": json.Number("12abc")}}, want: `parameter "id" (path)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := put
+			if tt.e == "bounded" {
+				e = bounded
+			}
+			_, err := c.Prepare(t.Context(), e, tt.args)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want no problem", err)
+				}
+				return
+			}
+			ae := asArgError(t, err)
+			if !strings.Contains(strings.Join(ae.Problems, "; "), tt.want) {
+				t.Errorf("problems %q, want one containing %q", ae.Problems, tt.want)
+			}
+		})
+	}
+}

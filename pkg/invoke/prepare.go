@@ -314,6 +314,9 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		if body != nil && body.hasCheck && media != nil && media.Schema != nil {
 			v.check, v.hasCheck, v.bodySchema = body.check, true, media.Schema.Value
 		}
+		if v.jsonBody && media != nil && media.Schema != nil {
+			v.jsonValue, v.bodySchema = body.value, media.Schema.Value
+		}
 		problems = append(problems, validate(ctx, v)...)
 		validated = true
 	}
