@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // escapedKey is a query API key that changes when percent-encoded.
@@ -407,5 +409,31 @@ func TestLargeIntegersValidatedExactly(t *testing.T) {
 				t.Errorf("problems %q, want one containing %q", ae.Problems, tt.want)
 			}
 		})
+	}
+}
+
+// An upstream that bans for longer than any sane wait answers with an
+// error carrying the longest wait, so the caller neither retries nor tells
+// the model to come back in a second.
+func TestRetryAfterFarFutureBlocks(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "999999999")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	s := parseSpec(t, "pets", petDoc, up.URL)
+	call, err := New(Options{}).Prepare(t.Context(), endpoint(t, s, "getPet"), Args{Parameters: map[string]any{"petId": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = call.Do(t.Context())
+	var rl *UpstreamRateLimitError
+	if !errors.As(err, &rl) {
+		t.Fatalf("got %T %v, want *UpstreamRateLimitError", err, err)
+	}
+	if rl.RetryAfter != ratelimit.MaxRetryAfter || rl.RetryAt.IsZero() {
+		t.Errorf("RetryAfter %v RetryAt %v, want %v", rl.RetryAfter, rl.RetryAt, ratelimit.MaxRetryAfter)
+	}
+	if !strings.Contains(rl.Error(), "retry in 86400 seconds") {
+		t.Errorf("error %q", rl.Error())
 	}
 }
