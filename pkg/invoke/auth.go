@@ -2,7 +2,6 @@ package invoke
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -235,13 +234,14 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 }
 
 // secrets returns every credential and static header value configured for
-// the call's spec, longest first, for redaction.
+// the call's spec, in every form it may be sent or echoed in (see
+// secretForms), longest first, for redaction.
 func (c *Call) secrets() []string {
 	so := c.c.specOptions(c.endpoint.Spec)
-	var out []string
+	var raw []string
 	add := func(s string) {
 		if len(s) >= 4 {
-			out = append(out, s)
+			raw = append(raw, s)
 		}
 	}
 	for _, cr := range so.Auth {
@@ -253,10 +253,10 @@ func (c *Call) secrets() []string {
 			add(cr.Username) // an API key sent as the basic user (Stripe)
 		}
 		if cr.Username != "" || cr.Password != "" {
-			add(base64.StdEncoding.EncodeToString([]byte(cr.Username + ":" + cr.Password)))
+			add(cr.Username + ":" + cr.Password) // its base64 forms are what basic auth sends
 		}
 		if cr.ClientSecret != "" {
-			add(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(cr.ClientID) + ":" + url.QueryEscape(cr.ClientSecret))))
+			add(url.QueryEscape(cr.ClientID) + ":" + url.QueryEscape(cr.ClientSecret))
 		}
 	}
 	for _, v := range so.Headers {
@@ -272,8 +272,7 @@ func (c *Call) secrets() []string {
 		}
 	}
 	c.c.tokens.mu.Unlock()
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return secretForms(raw)
 }
 
 // oauthToken is a cached client-credentials access token.

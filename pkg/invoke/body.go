@@ -51,6 +51,23 @@ type encodedBody struct {
 	// openapi3filter (JSON) or not at all.
 	check    any
 	hasCheck bool
+	// value is a JSON body's value as encoded, for the exact check of its
+	// numbers (see exactNumberProblems).
+	value any
+}
+
+// decodeJSONNumbers decodes one JSON document with numbers as json.Number.
+func decodeJSONNumbers(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // trailing data: not one document
+	}
+	return v, true
 }
 
 // fileArg is a file part the model described.
@@ -72,9 +89,9 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	case isJSONType(base):
 		v := in.value
 		if s, ok := v.(string); ok && schema != nil && !schemaAllows(schema, "string") {
-			// Models sometimes send a JSON document as a string.
-			var parsed any
-			if json.Unmarshal([]byte(s), &parsed) == nil {
+			// Models sometimes send a JSON document as a string. Its
+			// numbers stay json.Number: float64 would round large integers.
+			if parsed, ok := decodeJSONNumbers([]byte(s)); ok {
 				v = parsed
 			}
 		}
@@ -82,7 +99,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		if err != nil {
 			return nil, []string{"requestBody: cannot be encoded as JSON"}
 		}
-		return &encodedBody{data: data, contentType: jsonContentType(in.contentType)}, nil
+		return &encodedBody{data: data, contentType: jsonContentType(in.contentType), value: v}, nil
 	case base == "application/x-www-form-urlencoded":
 		return encodeForm(in, schema)
 	case base == "multipart/form-data" || base == "multipart/mixed":

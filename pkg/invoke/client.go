@@ -59,6 +59,12 @@ type Options struct {
 	// Authorization, Cookie, Proxy-Authorization and the API-key headers of
 	// the spec's schemes. Default false: they are refused.
 	AllowModelCredentialHeaders bool
+	// AllowModelOverrideHeaders lets the model's headers and header
+	// parameters set X-HTTP-Method-Override, X-HTTP-Method,
+	// X-Method-Override, X-Forwarded-For and Forwarded. Default false: they
+	// are refused, since they change the method the upstream runs or the
+	// client address it trusts.
+	AllowModelOverrideHeaders bool
 	// Specs holds per-spec settings by spec name.
 	Specs map[string]SpecOptions
 }
@@ -76,6 +82,8 @@ type SpecOptions struct {
 	BlockPrivateNetworks *bool
 	// AllowModelCredentialHeaders overrides the global setting when set.
 	AllowModelCredentialHeaders *bool
+	// AllowModelOverrideHeaders overrides the global setting when set.
+	AllowModelOverrideHeaders *bool
 	// AllowedHosts are added to Options.AllowedHosts for this spec.
 	AllowedHosts []string
 	// Headers are static headers sent on every call to the spec's own host.
@@ -199,6 +207,13 @@ func (c *Client) allowCredHeadersFor(e *spec.Endpoint) bool {
 		return *b
 	}
 	return c.opts.AllowModelCredentialHeaders
+}
+
+func (c *Client) allowOverrideHeadersFor(e *spec.Endpoint) bool {
+	if b := c.specOptions(e.Spec).AllowModelOverrideHeaders; b != nil {
+		return *b
+	}
+	return c.opts.AllowModelOverrideHeaders
 }
 
 // allowedHostsFor returns the lower-case hosts (host or host:port) a call

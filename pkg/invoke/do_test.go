@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 const getDoc = `{"openapi":"3.0.3","info":{"title":"g","version":"1"},
@@ -410,6 +412,10 @@ func TestRetryAfterParsing(t *testing.T) {
 		{http.Header{"X-Ratelimit-Reset": {"6m0s"}}, 6 * time.Minute, true},
 		{http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
 		{http.Header{"Retry-After": {"soon"}}, 0, false},
+		// A long ban is a long wait, never an absent one.
+		{http.Header{"Retry-After": {"999999999"}}, ratelimit.MaxRetryAfter, true},
+		{http.Header{"Retry-After": {"1e26"}}, ratelimit.MaxRetryAfter, true},
+		{http.Header{"Retry-After": {"-5"}}, 0, false},
 		{http.Header{}, 0, false},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -9,14 +10,25 @@ import (
 // the body: Prepare must never panic, and a request it builds never leaves
 // the base URL's host or the endpoint's path.
 func FuzzBuildRequest(f *testing.F) {
-	for _, seed := range []string{"1", "..", "/", "%2F", "http://evil.example/", "a\r\nb", "é", "?#&=", "\x00", "{petId}", ";a=1", "[0]"} {
+	f.Add("1", "1", "1", "1", "x-api-key", "MODEL")
+	f.Add("1", "1", "1", "1", "Forwarded", "for=10.0.0.1")
+	for _, seed := range []string{"1", "..", "/", "%2F", "http://evil.example/", "a\r\nb", "é", "?#&=", "\x00", "{petId}", ";a=1", "[0]", "9007199254740993", "1e400", "-0.5e-400", "12345678901234567890"} {
 		f.Add(seed, seed, seed, seed, "k", seed)
 	}
 	s := parseSpec(f, "pets", petDoc, "http://api.example.test:8080/api/v1")
 	get := endpoint(f, s, "getPet")
 	put := endpoint(f, s, "updatePet")
+	list := endpoint(f, s, "listPets")
 	c := New(Options{})
+	// The configured key fills X-API-Key; the model may never set it, even
+	// with credential headers allowed.
+	keyed := New(Options{AllowModelCredentialHeaders: true, Specs: map[string]SpecOptions{"pets": {Auth: map[string]Credential{"api_key": {Value: "CONFKEY"}}}}})
 	f.Fuzz(func(t *testing.T, path, query, header, cookie, bodyKey, bodyValue string) {
+		if call, err := keyed.Prepare(t.Context(), list, Args{Parameters: map[string]any{"status": "sold"}, Headers: map[string]string{bodyKey: bodyValue}}); err == nil {
+			if v := call.header.Values("X-Api-Key"); len(v) > 0 {
+				t.Fatalf("the model set X-API-Key: %q", v)
+			}
+		}
 		check := func(call *Call, err error) {
 			if err != nil {
 				return
@@ -45,7 +57,15 @@ func FuzzBuildRequest(f *testing.F) {
 			Headers:    map[string]string{bodyKey: bodyValue},
 		}))
 		check(c.Prepare(t.Context(), get, Args{Parameters: map[string]any{"petId": []any{path, query}, "X-Trace": map[string]any{header: cookie}}}))
+		// Numbers as the MCP layer decodes them (json.Number): never a
+		// panic, whatever the text.
+		check(c.Prepare(t.Context(), get, Args{Parameters: map[string]any{"petId": json.Number(path), "limit": json.Number(query)}}))
 		for _, ct := range []string{"application/json", "application/x-www-form-urlencoded"} {
+			check(c.Prepare(t.Context(), put, Args{
+				Parameters:  map[string]any{"petId": path},
+				RequestBody: map[string]any{"name": "n", "age": json.Number(bodyValue), "tags": []any{json.Number(query)}},
+				ContentType: ct,
+			}))
 			check(c.Prepare(t.Context(), put, Args{
 				Parameters:  map[string]any{"petId": path},
 				RequestBody: map[string]any{"name": bodyValue, bodyKey: map[string]any{query: []any{header}}},

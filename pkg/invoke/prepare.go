@@ -125,15 +125,20 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		}
 	}
 
-	// Extra headers from the model.
-	extra, hdrProblems := c.checkHeaders(e, params, args.Headers, values)
-	problems = append(problems, hdrProblems...)
-
 	// Credentials are chosen now, applied only when sending: a declared
 	// parameter they fill (an Authorization or API-key header, a key in the
 	// query or a cookie) needs no value from the model, and any value it
-	// gave is dropped so the configured credential alone is sent.
+	// gave is dropped so the configured credential alone is sent. Any other
+	// route to a name the config fills (an exploded object's keys, a Cookie
+	// header, an extra header) is refused: servers mostly read the first of
+	// two values, which would be the model's.
 	plan, authErr := c.planAuth(e)
+	reserved := c.reservedFor(e, plan)
+
+	// Extra headers from the model.
+	extra, hdrProblems := c.checkHeaders(e, params, args.Headers, values, reserved)
+	problems = append(problems, hdrProblems...)
+
 	fromConfig := c.configSupplied(e, params, plan)
 	for k := range fromConfig {
 		delete(values, k)
@@ -164,6 +169,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	}
 	header := http.Header{}
 	var cookies []string
+	allowOverride := c.allowOverrideHeadersFor(e)
 	for _, p := range params {
 		v, ok := values[p.In+"\x00"+p.Name]
 		if !ok || v == nil {
@@ -179,6 +185,10 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 				esc = escapeQueryReserved
 			}
 			for _, kv := range serializeForm(p.Name, p.Style, p.Explode, v, esc) {
+				if name, ok := reserved.queryKey(kv.k); ok {
+					problems = append(problems, paramLabel(p.Name, p.In)+": would set the query key "+strconv.Quote(name)+", which the config fills; leave it out")
+					continue
+				}
 				query = append(query, kv.k+"="+kv.v)
 			}
 		case "header":
@@ -191,6 +201,10 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 				problems = append(problems, paramLabel(p.Name, p.In)+": the spec's header name is not valid")
 				continue
 			}
+			if bad := reserved.header(p.Name, s, allowOverride); bad != "" {
+				problems = append(problems, paramLabel(p.Name, p.In)+": "+bad)
+				continue
+			}
 			header.Set(p.Name, s)
 		case "cookie":
 			if !validHeaderName(p.Name) {
@@ -198,6 +212,10 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 				continue
 			}
 			for _, kv := range serializeForm(p.Name, "form", p.Explode, v, escapeCookie) {
+				if name, ok := reserved.cookiePair(kv.k + "=" + kv.v); ok {
+					problems = append(problems, paramLabel(p.Name, p.In)+": would set the cookie "+strconv.Quote(name)+", which the config fills; leave it out")
+					continue
+				}
 				cookies = append(cookies, kv.k+"="+kv.v)
 			}
 		}
@@ -296,6 +314,9 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		if body != nil && body.hasCheck && media != nil && media.Schema != nil {
 			v.check, v.hasCheck, v.bodySchema = body.check, true, media.Schema.Value
 		}
+		if v.jsonBody && media != nil && media.Schema != nil {
+			v.jsonValue, v.bodySchema = body.value, media.Schema.Value
+		}
 		problems = append(problems, validate(ctx, v)...)
 		validated = true
 	}
@@ -388,11 +409,12 @@ func lookupParam(params []param, key string) *param {
 
 // checkHeaders sorts the model's extra headers: declared header
 // parameters become parameter values; the rest are checked and returned.
-func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]string, values map[string]any) ([]pair, []string) {
+func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]string, values map[string]any, reserved reservedNames) ([]pair, []string) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	allowCred := c.allowCredHeadersFor(e)
+	allowOverride := c.allowOverrideHeadersFor(e)
 	keyHeaders := map[string]bool{}
 	if s := e.SpecInfo(); s != nil {
 		for _, sch := range s.Schemes {
@@ -436,13 +458,110 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 		case canon == "Content-Type":
 			problems = append(problems, label+": use the contentType argument instead")
 			continue
+		case reserved.headers[canon]:
+			problems = append(problems, label+": set from the config; leave it out")
+			continue
 		case (credentialHeaders[canon] || keyHeaders[canon]) && !allowCred:
 			problems = append(problems, label+": credentials come from the config, not from arguments")
+			continue
+		}
+		if bad := reserved.header(canon, v, allowOverride); bad != "" {
+			problems = append(problems, label+": "+bad)
 			continue
 		}
 		out = append(out, pair{canon, v})
 	}
 	return out, problems
+}
+
+// overrideHeaders change how the upstream, or a proxy in front of it,
+// reads the request: its method, or the client address it trusts. The
+// model may set them only when the config allows it.
+var overrideHeaders = map[string]bool{
+	"X-Http-Method-Override": true, "X-Http-Method": true, "X-Method-Override": true,
+	"X-Forwarded-For": true, "Forwarded": true,
+}
+
+// reservedNames are the names the config fills on a call (the chosen
+// credentials and the spec's static headers): the model may set none of
+// them, by any route.
+type reservedNames struct {
+	query   []string        // apiKey query keys
+	cookies []string        // apiKey cookie names
+	headers map[string]bool // canonical header names
+}
+
+func (c *Client) reservedFor(e *spec.Endpoint, plan authPlan) reservedNames {
+	r := reservedNames{headers: map[string]bool{}}
+	for _, st := range plan.steps {
+		switch {
+		case st.kind == "apiKey" && st.in == "query":
+			r.query = append(r.query, st.name)
+		case st.kind == "apiKey" && st.in == "cookie":
+			r.cookies = append(r.cookies, st.name)
+		case st.kind == "apiKey":
+			r.headers[http.CanonicalHeaderKey(st.name)] = true
+		default:
+			r.headers["Authorization"] = true
+		}
+	}
+	for name := range c.specOptions(e.Spec).Headers {
+		r.headers[http.CanonicalHeaderKey(name)] = true
+	}
+	return r
+}
+
+// queryKey reports whether the escaped query key k, read as a server
+// decodes it, is one the config fills, and which. Names compare without
+// case: some frameworks read query keys so.
+func (r reservedNames) queryKey(k string) (string, bool) {
+	if len(r.query) == 0 {
+		return "", false
+	}
+	if d, err := url.QueryUnescape(k); err == nil {
+		k = d
+	}
+	for _, q := range r.query {
+		if strings.EqualFold(k, q) {
+			return q, true
+		}
+	}
+	return "", false
+}
+
+// cookiePair reports whether one name=value cookie pair sets a cookie the
+// config fills: the name is what precedes the first "=", as a server
+// reads it.
+func (r reservedNames) cookiePair(kv string) (string, bool) {
+	name, _, _ := strings.Cut(kv, "=")
+	name = strings.TrimSpace(name)
+	if d, err := url.PathUnescape(name); err == nil {
+		name = d
+	}
+	for _, c := range r.cookies {
+		if strings.EqualFold(name, c) {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// header explains why the model may not send header name with value v,
+// or "": a Cookie header naming a cookie the config fills, or an override
+// header unless allowed.
+func (r reservedNames) header(name, v string, allowOverride bool) string {
+	canon := http.CanonicalHeaderKey(name)
+	if overrideHeaders[canon] && !allowOverride {
+		return "changes how the upstream reads the request; only the config can allow it (allow_override_headers)"
+	}
+	if canon == "Cookie" {
+		for _, kv := range strings.Split(v, ";") {
+			if c, ok := r.cookiePair(kv); ok {
+				return "would set the cookie " + strconv.Quote(c) + ", which the config fills; leave it out"
+			}
+		}
+	}
+	return ""
 }
 
 // configSupplied returns the keys (in+"\x00"+name) of the declared

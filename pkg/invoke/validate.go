@@ -2,6 +2,7 @@ package invoke
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -28,6 +29,7 @@ type validation struct {
 	jsonBody   bool            // let openapi3filter validate the body
 	check      any             // a non-JSON body's value to validate directly
 	hasCheck   bool
+	jsonValue  any // a JSON body's value, for the exact check of its numbers
 	bodySchema *openapi3.Schema
 }
 
@@ -58,6 +60,7 @@ func validate(ctx context.Context, v validation) []string {
 		Options:    opts,
 	}
 	var problems []string
+	checked := map[string]bool{} // parameters validated from the model's value (numbers included)
 	err := openapi3filter.ValidateRequest(ctx, input)
 	for _, e := range flatten(err) {
 		var re *openapi3filter.RequestError
@@ -68,6 +71,7 @@ func validate(ctx context.Context, v validation) []string {
 			if isParseProblem(re.Err) {
 				if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil {
 					if val, ok := v.values[p.In+"\x00"+p.Name]; ok && p.Schema != nil {
+						checked[p.In+"\x00"+p.Name] = true
 						problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), v.op.Doc, false)...)
 						continue
 					}
@@ -86,10 +90,20 @@ func validate(ctx context.Context, v validation) []string {
 		}
 		problems = append(problems, shorten(e.Error()))
 	}
+	// openapi3filter read numbers as float64: check what rounding hid.
+	for _, p := range v.params {
+		key := p.In + "\x00" + p.Name
+		if val, ok := v.values[key]; ok && val != nil && p.Schema != nil && !checked[key] && !v.fromConfig[key] {
+			problems = append(problems, exactNumberProblems(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema))...)
+		}
+	}
+	if v.jsonBody && v.jsonValue != nil && v.bodySchema != nil {
+		problems = append(problems, exactNumberProblems("requestBody", v.bodySchema, v.jsonValue)...)
+	}
 	if v.hasCheck && v.bodySchema != nil {
 		problems = append(problems, checkValue("requestBody", v.bodySchema, v.check, v.op.Doc, true)...)
 	}
-	return problems
+	return dedupe(problems)
 }
 
 // checkValue validates a JSON value against a schema directly.
@@ -101,15 +115,18 @@ func checkValue(label string, s *openapi3.Schema, value any, doc *openapi3.T, re
 	if doc != nil && doc.IsOpenAPI31OrLater() {
 		opts = append(opts, openapi3.EnableJSONSchema2020())
 	}
-	err := s.VisitJSON(jsonValue(value), opts...)
+	value = jsonValue(value)
+	exact := exactNumberProblems(label, s, value)
+	err := s.VisitJSON(value, opts...)
 	if err == nil {
-		return nil
+		return exact
 	}
-	return describe(label, err, "")
+	return append(describe(label, err, ""), exact...)
 }
 
 // jsonValue converts Go values (ints, typed slices) into what VisitJSON
-// expects: float64, []any, map[string]any.
+// expects: float64 or json.Number (ints keep every digit), []any,
+// map[string]any.
 func jsonValue(v any) any {
 	switch x := normalize(v).(type) {
 	case []any:
@@ -125,17 +142,17 @@ func jsonValue(v any) any {
 		}
 		return out
 	case int:
-		return float64(x)
+		return json.Number(strconv.Itoa(x))
 	case int64:
-		return float64(x)
+		return json.Number(strconv.FormatInt(x, 10))
 	case int32:
-		return float64(x)
+		return json.Number(strconv.FormatInt(int64(x), 10))
 	case uint:
-		return float64(x)
+		return json.Number(strconv.FormatUint(uint64(x), 10))
 	case uint64:
-		return float64(x)
+		return json.Number(strconv.FormatUint(x, 10))
 	case uint32:
-		return float64(x)
+		return json.Number(strconv.FormatUint(uint64(x), 10))
 	case float32:
 		return float64(x)
 	default:
@@ -152,14 +169,15 @@ func coerce(v any, s *openapi3.Schema) any {
 	}
 	switch x := v.(type) {
 	case string:
+		// Numbers stay json.Number, every digit kept for the exact check.
 		switch {
 		case s.Type.Is("integer"):
-			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-				return float64(n)
+			if isIntegerLiteral(x) {
+				return json.Number(x)
 			}
 		case s.Type.Is("number"):
-			if f, err := strconv.ParseFloat(x, 64); err == nil {
-				return f
+			if isNumberLiteral(x) {
+				return json.Number(x)
 			}
 		case s.Type.Is("boolean"):
 			if b, err := strconv.ParseBool(x); err == nil {
@@ -258,6 +276,9 @@ func describe(label string, err error, reason string) []string {
 			where += "." + strings.Join(ptr, ".")
 		}
 		r := se.Reason
+		if r == "cannot convert json.Number to float64" {
+			r = "not a number, or too large to check"
+		}
 		if r == "" {
 			r = "does not match the schema's " + strconv.Quote(se.SchemaField)
 		}

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -42,14 +43,23 @@ type Quota struct {
 
 func (q Quota) empty() bool { return q.Limit == 0 && !q.HasRemaining && q.Reset.IsZero() }
 
-// maxAhead bounds the times parsed from headers: a retry or reset further ahead than this
+// maxAhead bounds the resets and windows parsed from headers: one further ahead than this
 // is taken as garbage and ignored.
 const maxAhead = 48 * time.Hour
 
+// MaxRetryAfter is the longest wait an explicit Retry-After (or retry-after-ms) is read as.
+// A longer one is still a wait, however absurd (999999999 seconds, 1e26, a date in year
+// 9999): it is read as MaxRetryAfter, so the upstream is blocked that long, the call is not
+// retried, and the model is told to wait that long; the first call after the block probes
+// whether the ban still holds. A negative or unreadable Retry-After is read as absent: a
+// rate-limited answer then blocks for the one-second minimum.
+const MaxRetryAfter = 24 * time.Hour
+
 // ParseHeaders reads the rate-limit information of one response received at now. body may
 // hold the first bytes of the response body (nil is fine); it is only searched for "rate
-// limit" to tell a GitHub rate-limit 403 from another 403. Values that are negative,
-// garbage, or absurdly far ahead are ignored. ParseHeaders never panics.
+// limit" to tell a GitHub rate-limit 403 from another 403. Values that are negative or
+// garbage are ignored, as are resets absurdly far ahead; a retry time further ahead than
+// MaxRetryAfter is read as MaxRetryAfter. ParseHeaders never panics.
 func ParseHeaders(status int, h http.Header, body []byte, now time.Time) Signal {
 	s := Signal{Status: status}
 	retrySrc := ""
@@ -223,16 +233,20 @@ func firstToken(v string) string {
 	return strings.TrimSpace(v)
 }
 
-// parseRetryAfter reads Retry-After: delay seconds (a fraction is allowed) or an HTTP date.
+// parseRetryAfter reads Retry-After: delay seconds (a fraction is allowed) or an HTTP date,
+// at most MaxRetryAfter ahead.
 func parseRetryAfter(v string, now time.Time) (time.Time, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return time.Time{}, false
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return ahead(now, f*float64(time.Second))
+	if f, ok := parseDelay(v); ok {
+		return retryAhead(now, f*float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
+		if t.Sub(now) > MaxRetryAfter {
+			return now.Add(MaxRetryAfter), true
+		}
 		return within(now, t)
 	}
 	return time.Time{}, false
@@ -243,11 +257,44 @@ func parseMillisAhead(v string, now time.Time) (time.Time, bool) {
 	if v == "" {
 		return time.Time{}, false
 	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
+	f, ok := parseDelay(v)
+	if !ok {
 		return time.Time{}, false
 	}
-	return ahead(now, f*float64(time.Millisecond))
+	return retryAhead(now, f*float64(time.Millisecond))
+}
+
+// parseDelay reads a number of seconds or milliseconds; one too large for float64 is +Inf
+// (a long wait all the same), NaN and text are not ok.
+func parseDelay(v string) (float64, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, false
+		}
+	}
+	if math.IsNaN(f) {
+		return 0, false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !('0' <= c && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E') {
+			return 0, false // "Inf", hex: not a delay
+		}
+	}
+	return f, true
+}
+
+// retryAhead returns now plus d nanoseconds, d at most MaxRetryAfter; a negative d is not
+// ok (read as absent).
+func retryAhead(now time.Time, d float64) (time.Time, bool) {
+	if math.IsNaN(d) || d < 0 {
+		return time.Time{}, false
+	}
+	if d > float64(MaxRetryAfter) {
+		return now.Add(MaxRetryAfter), true
+	}
+	return now.Add(time.Duration(math.Ceil(d))), true
 }
 
 // ahead returns now plus d nanoseconds, when d is a sane delay.

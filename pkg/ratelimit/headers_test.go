@@ -54,8 +54,17 @@ func TestParseHeaders(t *testing.T) {
 		{"200 with nothing", 200, hdr(), "", Signal{}},
 		// odd values
 		{"retry-after negative ignored", 429, hdr("Retry-After", "-5"), "", Signal{RateLimited: true, Source: "status"}},
+		{"retry-after negative ms ignored", 429, hdr("Retry-After-Ms", "-5"), "", Signal{RateLimited: true, Source: "status"}},
 		{"retry-after garbage ignored", 429, hdr("Retry-After", "soon"), "", Signal{RateLimited: true, Source: "status"}},
-		{"retry-after huge ignored", 429, hdr("Retry-After", "99999999999"), "", Signal{RateLimited: true, Source: "status"}},
+		// TestRetryAfterFarFutureBlocks: a long or absurd wait is still a wait, read as the longest.
+		{"retry-after huge is the longest wait", 429, hdr("Retry-After", "99999999999"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after 999999999 is the longest wait", 429, hdr("Retry-After", "999999999"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after 1e26 is the longest wait", 429, hdr("Retry-After", "1e26"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after beyond float64 is the longest wait", 429, hdr("Retry-After", "1e400"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after 30h is the longest wait", 429, hdr("Retry-After", "108000"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after date in year 9999 is the longest wait", 429, hdr("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after"}},
+		{"retry-after-ms huge is the longest wait", 429, hdr("Retry-After-Ms", "1e20"), "", Signal{RateLimited: true, RetryAt: now.Add(MaxRetryAfter), Source: "retry-after-ms"}},
+		{"retry-after Inf ignored", 429, hdr("Retry-After", "Inf"), "", Signal{RateLimited: true, Source: "status"}},
 		{"retry-after NaN ignored", 429, hdr("Retry-After", "NaN"), "", Signal{RateLimited: true, Source: "status"}},
 		{"remaining negative ignored", 200, hdr("X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "-1"),
 			"", Signal{Requests: Quota{Limit: 60, Source: "x-ratelimit-limit"}}},
@@ -186,6 +195,8 @@ func FuzzParseHeaders(f *testing.F) {
 	f.Add(200, "X-Ratelimit-Reset-Tokens", "6m0s", "X-Ratelimit-Remaining-Tokens", "0", []byte(nil))
 	f.Add(403, "X-RateLimit-Limit", "10, 10;w=60", "X-RateLimit-Remaining", "0", []byte("{}"))
 	f.Add(200, "RateLimit", "limit=100, remaining=50, reset=5", "Anthropic-Ratelimit-Requests-Reset", "2026-11-30T10:00:08Z", []byte(nil))
+	f.Add(429, "Retry-After", "999999999", "Retry-After-Ms", "-5", []byte(nil))
+	f.Add(429, "Retry-After", "1e26", "Retry-After-Ms", "1e400", []byte(nil))
 	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string, body []byte) {
 		h := http.Header{}
 		h.Set(k1, v1)
@@ -195,7 +206,7 @@ func FuzzParseHeaders(f *testing.F) {
 			h.Add(name, v1)
 		}
 		sig := ParseHeaders(status, h, body, t0)
-		if !sig.RetryAt.IsZero() && (sig.RetryAt.Before(t0) || sig.RetryAt.Sub(t0) > maxAhead+time.Second) {
+		if !sig.RetryAt.IsZero() && (sig.RetryAt.Before(t0) || sig.RetryAt.Sub(t0) > MaxRetryAfter) {
 			t.Fatalf("RetryAt %v out of bounds", sig.RetryAt)
 		}
 		for _, q := range []Quota{sig.Requests, sig.Tokens} {

@@ -357,3 +357,25 @@ func TestInferredBudgetOnlyTightens(t *testing.T) {
 		t.Fatalf("inferred limit %d, want 5 (the calls before the first refused one)", got)
 	}
 }
+
+// A Retry-After far beyond any sane wait (a long ban, or garbage) blocks the upstream for
+// MaxRetryAfter, not for the one-second minimum: the ban is not hit again every second.
+// A negative one is read as absent.
+func TestRetryAfterFarFutureBlocks(t *testing.T) {
+	for _, v := range []string{"999999999", "1e26", "1e400", "Fri, 31 Dec 9999 23:59:59 GMT"} {
+		t.Run(v, func(t *testing.T) {
+			l := learnedLimiter(t)
+			observed(t, l, "a", at(0), 429, hdr("Retry-After", v), "")
+			wantLearned(t, l, "b", at(time.Second), MaxRetryAfter-time.Second, "retry-after")
+			st := l.StatusAt(at(time.Second), func(string) bool { return true })
+			if got := st.Upstreams[0].Learned[0].BlockedUntil; !got.Equal(at(MaxRetryAfter)) {
+				t.Errorf("blocked until %v, want %v", got, at(MaxRetryAfter))
+			}
+		})
+	}
+	t.Run("-5", func(t *testing.T) {
+		l := learnedLimiter(t)
+		observed(t, l, "a", at(0), 429, hdr("Retry-After", "-5"), "")
+		wantLearned(t, l, "b", at(0), time.Second, "status")
+	})
+}

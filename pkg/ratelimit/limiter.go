@@ -90,6 +90,7 @@ type Limiter struct {
 
 	mu      sync.Mutex // serialises writers of endpoints and upstreams; guards the fields below
 	budgets map[string]Budget
+	norm    map[string]string // budget Match by its normal form (see normalKey)
 	nUp     int
 }
 
@@ -111,6 +112,7 @@ func New(opts Options) (*Limiter, error) {
 		progressEvery: opts.ProgressInterval,
 		maxUpstreams:  opts.MaxUpstreams,
 		budgets:       map[string]Budget{},
+		norm:          map[string]string{},
 		store:         opts.Store,
 		share:         1,
 	}
@@ -140,7 +142,11 @@ func New(opts Options) (*Limiter, error) {
 		if _, dup := l.budgets[b.Match]; dup {
 			return nil, fmt.Errorf("budget %q is given twice", b.Match)
 		}
+		if other, dup := l.norm[normalKey(b.Match)]; dup {
+			return nil, fmt.Errorf("budgets %q and %q name the same upstream", other, b.Match)
+		}
 		l.budgets[b.Match] = b
+		l.norm[normalKey(b.Match)] = b.Match
 	}
 	if err := l.SetEndpoints(opts.Endpoints); err != nil {
 		return nil, err
@@ -283,7 +289,11 @@ func (l *Limiter) SetBudget(b Budget) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if other, ok := l.norm[normalKey(b.Match)]; ok && other != b.Match {
+		delete(l.budgets, other) // the same upstream written another way: b replaces it
+	}
 	l.budgets[b.Match] = b
+	l.norm[normalKey(b.Match)] = b.Match
 	old := l.upstreams.Load()
 	if old == nil {
 		return nil
@@ -328,6 +338,11 @@ func (l *Limiter) Budget(match string) (Budget, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.budgets[match]
+	if !ok {
+		if m, found := l.norm[normalKey(match)]; found {
+			b, ok = l.budgets[m]
+		}
+	}
 	return b, ok
 }
 
@@ -393,15 +408,21 @@ func (l *Limiter) addUpstream(m map[string]*upstream, key string) *upstream {
 	return u
 }
 
-// canonical names the state a key belongs to: the key itself when a budget matches it,
-// else its bare host when a budget matches that, else the key.
+// canonical names the state a key belongs to: the Match of the budget that matches the key,
+// else of the budget that matches its bare host, else the key. Keys and matches compare in
+// their normal form (see normalKey), so a budget for "API.example.com" holds for
+// "api.example.com.:443".
 func (l *Limiter) canonical(key string) string {
 	if _, ok := l.budgets[key]; ok {
 		return key
 	}
-	if host, _, err := net.SplitHostPort(key); err == nil {
-		if _, ok := l.budgets[host]; ok {
-			return host
+	nk := normalKey(key)
+	if m, ok := l.norm[nk]; ok {
+		return m
+	}
+	if host, _, err := net.SplitHostPort(nk); err == nil {
+		if m, ok := l.norm[host]; ok {
+			return m
 		}
 	}
 	return key
