@@ -100,6 +100,9 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		l, err := loadSpecs(ctx, cfg, c.cacheDir(), log)
 		if err == nil {
 			err = registerEndpoints(cfg, limiter, l.cat, upstream)
+			for _, w := range limiter.LoopbackNearMisses() {
+				log.Warn(w)
+			}
 		}
 		if err != nil {
 			srv.Fail(err)

@@ -189,6 +189,7 @@ func newClient(cfg *config.Config) *invoke.Client {
 		AllowedHosts:                cfg.AllowedHosts,
 		UploadsDir:                  cfg.UploadsDir,
 		AllowModelCredentialHeaders: cfg.AllowCredentialHeaders,
+		AllowModelOverrideHeaders:   cfg.AllowOverrideHeaders,
 		Specs:                       map[string]invoke.SpecOptions{},
 	}
 	if cfg.BlockPrivateNetworks != nil {
@@ -199,11 +200,13 @@ func newClient(cfg *config.Config) *invoke.Client {
 		set := cfg.ForSpec(sc)
 		block := set.BlockPrivateNetworks
 		allowCred := set.AllowCredentialHeaders
+		allowOverride := set.AllowOverrideHeaders
 		so := invoke.SpecOptions{
 			Timeout:                     set.CallTimeout,
 			MaxResponseBytes:            set.MaxResponseBytes,
 			BlockPrivateNetworks:        &block,
 			AllowModelCredentialHeaders: &allowCred,
+			AllowModelOverrideHeaders:   &allowOverride,
 			AllowedHosts:                sc.AllowedHosts,
 			Headers:                     map[string]string{},
 			Auth:                        map[string]invoke.Credential{},

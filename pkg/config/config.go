@@ -77,6 +77,11 @@ type Config struct {
 	// configured API-key headers in invoke. Default false. Overridable per
 	// spec.
 	AllowCredentialHeaders bool `yaml:"allow_credential_headers" json:"allow_credential_headers"`
+	// AllowOverrideHeaders lets the model send X-HTTP-Method-Override,
+	// X-HTTP-Method, X-Method-Override, X-Forwarded-For and Forwarded.
+	// Default false: they could turn a GET into a DELETE or forge a client
+	// address. Overridable per spec.
+	AllowOverrideHeaders bool `yaml:"allow_override_headers" json:"allow_override_headers"`
 	// UploadsDir is the only directory multipart file parts may be read from
 	// by path. Default "" (by-path uploads off; base64 values still work).
 	// Load makes a relative path relative to the config file.
@@ -145,6 +150,7 @@ type Spec struct {
 	BlockPrivateNetworks   *bool    `yaml:"block_private_networks" json:"block_private_networks,omitempty"`
 	AllowExternalRefs      *bool    `yaml:"allow_external_refs" json:"allow_external_refs,omitempty"`
 	AllowCredentialHeaders *bool    `yaml:"allow_credential_headers" json:"allow_credential_headers,omitempty"`
+	AllowOverrideHeaders   *bool    `yaml:"allow_override_headers" json:"allow_override_headers,omitempty"`
 
 	// Headers are static extra headers sent on every call to this spec's
 	// own host. Values are Secrets because they often carry keys.

@@ -29,6 +29,7 @@ type SpecSettings struct {
 	BlockPrivateNetworks   bool
 	AllowExternalRefs      bool
 	AllowCredentialHeaders bool
+	AllowOverrideHeaders   bool
 }
 
 // ForSpec resolves the settings of spec s; a nil s gives the global values
@@ -45,6 +46,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 		AllowedHosts:           slices.Clone(c.AllowedHosts),
 		AllowExternalRefs:      c.AllowExternalRefs,
 		AllowCredentialHeaders: c.AllowCredentialHeaders,
+		AllowOverrideHeaders:   c.AllowOverrideHeaders,
 	}
 	if c.BlockPrivateNetworks != nil {
 		out.BlockPrivateNetworks = *c.BlockPrivateNetworks
@@ -63,6 +65,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 	setBool(&out.BlockPrivateNetworks, s.BlockPrivateNetworks)
 	setBool(&out.AllowExternalRefs, s.AllowExternalRefs)
 	setBool(&out.AllowCredentialHeaders, s.AllowCredentialHeaders)
+	setBool(&out.AllowOverrideHeaders, s.AllowOverrideHeaders)
 	return out
 }
 
