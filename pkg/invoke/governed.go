@@ -2,6 +2,7 @@ package invoke
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -266,4 +267,173 @@ func prefix(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// MaxPages bounds the pages one call may follow.
+const MaxPages = 5
+
+// Paged is a governed call that may have followed next pages.
+type Paged struct {
+	*Outcome
+	// Results holds each page's answer, in order; the last is
+	// Outcome.Result.
+	Results []*Result
+	// NextPage holds the parameters for the page after the last one read,
+	// nil when the upstream has no more (or they cannot be expressed).
+	NextPage map[string]any
+	// PageErr is why following pages stopped early, after the first page
+	// succeeded; the pages read are kept.
+	PageErr error
+}
+
+// DoPages runs a governed call and, for a GET, follows up to pages-1 next
+// pages the upstream offers. Each page is admitted by the upstream budgets
+// like any call (queueing, learning, retries); the endpoint's cooldown is
+// charged once, by the first. The error is the first page's; a later
+// page's failure ends the walk and is reported in PageErr.
+func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages int, progress func(ratelimit.Progress)) (*Paged, error) {
+	out, err := g.Do(ctx, e, in, progress)
+	p := &Paged{Outcome: out}
+	if err != nil {
+		return p, err
+	}
+	p.Results = []*Result{out.Result}
+	p.NextPage = g.nextPage(e, out.Call, in, out.Result)
+	seen := map[string]bool{paramsKey(in.Parameters): true}
+	for len(p.Results) < pages && p.NextPage != nil && e.Method == "GET" {
+		key := paramsKey(p.NextPage)
+		if seen[key] {
+			p.NextPage = nil
+			break
+		}
+		seen[key] = true
+		next := in
+		next.Parameters = p.NextPage
+		pctx, cancel := context.WithTimeout(ctx, g.Client.timeoutFor(e))
+		call, err := g.Client.Prepare(pctx, e, next)
+		if err == nil {
+			page := &Outcome{}
+			err = g.send(pctx, e, call, false, true, progress, page)
+			out.Trace.QueueWait += page.Trace.QueueWait
+			out.Trace.Attempts = append(out.Trace.Attempts, page.Trace.Attempts...)
+			if page.Trace.Remaining != nil {
+				out.Trace.Remaining = page.Trace.Remaining
+			}
+			if err == nil {
+				out.Call, out.Result = call, page.Result
+				p.Results = append(p.Results, page.Result)
+				p.NextPage = g.nextPage(e, call, next, page.Result)
+			}
+		}
+		cancel()
+		if err != nil {
+			// The next page stays offered: the model can ask for it later.
+			p.PageErr = err
+			break
+		}
+		if page := p.Results[len(p.Results)-1]; page.Truncated {
+			break
+		}
+	}
+	return p, nil
+}
+
+// nextPage reads where the next page is from one answer.
+func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) map[string]any {
+	if res == nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Truncated || call == nil {
+		return nil
+	}
+	var body any
+	if isJSONType(mediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
+		if v, err := DecodeJSON(res.RawBody); err == nil {
+			body = v
+		}
+	}
+	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
+}
+
+// paramsKey identifies a set of parameters; encoding/json sorts map keys.
+func paramsKey(p map[string]any) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// Answer is the call's answer as the store keeps it: one page's body as
+// read (redacted), or, when several pages were read, their main arrays
+// concatenated into the last page's body.
+func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *Answer {
+	last := p.Result
+	a := &Answer{
+		Endpoint: e.ID, StatusCode: last.StatusCode, ContentType: last.RawHeaders.Get("Content-Type"),
+		Headers: last.Headers, Body: last.RawBody, Truncated: last.Truncated, NextPage: p.NextPage, Created: now,
+	}
+	if len(p.Results) > 1 {
+		if body, ok := concatPages(p.Results); ok {
+			a.Body, a.Pages = body, len(p.Results)
+		} else {
+			// Pages whose shapes differ are kept side by side.
+			var parts []json.RawMessage
+			for _, r := range p.Results {
+				if json.Valid(r.RawBody) {
+					parts = append(parts, r.RawBody)
+				}
+			}
+			if b, err := json.Marshal(parts); err == nil {
+				a.Body, a.Pages = b, len(p.Results)
+			}
+		}
+	}
+	return a
+}
+
+// concatPages joins the pages' main arrays into the last page's body.
+func concatPages(pages []*Result) ([]byte, bool) {
+	var all []any
+	var last any
+	path := ""
+	for i, r := range pages {
+		v, err := DecodeJSON(r.RawBody)
+		if err != nil {
+			return nil, false
+		}
+		p, items, ok := MainArray(v)
+		if !ok || i > 0 && p != path {
+			return nil, false
+		}
+		path, last = p, v
+		all = append(all, items...)
+	}
+	if all == nil {
+		all = []any{}
+	}
+	joined, ok := setAtPath(last, path, all)
+	if !ok {
+		return nil, false
+	}
+	b, err := EncodeJSON(joined)
+	return b, err == nil
+}
+
+// setAtPath replaces the value at a simple jq path (".", ".a", ".a.b").
+func setAtPath(v any, path string, val any) (any, bool) {
+	if path == "." || path == "" {
+		return val, true
+	}
+	if !strings.HasPrefix(path, ".") {
+		return nil, false
+	}
+	keys := strings.Split(path[1:], ".")
+	cur := v
+	for i, k := range keys {
+		m, ok := cur.(map[string]any)
+		if !ok || k == "" {
+			return nil, false
+		}
+		if i == len(keys)-1 {
+			m[k] = val
+			return v, true
+		}
+		cur = m[k]
+	}
+	return nil, false
 }

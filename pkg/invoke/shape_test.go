@@ -178,8 +178,8 @@ func TestShapePreviewGitHubPage(t *testing.T) {
 			if sh.Reason != ReasonOverBudget || sh.Bytes != len(page) || sh.Items != 30 || sh.Path != "." {
 				t.Errorf("shaped = %+v", sh)
 			}
-			if !slices.Equal(sh.ItemFields, prFields[:maxItemFields]) {
-				t.Errorf("itemFields = %v, want the first %d of %v", sh.ItemFields, maxItemFields, prFields)
+			if want := prFields[:min(maxItemFields, len(prFields))]; !slices.Equal(sh.ItemFields, want) {
+				t.Errorf("itemFields = %v, want the first %d of %v", sh.ItemFields, len(want), prFields)
 			}
 			if sh.Shown < 1 || len(got) != sh.Shown+1 {
 				t.Fatalf("shown %d, preview has %d elements", sh.Shown, len(got))

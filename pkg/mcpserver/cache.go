@@ -21,37 +21,48 @@ type resultCache struct {
 }
 
 type cached struct {
-	res *InvokeResult
+	res cachedAnswer
 	at  time.Time
 }
 
-// cacheKey identifies a call by endpoint and arguments; encoding/json sorts
-// map keys, so equal arguments give equal keys.
-func cacheKey(id string, in invoke.Args) string {
+// cachedAnswer points at the stored answer of a call: a hit is rendered
+// from the answer store like a fresh answer, with the caller's own jq and
+// budget, and misses once the store has let the answer go.
+type cachedAnswer struct {
+	responseID string
+	headers    map[string]string
+	size       int64
+}
+
+// cacheKey identifies a call by principal, endpoint and arguments;
+// encoding/json sorts map keys, so equal arguments give equal keys. The
+// principal is part of it: no caller is served another's answer.
+func cacheKey(principal, id string, in invoke.Args, pages int) string {
 	b, _ := json.Marshal(struct {
 		P map[string]any    `json:"p,omitempty"`
 		B any               `json:"b,omitempty"`
 		H map[string]string `json:"h,omitempty"`
 		C string            `json:"c,omitempty"`
-	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType})
-	return id + "\x00" + string(b)
+		N int               `json:"n,omitempty"`
+	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType, pages})
+	return principal + "\x00" + id + "\x00" + string(b)
 }
 
-func (c *resultCache) get(key string, ttl time.Duration, now time.Time) (*InvokeResult, time.Duration, bool) {
+func (c *resultCache) get(key string, ttl time.Duration, now time.Time) (cachedAnswer, time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
 	if !ok {
-		return nil, 0, false
+		return cachedAnswer{}, 0, false
 	}
 	age := now.Sub(e.at)
 	if age >= ttl || age < 0 {
-		return nil, 0, false
+		return cachedAnswer{}, 0, false
 	}
 	return e.res, age, true
 }
 
-func (c *resultCache) put(key string, res *InvokeResult, now time.Time) {
+func (c *resultCache) put(key string, res cachedAnswer, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {

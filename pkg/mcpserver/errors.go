@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strconv"
 	"encoding/json"
 	"errors"
 	"math"
@@ -106,6 +107,8 @@ func mapError(err error, now time.Time) *ErrorObject {
 		ue  *invoke.UnreachableError
 		te  *invoke.TimeoutError
 		aue *invoke.AuthError
+		jqe *invoke.JQError
+		anf *invoke.AnswerNotFoundError
 	)
 	switch {
 	case errors.As(err, &le):
@@ -145,11 +148,24 @@ func mapError(err error, now time.Time) *ErrorObject {
 	case errors.As(err, &ae):
 		return &ErrorObject{
 			Code:      CodeValidationFailed,
-			Message:   ae.Error(),
-			Problems:  ae.Problems,
+			Message:   clip(ae.Error(), 2000),
+			Problems:  boundProblems(ae.Problems),
 			Retryable: false,
-			Hint:      "Fix the arguments (use inspect to see the endpoint's parameters and body), then call again.",
+			Hint:      clip(ae.Hint(), 1000),
 		}
+	case errors.As(err, &jqe):
+		switch jqe.Kind {
+		case invoke.JQTimeout:
+			return &ErrorObject{Code: CodeTimeout, Message: clip(jqe.Error(), 500), Retryable: false,
+				Hint: "The jq filter ran past its time limit: select fewer or simpler fields."}
+		case invoke.JQTooLarge:
+			return &ErrorObject{Code: CodeValidationFailed, Message: clip(jqe.Error(), 500), Problems: []string{clip(jqe.Msg, 300)},
+				Hint: "The jq result is too large: pick fewer fields or items."}
+		}
+		return &ErrorObject{Code: CodeValidationFailed, Message: clip(jqe.Error(), 500), Problems: []string{clip(jqe.Msg, 300)},
+			Hint: "Fix the jq filter: a read-only subset is allowed (paths, pipes, map/select, object and array construction, common builtins)."}
+	case errors.As(err, &anf):
+		return &ErrorObject{Code: CodeNotFound, Message: clip(anf.Error(), 300), Retryable: false, Hint: anf.Hint()}
 	case errors.As(err, &ure):
 		obj := &ErrorObject{
 			Code:      CodeUpstreamRateLimit,
@@ -198,4 +214,23 @@ func httpHint(status int) string {
 		return "The upstream failed; it may succeed if tried again later."
 	}
 	return ""
+}
+
+// maxProblemsShown bounds the problems one error repeats: the first few,
+// then a count of the rest.
+const maxProblemsShown = 10
+
+func boundProblems(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	n := min(len(list), maxProblemsShown)
+	out := make([]string, 0, n+1)
+	for _, p := range list[:n] {
+		out = append(out, clip(p, 300))
+	}
+	if len(list) > n {
+		out = append(out, "and "+strconv.Itoa(len(list)-n)+" more")
+	}
+	return out
 }

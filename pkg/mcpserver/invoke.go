@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,19 +15,33 @@ import (
 
 // InvokeResult is the invoke tool's answer.
 type InvokeResult struct {
-	StatusCode      int               `json:"statusCode"`
-	Headers         map[string]string `json:"headers,omitempty"`
-	Body            any               `json:"body,omitempty"`
-	BodyBase64      string            `json:"bodyBase64,omitempty"`
-	Note            string            `json:"note,omitempty"`
-	Truncated       bool              `json:"truncated,omitempty"`
-	TruncatedReason string            `json:"truncatedReason,omitempty"`
-	Size            int64             `json:"size,omitempty"`
-	RateLimit       *CallRateLimit    `json:"rateLimit,omitempty"`
+	StatusCode int               `json:"statusCode"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	// Body is the whole body when it fits the answer budget, else a
+	// valid-JSON preview (Shaped says what was left out).
+	Body   any            `json:"body,omitempty"`
+	Shaped *invoke.Shaped `json:"shaped,omitempty"`
+	// ResponseID names the stored answer for read_response.
+	ResponseID string    `json:"responseId,omitempty"`
+	NextPage   *NextPage `json:"nextPage,omitempty"`
+	Hint       string    `json:"hint,omitempty"`
+	// JQError is a jq filter's run-time failure after the call went out;
+	// the body is then the unfiltered answer or its preview.
+	JQError         string         `json:"jqError,omitempty"`
+	Note            string         `json:"note,omitempty"`
+	Truncated       bool           `json:"truncated,omitempty"`
+	TruncatedReason string         `json:"truncatedReason,omitempty"`
+	Size            int64          `json:"size,omitempty"`
+	RateLimit       *CallRateLimit `json:"rateLimit,omitempty"`
 	// Cached is true when the answer is the last successful result of an
 	// identical call, served within cache_ttl at no rate-limit cost.
 	Cached     bool    `json:"cached,omitempty"`
 	AgeSeconds float64 `json:"ageSeconds,omitempty"`
+}
+
+// NextPage holds the exact parameters to pass to invoke for the next page.
+type NextPage struct {
+	Parameters map[string]any `json:"parameters"`
 }
 
 // CallRateLimit is the governance snapshot of one call.
@@ -47,86 +62,148 @@ type Attempt struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// invokeArgs are the invoke tool's arguments beyond the call itself.
+type invokeArgs struct {
+	id       string
+	in       invoke.Args
+	jq       *invoke.JQ
+	pages    int
+	maxBytes int
+}
+
+func (s *Server) parseInvokeArgs(req mcp.CallToolRequest) (*invokeArgs, *mcp.CallToolResult) {
 	id, bad := stringArg(req, "endpointId")
 	if bad != nil {
-		return bad, nil
+		return nil, bad
 	}
 	args := req.GetArguments()
-	var in invoke.Args
+	a := &invokeArgs{id: id, pages: 1}
 	if v, ok := args["parameters"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return argError("parameters must be an object of values by parameter name"), nil
+			return nil, argError("parameters must be an object of values by parameter name")
 		}
-		in.Parameters = m
+		a.in.Parameters = m
 	}
 	if v, ok := args["headers"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return argError("headers must be an object of header values by name"), nil
+			return nil, argError("headers must be an object of header values by name")
 		}
-		in.Headers = map[string]string{}
+		a.in.Headers = map[string]string{}
 		for k, hv := range m {
 			str, ok := hv.(string)
 			if !ok {
-				return argError("header %q must be a string", k), nil
+				return nil, argError("header %q must be a string", clip(k, 64))
 			}
-			in.Headers[k] = str
+			a.in.Headers[k] = str
 		}
 	}
 	if v, ok := args["requestBody"]; ok {
-		in.RequestBody = v
+		a.in.RequestBody = v
 	}
 	if v, ok := args["contentType"]; ok && v != nil {
 		str, ok := v.(string)
-		if !ok {
-			return argError("contentType must be a string"), nil
+		if !ok || len(str) > 256 {
+			return nil, argError("contentType must be a media type string (at most 256 bytes)")
 		}
-		in.ContentType = str
+		a.in.ContentType = str
+	}
+	if v, ok := args["pages"]; ok && v != nil {
+		n, ok := intArg(v, 1, invoke.MaxPages)
+		if !ok {
+			return nil, argError("pages must be a whole number from 1 to %d", invoke.MaxPages)
+		}
+		a.pages = n
+	}
+	if r := s.parseShapeArgs(args, &a.jq, &a.maxBytes); r != nil {
+		return nil, r
 	}
 	for k := range args {
 		switch k {
-		case "endpointId", "parameters", "requestBody", "headers", "contentType":
+		case "endpointId", "parameters", "requestBody", "headers", "contentType", "jq", "pages", "maxBytes":
 		default:
-			return argError("unknown argument %q: invoke takes endpointId, parameters, requestBody, headers, contentType", k), nil
+			return nil, argError("unknown argument %q: invoke takes endpointId, parameters, requestBody, headers, contentType, jq, pages, maxBytes", clip(k, 64))
 		}
 	}
+	return a, nil
+}
 
+// parseShapeArgs reads jq and maxBytes, shared by invoke and read_response.
+// A filter that does not compile or is not allowed is refused here, before
+// anything is sent.
+func (s *Server) parseShapeArgs(args map[string]any, jq **invoke.JQ, maxBytes *int) *mcp.CallToolResult {
+	*maxBytes = s.resultBytes()
+	if v, ok := args["maxBytes"]; ok && v != nil {
+		n, ok := intArg(v, invoke.MinResultBytes, invoke.MaxResultBytes)
+		if !ok {
+			return argError("maxBytes must be a whole number from %d to %d", invoke.MinResultBytes, invoke.MaxResultBytes)
+		}
+		*maxBytes = n
+	}
+	if v, ok := args["jq"]; ok && v != nil {
+		src, ok := v.(string)
+		if !ok {
+			return argError("jq must be a string")
+		}
+		if strings.TrimSpace(src) != "" {
+			q, err := invoke.CompileJQ(src)
+			if err != nil {
+				return errorResult(mapError(err, s.now()))
+			}
+			*jq = q
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, bad := s.parseInvokeArgs(req)
+	if bad != nil {
+		return bad, nil
+	}
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	e, ok := st.cat.Lookup(id)
+	e, ok := st.cat.Lookup(a.id)
 	if !ok {
-		return s.notFound(st, id), nil
+		return s.notFound(st, a.id), nil
+	}
+	if a.pages > 1 && e.Method != "GET" {
+		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
 	}
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
+	principal := principalOf(ctx)
 	ttl := time.Duration(0)
 	if s.opts.CacheTTL != nil && e.Idempotent() {
 		ttl = s.opts.CacheTTL(e)
 	}
 	var key string
 	if ttl > 0 {
-		key = cacheKey(e.ID, in)
+		key = cacheKey(principal, e.ID, a.in, a.pages)
 		if hit, age, ok := s.cache.get(key, ttl, s.now()); ok {
-			out := *hit
-			out.Cached = true
-			out.AgeSeconds = age.Seconds()
-			s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: out.StatusCode, Cached: true})
-			return jsonResult(&out), nil
+			if ans, err := s.answers.Get(ctx, principal, hit.responseID); err == nil {
+				out := s.answerResult(ctx, ans, hit.responseID, a, &InvokeResult{
+					StatusCode: ans.StatusCode, Headers: hit.headers, Size: hit.size,
+					Cached: true, AgeSeconds: age.Seconds(),
+				})
+				s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: ans.StatusCode, Cached: true})
+				return out, nil
+			}
 		}
 	}
 	started := s.now()
-	res, out, err := s.call(ctx, e, in, progressFunc(ctx, req))
+	paged, err := s.governed().DoPages(ctx, e, a.in, a.pages, progressFunc(ctx, req))
+	snap := s.snapshot(paged.Outcome)
 	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: s.now().Sub(started).Milliseconds(),
-		QueueWaitMs: out.Trace.QueueWait.Milliseconds(), Attempts: len(out.Trace.Attempts)}
-	if res != nil {
-		rec.Status, rec.ResponseBytes = res.StatusCode, res.Size
-	}
+		QueueWaitMs: snap.QueueWaitMs, Attempts: len(snap.Attempts)}
 	if err != nil {
+		if paged.Result != nil {
+			rec.Status, rec.ResponseBytes = paged.Result.StatusCode, paged.Result.Size
+		}
 		obj := mapError(err, s.now())
 		rec.Outcome, rec.Scope = obj.Code, obj.Scope
 		if obj.Limit != nil {
@@ -142,11 +219,41 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		return errorResult(obj), nil
 	}
-	s.audit(ctx, rec)
-	if ttl > 0 && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
-		s.cache.put(key, res, s.now())
+	res := paged.Result
+	var size int64
+	for _, r := range paged.Results {
+		size += r.Size
 	}
-	return jsonResult(res), nil
+	rec.Status, rec.ResponseBytes = res.StatusCode, size
+	s.audit(ctx, rec)
+	ans := paged.Answer(e, s.now())
+	out := &InvokeResult{
+		StatusCode: res.StatusCode, Headers: boundHeaders(res.Headers),
+		Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: int64(len(ans.Body)),
+		RateLimit: snap,
+	}
+	if len(paged.Results) == 1 {
+		out.Size = res.Size
+	}
+	if paged.NextPage != nil {
+		out.NextPage = &NextPage{Parameters: paged.NextPage}
+	}
+	if paged.PageErr != nil {
+		obj := mapError(paged.PageErr, s.now())
+		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: the next one failed with " + obj.Code + " (" + clip(obj.Message, 200) + "); nextPage asks for it again"
+	}
+	responseID := ""
+	if len(ans.Body) > 0 && s.answers != nil {
+		if rid, err := s.answers.Put(ctx, principal, ans); err == nil {
+			responseID = rid
+		} else {
+			s.log.Warn("answer not stored", "endpoint", e.ID, "err", err)
+		}
+	}
+	if ttl > 0 && responseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
+		s.cache.put(key, cachedAnswer{responseID: responseID, headers: out.Headers, size: out.Size}, s.now())
+	}
+	return s.answerResult(ctx, ans, responseID, a, out), nil
 }
 
 func suggestionIDs(list []Suggestion) string {
@@ -160,9 +267,8 @@ func suggestionIDs(list []Suggestion) string {
 	return out
 }
 
-// call runs one governed call and turns its outcome into the invoke answer.
-func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, progress func(ratelimit.Progress)) (*InvokeResult, *invoke.Outcome, error) {
-	out, err := s.governed().Do(ctx, e, in, progress)
+// snapshot turns a call's trace into the answer's rateLimit.
+func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 	snap := &CallRateLimit{QueueWaitMs: out.Trace.QueueWait.Milliseconds(), Remaining: out.Trace.Remaining}
 	for _, a := range out.Trace.Attempts {
 		at := Attempt{Status: a.Status, Source: a.Source}
@@ -174,19 +280,10 @@ func (s *Server) call(ctx context.Context, e *spec.Endpoint, in invoke.Args, pro
 		}
 		snap.Attempts = append(snap.Attempts, at)
 	}
-	if err != nil {
-		return nil, out, err
-	}
 	if out.Trace.NextCall > 0 {
 		snap.NextCallInSeconds = retrySeconds(out.Trace.NextCall)
 	}
-	res := out.Result
-	return &InvokeResult{
-		StatusCode: res.StatusCode, Headers: res.Headers, Body: res.Body,
-		BodyBase64: res.BodyBase64, Note: res.Note,
-		Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: res.Size,
-		RateLimit: snap,
-	}, out, nil
+	return snap
 }
 
 // governed returns the governed caller built from the options.

@@ -55,6 +55,14 @@ type Options struct {
 	// Audit receives one JSON line per invoke (no argument values, no
 	// secrets). If nil, nothing is written.
 	Audit io.Writer
+	// Answers keeps upstream answers for read_response, per principal. If
+	// nil, an in-memory store with its defaults (64 MiB, 15m idle).
+	Answers invoke.AnswerStore
+	// ResultBytes bounds the JSON text of one invoke or read_response
+	// answer; larger bodies come back previewed. If zero, 16 KiB.
+	ResultBytes int
+	// JQTimeout bounds one jq run. If zero, 1s.
+	JQTimeout time.Duration
 	// Credentials reports, for inspect, whether the credentials a scheme of a
 	// spec needs are configured. If nil, nothing is reported.
 	Credentials func(specName, scheme string) bool
@@ -86,6 +94,8 @@ type Server struct {
 	once  sync.Once
 	stats *stats
 	cache resultCache
+	// answers holds stored upstream answers.
+	answers invoke.AnswerStore
 	audMu sync.Mutex
 	// metrics are the Prometheus collectors HTTPHandlerWith serves.
 	metrics *metrics
@@ -95,6 +105,10 @@ type Server struct {
 // catalog is loaded.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats(), metrics: newMetrics(opts.Limiter)}
+	s.answers = opts.Answers
+	if s.answers == nil {
+		s.answers = invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{Now: opts.Now})
+	}
 	s.log = opts.Logger
 	if s.log == nil {
 		s.log = slog.Default()
@@ -177,7 +191,9 @@ func instructions(specs []string) string {
 	b.WriteString(".\nFlow: 1) search with a plain-language intent to find endpoint ids; " +
 		"2) inspect an id to read its parameters and body; 3) invoke it with parameters (path, query, header, cookie values by name) and requestBody.\n" +
 		"Calls are rate-governed. A refused call returns an error with retryAfterSeconds, scope (proxy: specgate's limit; upstream: the API's) " +
-		"and suggestions of endpoints you can call meanwhile. Search hits say whether each endpoint is ready now.")
+		"and suggestions of endpoints you can call meanwhile. Search hits say whether each endpoint is ready now.\n" +
+		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
+		invoke.JQSubsetNote)
 	return b.String()
 }
 

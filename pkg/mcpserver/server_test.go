@@ -412,8 +412,10 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	if len(instr) > 2048 {
 		t.Errorf("instructions are %d bytes, want ≤ 2 KB", len(instr))
 	}
-	if total := len(tools) + len(instr); total > 6144 {
-		t.Errorf("tools/list + instructions = %d bytes, want ≤ 6 KB", total)
+	// Seven tools (invoke with jq, pages and maxBytes; read_response) and
+	// the jq note: still far below one tool per endpoint.
+	if total := len(tools) + len(instr); total > 7424 {
+		t.Errorf("tools/list + instructions = %d bytes, want ≤ 7.25 KB", total)
 	}
 }
 

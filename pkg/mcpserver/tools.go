@@ -42,7 +42,9 @@ func (s *Server) registerTools() {
 	), s.handleInspect)
 
 	s.mcp.AddTool(mcp.NewTool("invoke",
-		mcp.WithDescription("Call an endpoint. Returns {statusCode, headers, body, truncated, rateLimit}. Calls are rate-governed: "+
+		mcp.WithDescription("Call an endpoint. Returns {statusCode, headers, body, rateLimit}; a body over the answer budget comes back as a "+
+			"valid-JSON preview with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage {parameters} "+
+			"when the API has more pages. Use jq to pick fields. Calls are rate-governed: "+
 			"a refused call says how long to wait and what to call meanwhile. "+
 			errorCodesNote+"rate_limit (specgate's limit, scope proxy), upstream_rate_limit (the API's, scope upstream), "+
 			"queue_full, queue_timeout, timeout, cancelled, validation_failed (fix arguments; costs no rate limit), "+
@@ -52,8 +54,23 @@ func (s *Server) registerTools() {
 		mcp.WithAny("requestBody", mcp.Description("The request body as a JSON value (objects for JSON, form and multipart bodies)")),
 		mcp.WithObject("headers", mcp.Description("Extra request headers (credential headers are not allowed)")),
 		mcp.WithString("contentType", mcp.Description("Body media type, one of those inspect lists (default: the first)")),
+		mcp.WithString("jq", mcp.Description("A read-only jq filter applied to the JSON answer, e.g. [.[] | {id, title}]")),
+		mcp.WithNumber("pages", mcp.Description("GET only: follow the API's next pages, 1-5 (default 1); arrays are joined")),
+		mcp.WithNumber("maxBytes", mcp.Description("Answer budget in bytes, 1024-48000")),
 		hints(false, true, false, true),
 	), s.handleInvoke)
+
+	s.mcp.AddTool(mcp.NewTool("read_response",
+		mcp.WithDescription("Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
+			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}. "+
+			errorCodesNote+"not_found (unknown, expired or evicted id), validation_failed, timeout (jq too slow)."),
+		mcp.WithString("responseId", mcp.Required(), mcp.Description("The responseId from invoke")),
+		mcp.WithString("jq", mcp.Description("A read-only jq filter")),
+		mcp.WithNumber("offset", mcp.Description("First item (or byte) to return")),
+		mcp.WithNumber("limit", mcp.Description("Items (or bytes) to return")),
+		mcp.WithNumber("maxBytes", mcp.Description("Answer budget, 1024-48000")),
+		hints(true, false, true, false),
+	), s.handleReadResponse)
 
 	s.registerGovernanceTools()
 }

@@ -1,0 +1,244 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+)
+
+// localPrincipal owns stored answers when the transport names no caller
+// (stdio, HTTP without auth).
+const localPrincipal = "local"
+
+// principalOf returns who is calling: the HTTP transport's principal, else
+// the one local user.
+func principalOf(ctx context.Context) string {
+	if p, ok := ctx.Value(principalKey{}).(string); ok && p != "" {
+		return p
+	}
+	return localPrincipal
+}
+
+func (s *Server) resultBytes() int {
+	if s.opts.ResultBytes > 0 {
+		return s.opts.ResultBytes
+	}
+	return invoke.DefaultResultBytes
+}
+
+func (s *Server) jqLimits() invoke.JQLimits {
+	return invoke.JQLimits{Timeout: s.opts.JQTimeout}
+}
+
+// answerResult renders a stored answer into out within the call's budget:
+// the budget bounds the JSON text of the whole result, so the body gets
+// what the rest of the answer leaves.
+func (s *Server) answerResult(ctx context.Context, ans *invoke.Answer, responseID string, a *invokeArgs, out *InvokeResult) *mcp.CallToolResult {
+	out.ResponseID = responseID
+	opt := invoke.RenderOptions{ResponseID: responseID, JQ: a.jq, JQLimits: s.jqLimits()}
+	var last *mcp.CallToolResult
+	fit(a.maxBytes, out, func(budget int) (int, bool) {
+		opt.Budget = budget
+		r, err := invoke.Render(ctx, ans, opt)
+		if err != nil {
+			// Not Strict: Render reports jq failures in the reply; anything
+			// else is an answer that could not be rendered.
+			out.Body, out.Note = nil, clip(err.Error(), 300)
+		} else {
+			out.Body, out.Shaped, out.Hint, out.JQError = r.Body, r.Shaped, r.Hint, r.JQError
+			if r.Note != "" {
+				out.Note = joinNote(out.Note, r.Note)
+			}
+		}
+		text, _ := json.Marshal(out)
+		last = mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+		if err == nil && r.Image != nil {
+			last.Content = append(last.Content, mcp.NewImageContent(r.Image.Data, r.Image.MIMEType))
+		}
+		return len(text), true
+	})
+	return last
+}
+
+// fit renders with a body budget that shrinks until the whole answer fits
+// total bytes. render returns the encoded size it produced.
+func fit(total int, envelope any, render func(budget int) (int, bool)) {
+	head, _ := json.Marshal(envelope)
+	// Room for the body, shaped, hint and responseId the render adds.
+	budget := total - len(head) - 900
+	if budget < 256 {
+		budget = 256
+	}
+	for range 4 {
+		size, _ := render(budget)
+		if size <= total || budget <= 256 {
+			return
+		}
+		budget -= size - total + 64
+		if budget < 256 {
+			budget = 256
+		}
+	}
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// ReadResult is the read_response tool's answer.
+type ReadResult struct {
+	ResponseID string            `json:"responseId"`
+	EndpointID string            `json:"endpointId"`
+	StatusCode int               `json:"statusCode"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       any               `json:"body,omitempty"`
+	Shaped     *invoke.Shaped    `json:"shaped,omitempty"`
+	NextOffset *int              `json:"nextOffset,omitempty"`
+	NextPage   *NextPage         `json:"nextPage,omitempty"`
+	Hint       string            `json:"hint,omitempty"`
+	Note       string            `json:"note,omitempty"`
+	Truncated  bool              `json:"truncated,omitempty"`
+}
+
+func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, bad := stringArg(req, "responseId")
+	if bad != nil {
+		return bad, nil
+	}
+	args := req.GetArguments()
+	var jq *invoke.JQ
+	var maxBytes int
+	if r := s.parseShapeArgs(args, &jq, &maxBytes); r != nil {
+		return r, nil
+	}
+	opt := invoke.RenderOptions{ResponseID: id, JQ: jq, JQLimits: s.jqLimits(), Strict: true}
+	if v, ok := args["offset"]; ok && v != nil {
+		n, ok := intArg(v, 0, 1<<40)
+		if !ok {
+			return argError("offset must be a whole number, 0 or more"), nil
+		}
+		opt.Window, opt.Offset = true, n
+	}
+	if v, ok := args["limit"]; ok && v != nil {
+		n, ok := intArg(v, 1, 1<<40)
+		if !ok {
+			return argError("limit must be a whole number, 1 or more"), nil
+		}
+		opt.Window, opt.Limit = true, n
+	}
+	if opt.Window && jq != nil {
+		return argError("give either jq or offset/limit, not both"), nil
+	}
+	for k := range args {
+		switch k {
+		case "responseId", "jq", "offset", "limit", "maxBytes":
+		default:
+			return argError("unknown argument %q: read_response takes responseId, jq, offset, limit, maxBytes", clip(k, 64)), nil
+		}
+	}
+	if s.answers == nil {
+		return errorResult(&ErrorObject{Code: CodeNotFound, Message: "answers are not stored by this specgate"}), nil
+	}
+	ans, err := s.answers.Get(ctx, principalOf(ctx), id)
+	if err != nil {
+		return errorResult(mapError(err, s.now())), nil
+	}
+	out := &ReadResult{ResponseID: id, EndpointID: ans.Endpoint, StatusCode: ans.StatusCode,
+		Headers: boundHeaders(ans.Headers), Truncated: ans.Truncated}
+	if ans.NextPage != nil {
+		out.NextPage = &NextPage{Parameters: ans.NextPage}
+	}
+	var last *mcp.CallToolResult
+	var renderErr error
+	fit(maxBytes, out, func(budget int) (int, bool) {
+		opt.Budget = budget
+		r, err := invoke.Render(ctx, ans, opt)
+		if err != nil {
+			renderErr = err
+			return 0, false
+		}
+		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, r.Note
+		text, _ := json.Marshal(out)
+		last = mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+		return len(text), true
+	})
+	if renderErr != nil {
+		return errorResult(mapError(renderErr, s.now())), nil
+	}
+	return last, nil
+}
+
+// Bounds on the response headers an answer repeats.
+const (
+	maxHeaderValue = 512
+	maxHeaders     = 24
+	maxHeaderBytes = 4096
+)
+
+// boundHeaders caps each header value and the set, so an upstream cannot
+// fill the model's context through its headers.
+func boundHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	// The ones a model acts on first.
+	rank := func(k string) int {
+		switch {
+		case k == "content-type", k == "location", k == "retry-after", k == "content-length":
+			return 0
+		case strings.HasPrefix(k, "x-ratelimit-") && len(k) < 32, strings.HasPrefix(k, "ratelimit"):
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := rank(names[i]), rank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	out := make(map[string]string, min(len(names), maxHeaders))
+	total := 0
+	for i, k := range names {
+		if i >= maxHeaders || len(k) > 64 {
+			break
+		}
+		v := clip(h[k], maxHeaderValue)
+		if total+len(k)+len(v) > maxHeaderBytes {
+			break
+		}
+		total += len(k) + len(v)
+		out[k] = v
+	}
+	if dropped := len(h) - len(out); dropped > 0 {
+		out["x-specgate-omitted-headers"] = strconv.Itoa(dropped)
+	}
+	return out
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…[+" + strconv.Itoa(len(s)-cut) + " bytes]"
+}
