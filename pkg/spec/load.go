@@ -324,9 +324,24 @@ func newLoader(ctx context.Context, opts Options) *openapi3.Loader {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("external $ref %q refused: only http(s) refs are followed, never local files", u.Redacted())
 		}
-		return Read(ctx, u.String(), opts)
+		data, err := Read(ctx, u.String(), opts)
+		if err != nil {
+			return nil, err
+		}
+		return refDocumentJSON(data)
 	}
 	return loader
+}
+
+// refDocumentJSON hands kin-openapi an external document as JSON. Its own
+// YAML decoding bounds alias nodes, not the text they repeat; converting
+// first holds an external document to the same bound as a spec.
+func refDocumentJSON(data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	if len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' {
+		return data, nil
+	}
+	return yamlToJSON(trimmed)
 }
 
 // jsonErrorText drops Go type names from encoding/json errors.

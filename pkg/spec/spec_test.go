@@ -573,7 +573,7 @@ func TestYAMLAliasBombRefusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	bw := newYAMLWriter(&n, &buf)
+	bw := newYAMLWriter(&n, &buf, len(doc))
 	if err := bw.node(&n, 0); err != errYAMLTooBig || bw.nodes > 10*treeSize(&n, 0)+100_001 {
 		t.Errorf("expanded %d nodes (limit %d), err %v", bw.nodes, bw.limit, err)
 	}
