@@ -313,7 +313,7 @@ func TestJQTimeoutStopsCPUBoundFilter(t *testing.T) {
 		t.Errorf("message %q does not name the limit", je.Msg)
 	}
 	// Generous for a loaded 2-core machine; without the deadline it runs for hours.
-	if took > 2*time.Second {
+	if took > 20*time.Second {
 		t.Errorf("stopped after %v", took)
 	}
 }
@@ -355,14 +355,15 @@ func TestJQTooLarge(t *testing.T) {
 		{"identity over cap", `.`, JQLimits{MaxBytes: 1000}, "over 1000 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
+			// The caps, not the clock, must stop these: a loaded machine
+			// must not turn them into timeouts.
+			if tc.lim.Timeout == 0 {
+				tc.lim.Timeout = time.Minute
+			}
 			_, err := compileJQ(t, tc.src).Run(t.Context(), doc, tc.lim)
 			je := asJQError(t, err, JQTooLarge)
 			if !strings.Contains(je.Msg, tc.msg) {
 				t.Errorf("message %q, want %q in it", je.Msg, tc.msg)
-			}
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %v", took)
 			}
 		})
 	}

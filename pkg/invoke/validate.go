@@ -39,7 +39,12 @@ type validation struct {
 // scalar, exploded cookies: all found in real specs) are validated from the
 // model's value against their schema instead, so no false problem stops a
 // good call.
-func validate(ctx context.Context, v validation) []string {
+func validate(ctx context.Context, v validation) (problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			problems = []string{unvalidatable("")}
+		}
+	}()
 	route := &routers.Route{
 		Spec:      v.op.Doc,
 		Path:      v.op.Path,
@@ -59,7 +64,6 @@ func validate(ctx context.Context, v validation) []string {
 		Route:      route,
 		Options:    opts,
 	}
-	var problems []string
 	checked := map[string]bool{} // parameters validated from the model's value (numbers included)
 	err := openapi3filter.ValidateRequest(ctx, input)
 	for _, e := range flatten(err) {
@@ -107,7 +111,12 @@ func validate(ctx context.Context, v validation) []string {
 }
 
 // checkValue validates a JSON value against a schema directly.
-func checkValue(label string, s *openapi3.Schema, value any, doc *openapi3.T, request bool) []string {
+func checkValue(label string, s *openapi3.Schema, value any, doc *openapi3.T, request bool) (problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			problems = []string{unvalidatable(label)}
+		}
+	}()
 	opts := []openapi3.SchemaValidationOption{openapi3.MultiErrors()}
 	if request {
 		opts = append(opts, openapi3.VisitAsRequest())
@@ -122,6 +131,18 @@ func checkValue(label string, s *openapi3.Schema, value any, doc *openapi3.T, re
 		return exact
 	}
 	return append(describe(label, err, ""), exact...)
+}
+
+// unvalidatable is the problem a validation panic becomes. kin-openapi
+// panics on some broken schemas (a $ref that resolves to itself leaves a
+// nil schema behind); the spec is untrusted input, so that costs this call
+// a validation_failed the model can read, not a protocol error.
+func unvalidatable(label string) string {
+	msg := "the spec's schema could not be validated (it is broken, for example a $ref that resolves to itself); this endpoint cannot be called until its spec is fixed"
+	if label == "" {
+		return msg
+	}
+	return shorten(label + ": " + msg)
 }
 
 // jsonValue converts Go values (ints, typed slices) into what VisitJSON

@@ -39,6 +39,9 @@ type Spec struct {
 	Components map[string]map[string]json.RawMessage
 
 	hydr hydrator
+	// deep names the first operation left out at load because its schemas
+	// nest too deep.
+	deep string
 	// refs are the options external $refs are fetched with, when allowed.
 	refs Options
 }
@@ -178,6 +181,11 @@ var refPattern = regexp.MustCompile(`"\$ref"\s*:\s*"(#/components/[^"]+)"`)
 // components it reaches, and resolves it with kin-openapi.
 func hydrate(ctx context.Context, e *Endpoint) (*Operation, error) {
 	s := e.spec
+	// Load leaves such operations out; checking again keeps kin-openapi's
+	// resolver and validator away from them whatever built the endpoint.
+	if why := newDepthChecker(s).problem(e.raw); why != "" {
+		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, why)
+	}
 	// Request validation needs parameters and the body, not responses,
 	// which on specs like Stripe's reach most of the components.
 	var fields map[string]json.RawMessage

@@ -340,10 +340,12 @@ func shortValue(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// lookup resolves a local "#/components/..." reference, pointers into a
+func (d *describer) lookup(ref string) (json.RawMessage, string, bool) { return d.s.lookupRef(ref) }
+
+// lookupRef resolves a local "#/components/..." reference, pointers into a
 // component included, and returns the JSON and the name a cycle marker
 // shows.
-func (d *describer) lookup(ref string) (json.RawMessage, string, bool) {
+func (s *Spec) lookupRef(ref string) (json.RawMessage, string, bool) {
 	rest, ok := strings.CutPrefix(ref, "#/components/")
 	if !ok {
 		return nil, "", false
@@ -360,7 +362,7 @@ func (d *describer) lookup(ref string) (json.RawMessage, string, bool) {
 		}
 		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
 	}
-	raw, ok := d.s.Components[parts[0]][parts[1]]
+	raw, ok := s.Components[parts[0]][parts[1]]
 	if !ok {
 		return nil, "", false
 	}
@@ -551,12 +553,14 @@ func (d *describer) node(rs *rawSchema, b build) *Schema {
 	}
 
 	// Past the depth or node budget, optional structure is summarised by
-	// its type; required structure always goes on.
+	// its type; required structure goes on, but no schema is shown past
+	// maxSchemaDepth levels (load leaves deeper ones out: this bounds the
+	// work for an endpoint whatever built it).
 	limit := b.maxDepth
 	if b.req {
 		limit = describeRequiredDepth
 	}
-	deep := b.depth >= limit || (!b.req && d.nodes > d.cap)
+	deep := b.depth >= limit || (!b.req && d.nodes > d.cap) || b.level >= maxSchemaDepth
 	hasStructure := len(rs.Properties) > 0 || len(rs.Items) > 0 || len(rs.AllOf) > 0 || len(rs.OneOf) > 0 || len(rs.AnyOf) > 0
 	if deep && hasStructure {
 		if s.Type == nil {

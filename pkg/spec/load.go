@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,7 +199,7 @@ func Parse(ctx context.Context, location string, data []byte, opts Options) (s *
 			s, err = nil, &LoadError{Location: location, Reason: fmt.Sprintf("unsupported document (%v)", r)}
 		}
 	}()
-	v3, version, err := toOpenAPI3JSON(ctx, location, data, opts)
+	v3, version, pruned, err := toOpenAPI3JSON(ctx, location, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +211,7 @@ func Parse(ctx context.Context, location string, data []byte, opts Options) (s *
 	if err != nil {
 		return nil, &LoadError{Location: location, Reason: err.Error()}
 	}
+	s.Warnings = append(pruned, s.Warnings...)
 	if refs := externalRefs(v3); len(refs) > 0 {
 		more := ""
 		if len(refs) > 3 {
@@ -224,23 +226,29 @@ func Parse(ctx context.Context, location string, data []byte, opts Options) (s *
 	}
 	s.refs = opts
 	if opts.Validate {
-		s.Warnings = append(s.Warnings, validate(ctx, v3, opts)...)
+		// kin-openapi's validation walks every schema of the document and
+		// costs quadratic time in their nesting.
+		if where := s.tooDeep(); where != "" {
+			s.Warnings = append(s.Warnings, "validation skipped: "+where+" nests deeper than "+strconv.Itoa(maxSchemaDepth)+" levels")
+		} else {
+			s.Warnings = append(s.Warnings, validate(ctx, v3, opts)...)
+		}
 	}
 	return s, nil
 }
 
-// toOpenAPI3JSON returns the document as OpenAPI 3 JSON and the version the
-// document was written in.
-func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Options) ([]byte, string, error) {
+// toOpenAPI3JSON returns the document as OpenAPI 3 JSON, the version the
+// document was written in, and warnings about what was left out on the way.
+func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Options) ([]byte, string, []string, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, "", &LoadError{Location: location, Reason: "empty document"}
+		return nil, "", nil, &LoadError{Location: location, Reason: "empty document"}
 	}
 	if trimmed[0] != '{' {
 		j, err := yamlToJSON(trimmed)
 		if err != nil {
-			return nil, "", &LoadError{Location: location, Reason: err.Error()}
+			return nil, "", nil, &LoadError{Location: location, Reason: err.Error()}
 		}
 		trimmed = j
 	}
@@ -249,16 +257,20 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 		OpenAPI any `json:"openapi"`
 	}
 	if err := json.Unmarshal(trimmed, &head); err != nil {
-		return nil, "", &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
+		return nil, "", nil, &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
 	}
 	switch {
 	case head.Swagger != nil:
 		if v := fmt.Sprint(head.Swagger); v != "2.0" {
-			return nil, "", &LoadError{Location: location, Reason: fmt.Sprintf("unsupported swagger version %q", v)}
+			return nil, "", nil, &LoadError{Location: location, Reason: fmt.Sprintf("unsupported swagger version %q", v)}
 		}
+		// kin-openapi decodes each schema level again from its bytes: a
+		// deep one must go before it reads the document.
+		var pruned []string
+		pruned, trimmed = pruneDeepSwagger2(trimmed)
 		var doc2 openapi2.T
 		if err := json.Unmarshal(trimmed, &doc2); err != nil {
-			return nil, "", &LoadError{Location: location, Reason: "invalid Swagger 2.0: " + jsonErrorText(err)}
+			return nil, "", nil, &LoadError{Location: location, Reason: "invalid Swagger 2.0: " + jsonErrorText(err)}
 		}
 		var base *url.URL
 		if isURL(location) {
@@ -266,26 +278,26 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 		}
 		doc, err := openapi2conv.ToV3WithLoader(&doc2, newLoader(ctx, opts), base)
 		if err != nil {
-			return nil, "", &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
+			return nil, "", nil, &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
 		}
 		out, err := json.Marshal(doc)
 		if err != nil {
-			return nil, "", &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
+			return nil, "", nil, &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
 		}
-		return out, "2.0", nil
+		return out, "2.0", pruned, nil
 	case head.OpenAPI != nil:
 		v := fmt.Sprint(head.OpenAPI)
 		if !strings.HasPrefix(v, "3.") {
-			return nil, "", &LoadError{Location: location, Reason: fmt.Sprintf("unsupported openapi version %q", v)}
+			return nil, "", nil, &LoadError{Location: location, Reason: fmt.Sprintf("unsupported openapi version %q", v)}
 		}
 		var compact bytes.Buffer
 		compact.Grow(len(trimmed))
 		if err := json.Compact(&compact, trimmed); err != nil {
-			return nil, "", &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
+			return nil, "", nil, &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
 		}
-		return compact.Bytes(), v, nil
+		return compact.Bytes(), v, nil, nil
 	default:
-		return nil, "", &LoadError{Location: location, Reason: `neither an "openapi" nor a "swagger" version field`}
+		return nil, "", nil, &LoadError{Location: location, Reason: `neither an "openapi" nor a "swagger" version field`}
 	}
 }
 
@@ -324,9 +336,24 @@ func newLoader(ctx context.Context, opts Options) *openapi3.Loader {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("external $ref %q refused: only http(s) refs are followed, never local files", u.Redacted())
 		}
-		return Read(ctx, u.String(), opts)
+		data, err := Read(ctx, u.String(), opts)
+		if err != nil {
+			return nil, err
+		}
+		return refDocumentJSON(data)
 	}
 	return loader
+}
+
+// refDocumentJSON hands kin-openapi an external document as JSON. Its own
+// YAML decoding bounds alias nodes, not the text they repeat; converting
+// first holds an external document to the same bound as a spec.
+func refDocumentJSON(data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	if len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' {
+		return data, nil
+	}
+	return yamlToJSON(trimmed)
 }
 
 // jsonErrorText drops Go type names from encoding/json errors.

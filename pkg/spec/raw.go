@@ -101,6 +101,8 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 		}
 	}
 	s.Schemes = rawSchemes(s.Components["securitySchemes"])
+	s.breakRefLoops()
+	depth := newDepthChecker(s)
 
 	var specURL *url.URL
 	if isURL(location) {
@@ -150,6 +152,13 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 				s.Warnings = append(s.Warnings, warn)
 			}
 			if e == nil {
+				continue
+			}
+			if why := depth.problem(e.raw); why != "" {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s: %s: left out", e.Method, p.Key, why))
+				if s.deep == "" {
+					s.deep = e.Method + " " + p.Key
+				}
 				continue
 			}
 			if n := seen[e.ID]; n > 0 {
@@ -411,4 +420,65 @@ func rawServerURL(servers []rawServer, specURL *url.URL) string {
 		}
 	}
 	return strings.TrimSuffix(u, "/")
+}
+
+// breakRefLoops replaces schemas that are a $ref loop with no schema in
+// between ("C": {"$ref": "#/components/schemas/C"}, or A -> B -> A) by the
+// empty schema, which accepts any value, and says so in a warning. Such a
+// schema describes nothing; left alone, kin-openapi resolves it to no
+// schema at all and panics validating a call. Replacing it keeps the
+// operations that use it callable. Loops with structure in between (a
+// "children" array of the same type) are legitimate and untouched.
+func (s *Spec) breakRefLoops() {
+	schemas := s.Components["schemas"]
+	names := make([]string, 0, len(schemas))
+	for name := range schemas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	done := map[string]bool{}
+	for _, name := range names {
+		var chain []string
+		at := map[string]int{}
+		for cur := name; !done[cur]; {
+			if i, seen := at[cur]; seen {
+				loop := chain[i:]
+				for _, n := range loop {
+					schemas[n] = json.RawMessage(`{}`)
+				}
+				s.Warnings = append(s.Warnings, fmt.Sprintf("components.schemas: a $ref loop with no schema in between (%s -> %s): treated as any value",
+					strings.Join(loop, " -> "), loop[0]))
+				break
+			}
+			at[cur] = len(chain)
+			chain = append(chain, cur)
+			next, ok := pureSchemaRef(schemas[cur])
+			if !ok {
+				break
+			}
+			if _, exists := schemas[next]; !exists {
+				break
+			}
+			cur = next
+		}
+		for _, n := range chain {
+			done[n] = true
+		}
+	}
+}
+
+// pureSchemaRef returns the schema a schema object refers to as a whole, by
+// "$ref": "#/components/schemas/<name>". kin-openapi reads nothing else of
+// an object with a $ref, so its siblings do not matter.
+func pureSchemaRef(raw json.RawMessage) (string, bool) {
+	ref, ok := topLevelRef(raw)
+	if !ok {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(ref, "#/components/schemas/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	section, name, ok := splitComponentRef(ref)
+	return name, ok && section == "schemas"
 }

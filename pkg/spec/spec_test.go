@@ -457,6 +457,17 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"openapi":"3.1.0","paths":{"/a":{"$ref":"#/components/pathItems/x"}}}`))
 	f.Add([]byte("openapi: 3.0.0\npaths:\n  /a: &a\n    get: *a\n"))
+	// Hostile specs: aliases repeating a long string, schemas nested past
+	// the bound literally and through $refs, $ref loops with nothing in
+	// between (kept small: the fuzzer mutates from here).
+	f.Add([]byte(aliasStringBomb(64<<10, 80)))
+	f.Add([]byte(nestedSchemaDoc(70, `{"type":"array","items":`, `}`)))
+	f.Add([]byte(nestedSchemaDoc(70, `{"type":"object","properties":{"a":`, `}}`)))
+	f.Add([]byte(refChainDoc(260)))
+	f.Add([]byte(`{"openapi":"3.0.3","components":{"schemas":{"C":{"$ref":"#/components/schemas/D"},"D":{"$ref":"#/components/schemas/C"},
+	  "P":{"properties":{"x":{"$ref":"#/components/schemas/P/properties/x"}}}}},"paths":{"/c":{"post":{"parameters":[
+	  {"name":"q","in":"query","schema":{"$ref":"#/components/schemas/P/properties/x"}}],
+	  "requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/C"}}}},"responses":{}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(context.Background(), "fuzz.yaml", data, Options{})
 		if err != nil {
@@ -467,6 +478,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad endpoint %+v", e)
 			}
 			e.Operation(context.Background())
+			e.Describe(DescribeOptions{})
 		}
 	})
 }
@@ -573,7 +585,7 @@ func TestYAMLAliasBombRefusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	bw := newYAMLWriter(&n, &buf)
+	bw := newYAMLWriter(&n, &buf, len(doc))
 	if err := bw.node(&n, 0); err != errYAMLTooBig || bw.nodes > 10*treeSize(&n, 0)+100_001 {
 		t.Errorf("expanded %d nodes (limit %d), err %v", bw.nodes, bw.limit, err)
 	}

@@ -22,7 +22,7 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(data))
-	w := newYAMLWriter(&doc, &buf)
+	w := newYAMLWriter(&doc, &buf, len(data))
 	if err := w.node(&doc, 0); err != nil {
 		return nil, err
 	}
@@ -33,17 +33,52 @@ func yamlToJSON(data []byte) ([]byte, error) {
 // document is refused instead of exhausting memory.
 const maxYAMLNodes = 20_000_000
 
+// Bounds of the text that aliases repeat. Counting nodes is not enough: an
+// alias to a long string is one node, and 400 aliases to a 2 MiB string
+// would write 800 MiB.
+const (
+	aliasBytesFloor   = 4 << 20  // any document may repeat this much
+	aliasBytesPerByte = 2        // larger ones twice their own size
+	maxAliasBytes     = 64 << 20 // and never more than this
+)
+
 type yamlWriter struct {
 	buf   *bytes.Buffer
 	nodes int
 	limit int
+	// aliased is above zero while writing what an alias (or a merge key
+	// naming one) repeats.
+	aliased int
+	// aliasBytes counts the scalar bytes written through aliases, up to
+	// aliasLimit.
+	aliasBytes int
+	aliasLimit int
 }
 
-// newYAMLWriter writes doc to buf. Aliases may repeat a subtree, but real
-// specs barely use them: it expands at most ten times the written nodes, so
-// an alias bomb is refused at once instead of after seconds of expansion.
-func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer) *yamlWriter {
-	return &yamlWriter{buf: buf, limit: min(maxYAMLNodes, 10*treeSize(doc, 0)+100_000)}
+// newYAMLWriter writes doc, parsed from size bytes, to buf. Aliases may
+// repeat a subtree, but real specs barely use them: it expands at most ten
+// times the written nodes, and repeats at most twice the document's size in
+// scalar text (4 MiB at least), so an alias bomb is refused at once instead
+// of after seconds of expansion or an out-of-memory crash.
+func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer, size int) *yamlWriter {
+	return &yamlWriter{
+		buf:        buf,
+		limit:      min(maxYAMLNodes, 10*treeSize(doc, 0)+100_000),
+		aliasLimit: min(maxAliasBytes, max(aliasBytesFloor, aliasBytesPerByte*size)),
+	}
+}
+
+// repeat charges n bytes of text about to be written; through an alias,
+// they count against the alias budget before any is written.
+func (w *yamlWriter) repeat(n int) error {
+	if w.aliased == 0 {
+		return nil
+	}
+	w.aliasBytes += n
+	if w.aliasBytes > w.aliasLimit {
+		return errYAMLAliasBytes
+	}
+	return nil
 }
 
 // treeSize counts the nodes as written, aliases not followed.
@@ -58,7 +93,10 @@ func treeSize(n *yaml.Node, depth int) int {
 	return c
 }
 
-var errYAMLTooBig = errors.New("invalid YAML: the document expands to too many nodes (alias bomb?)")
+var (
+	errYAMLTooBig     = errors.New("invalid YAML: the document expands to too many nodes (alias bomb?)")
+	errYAMLAliasBytes = errors.New("invalid YAML: aliases repeat too much text (alias bomb?)")
+)
 
 func (w *yamlWriter) node(n *yaml.Node, depth int) error {
 	w.nodes++
@@ -80,6 +118,8 @@ func (w *yamlWriter) node(n *yaml.Node, depth int) error {
 			w.buf.WriteString("null")
 			return nil
 		}
+		w.aliased++
+		defer func() { w.aliased-- }()
 		return w.node(n.Alias, depth+1)
 	case yaml.MappingNode:
 		w.buf.WriteByte('{')
@@ -103,6 +143,9 @@ func (w *yamlWriter) node(n *yaml.Node, depth int) error {
 		w.buf.WriteByte(']')
 		return nil
 	case yaml.ScalarNode:
+		if err := w.repeat(len(n.Value)); err != nil {
+			return err
+		}
 		w.scalar(n)
 		return nil
 	}
@@ -118,12 +161,18 @@ func (w *yamlWriter) mapping(n *yaml.Node, depth int, seen map[string]bool, firs
 		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge" {
 			continue
 		}
-		key := k.Value
+		key, keyAlias := k.Value, 0
 		if k.Kind == yaml.AliasNode && k.Alias != nil {
-			key = k.Alias.Value
+			key, keyAlias = k.Alias.Value, 1
 		}
 		if seen[key] {
 			continue
+		}
+		w.aliased += keyAlias
+		err := w.repeat(len(key))
+		w.aliased -= keyAlias
+		if err != nil {
+			return err
 		}
 		seen[key] = true
 		if !*first {
@@ -141,8 +190,9 @@ func (w *yamlWriter) mapping(n *yaml.Node, depth int, seen map[string]bool, firs
 		if !(k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge") {
 			continue
 		}
+		viaAlias := false
 		for v.Kind == yaml.AliasNode && v.Alias != nil {
-			v = v.Alias
+			v, viaAlias = v.Alias, true
 		}
 		var sources []*yaml.Node
 		if v.Kind == yaml.SequenceNode {
@@ -151,13 +201,22 @@ func (w *yamlWriter) mapping(n *yaml.Node, depth int, seen map[string]bool, firs
 			sources = []*yaml.Node{v}
 		}
 		for _, src := range sources {
+			aliased := viaAlias
 			for src.Kind == yaml.AliasNode && src.Alias != nil {
-				src = src.Alias
+				src, aliased = src.Alias, true
 			}
-			if src.Kind == yaml.MappingNode {
-				if err := w.mapping(src, depth+1, seen, first); err != nil {
-					return err
-				}
+			if src.Kind != yaml.MappingNode {
+				continue
+			}
+			if aliased {
+				w.aliased++
+			}
+			err := w.mapping(src, depth+1, seen, first)
+			if aliased {
+				w.aliased--
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
