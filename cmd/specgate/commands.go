@@ -78,8 +78,16 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		// The file stays open for the life of the process.
 		audit = f
 	}
+	// The answer store, like the limiter store, lives as long as the process.
+	answers, _, err := newAnswers(cfg)
+	if err != nil {
+		return nil, err
+	}
 	srv := mcpserver.New(mcpserver.Options{
-		Audit: audit,
+		Audit:       audit,
+		Answers:     answers,
+		ResultBytes: int(cfg.ResultBytes),
+		JQTimeout:   time.Duration(cfg.JQTimeout),
 		CacheTTL: func(e *spec.Endpoint) time.Duration {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/invoke"
+)
+
+// newAnswers returns the store of upstream answers that read_response
+// reads: in memory, or in Redis with store.backend redis so that any
+// replica can serve read_response. The returned close func releases its
+// Redis connection.
+func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
+	switch cfg.Store.Backend {
+	case config.BackendRedis:
+		opts, err := redis.ParseURL(cfg.Store.RedisURL.Reveal())
+		if err != nil {
+			// The message of ParseURL may hold the URL's password.
+			return nil, nil, fmt.Errorf("store.redis_url is not a redis:// URL")
+		}
+		c := redis.NewClient(opts)
+		store := invoke.NewRedisAnswers(c, invoke.RedisAnswersOptions{
+			Prefix:   cfg.Store.KeyPrefix,
+			TTL:      time.Duration(cfg.ResponseTTL),
+			MaxBytes: int64(cfg.ResponseStoreBytes),
+		})
+		return store, func() { c.Close() }, nil
+	}
+	return invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{
+		MaxBytes: int64(cfg.ResponseStoreBytes),
+		TTL:      time.Duration(cfg.ResponseTTL),
+	}), func() {}, nil
+}
