@@ -205,13 +205,31 @@ func isIdentifier(s string) bool {
 // is "…1", "…2" and so on. Keys appear in byte order, the marker key
 // among them, so decoding and re-encoding the preview gives the same bytes.
 //
+// A container past the depth allowance whose encoding is short (at least
+// 96 bytes, more as room allows) shows whole rather than as a summary.
+//
 // The preview is built to fill the budget: first the least detail that
 // still shows each item's own fields, with as many items of the main array
-// (see MainArray) as fit; then, with that count fixed, deeper objects,
-// longer strings, more nested items and more keys while they fit.
+// (see MainArray) as fit; then, with that count fixed, more keys, deeper
+// objects, longer strings, more nested items while they fit, and what room
+// is left to showing whole the small objects past the depth, then the next
+// level of the first ones.
 func PreviewJSON(v any, size, budget int) (json.RawMessage, Shaped) {
 	budget = max(budget, MinPreviewBudget)
 	sh := Shaped{Bytes: size}
+	switch v.(type) {
+	case nil, bool, string, json.Number, map[string]any, []any:
+	default:
+		// A value that did not come from DecodeJSON (a float64, a struct)
+		// is brought to that form, so the fallback can summarise it.
+		b, err := EncodeJSON(v)
+		if err != nil {
+			b = []byte("null")
+		}
+		if v, err = DecodeJSON(b); err != nil {
+			v = nil
+		}
+	}
 	p := &previewer{root: v, limit: budget, sorted: map[uintptr][]string{}}
 	path, items, hasMain := mainArray(v)
 	if hasMain {

@@ -493,3 +493,19 @@ func ExamplePreviewJSON() {
 	// true {"amount":9007199254740993,"description":"lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lore…[+176 bytes]","id":"ch_0","metadata":{"order":"0"}}
 	// …[+35 more items]
 }
+
+func TestShapePreviewValuesNotFromDecodeJSON(t *testing.T) {
+	type row struct {
+		ID   int     `json:"id"`
+		Note string  `json:"note"`
+		F    float64 `json:"f"`
+	}
+	rows := make([]row, 300)
+	for i := range rows {
+		rows[i] = row{ID: i, Note: strings.Repeat("n", 100), F: 0.1}
+	}
+	for _, v := range []any{rows, map[string]any{"data": rows, "f": 1.5}, 1.5} {
+		out, _ := PreviewJSON(v, 0, 2048)
+		checkPreview(t, out, 2048)
+	}
+}
