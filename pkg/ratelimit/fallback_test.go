@@ -70,13 +70,17 @@ func (f *fakeStore) Block(context.Context, string, string, time.Duration, string
 	return nil
 }
 
-func (f *fakeStore) Available() bool {
+func (f *fakeStore) CountEvent(context.Context, Event) (EventCount, error) {
+	return EventCount{}, errors.New("fake store counts no events")
+}
+
+func (f *fakeStore) Available(string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return !f.down
 }
 
-func (f *fakeStore) Degraded() (bool, time.Time, string) { return !f.Available(), time.Time{}, "" }
+func (f *fakeStore) Degraded() (bool, time.Time, string) { return !f.Available(""), time.Time{}, "" }
 func (f *fakeStore) FallbackShare() float64              { return 0.34 }
 
 // TestFallbackAfterUnevenLoadCountsTheSharedWindow: the fallback share used to count only
@@ -129,7 +133,7 @@ func TestFallbackAfterUnevenLoadCountsTheSharedWindow(t *testing.T) {
 				// a check that charges nothing sees the empty window
 				ep, up := l.resolve(Request{Endpoint: "s.a"})
 				up.mu.Lock()
-				l.admitShared(ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
+				l.admitShared(t.Context(), ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
 				up.mu.Unlock()
 			}
 			st.setDown(true)
@@ -273,7 +277,7 @@ func TestFallbackAfterUnevenLoadCountsTheSharedTokensWindow(t *testing.T) {
 				// a check that charges nothing sees the empty window
 				ep, up := l.resolve(Request{Endpoint: "s.a"})
 				up.mu.Lock()
-				l.admitShared(ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
+				l.admitShared(t.Context(), ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
 				up.mu.Unlock()
 			}
 			st.setDown(true)

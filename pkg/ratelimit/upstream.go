@@ -32,6 +32,9 @@ type upstream struct {
 	seenReq     seenWindow
 	seenTok     seenWindow
 	sharedUntil int64
+	// sw is when this upstream last moved from the store to the fallback share: with
+	// Redis Cluster, only the upstreams on an unreachable slot do.
+	sw switchClock
 
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter

@@ -1,4 +1,4 @@
-package ratelimit
+package redisstore
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/specgate/specgate/internal/redistest"
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // storeHarness runs the conformance suite on one store. The memory store runs on a fake
@@ -15,7 +16,7 @@ import (
 // checked against real time elapsed and the suite really waits them out (short windows).
 type storeHarness struct {
 	name  string
-	opts  func(t *testing.T) Options // Options with the store set
+	opts  func(t *testing.T) ratelimit.Options // ratelimit.Options with the store set
 	now   func() time.Time
 	sleep func(time.Duration)
 }
@@ -26,18 +27,18 @@ func harnesses(parent *testing.T) []storeHarness {
 	clock := time.Unix(1_700_000_000, 0)
 	mem := storeHarness{
 		name:  "memory",
-		opts:  func(*testing.T) Options { return Options{} },
+		opts:  func(*testing.T) ratelimit.Options { return ratelimit.Options{} },
 		now:   func() time.Time { return clock },
 		sleep: func(d time.Duration) { clock = clock.Add(d) },
 	}
 	var srv *redistest.Server
 	red := storeHarness{
 		name: "redis",
-		opts: func(t *testing.T) Options {
+		opts: func(t *testing.T) ratelimit.Options {
 			if srv == nil {
 				srv = redistest.Start(parent)
 			}
-			return Options{Store: newRedisStore(t, srv, 0)}
+			return ratelimit.Options{Store: newTestStore(t, srv, 0)}
 		},
 		now:   time.Now,
 		sleep: time.Sleep, // Redis keeps time with its own clock: the suite waits for real
@@ -45,11 +46,11 @@ func harnesses(parent *testing.T) []storeHarness {
 	return []storeHarness{mem, red}
 }
 
-// limitView is what must be identical whatever the store: every field of the LimitError
+// limitView is what must be identical whatever the store: every field of the ratelimit.LimitError
 // but the wait, checked apart.
 type limitView struct {
-	Scope     Scope
-	Kind      Kind
+	Scope     ratelimit.Scope
+	Kind      ratelimit.Kind
 	Key       string
 	Interval  time.Duration
 	Limit     int64
@@ -59,7 +60,7 @@ type limitView struct {
 	Code      string
 }
 
-func view(le *LimitError) limitView {
+func view(le *ratelimit.LimitError) limitView {
 	return limitView{le.Scope, le.Kind, le.Key, le.Interval, le.Limit, le.Window, le.Source, le.Estimated, le.Code()}
 }
 
@@ -68,11 +69,11 @@ type step struct {
 	endpoint string
 	tokens   int64
 	retry    bool
-	keep     string  // keep the ticket under this name
-	release  string  // release the kept ticket of this name first
-	settle   int64   // settle the admitted call to this many tokens (when > 0)
-	observe  *Signal // observe on the admitted call (times relative to now)
-	sleep    bool    // wait out the previous refusal first
+	keep     string            // keep the ticket under this name
+	release  string            // release the kept ticket of this name first
+	settle   int64             // settle the admitted call to this many tokens (when > 0)
+	observe  *ratelimit.Signal // observe on the admitted call (times relative to now)
+	sleep    bool              // wait out the previous refusal first
 	want     *limitView
 	wantWait time.Duration // the longest the wait may be (exact for the memory store)
 	slack    time.Duration // how much shorter than wantWait, beyond the time elapsed, it may be
@@ -80,107 +81,107 @@ type step struct {
 
 func TestStoreConformance(t *testing.T) {
 	const pad = 50 * time.Millisecond
-	upRefusal := func(k Kind, limit int64, window time.Duration) *limitView {
-		return &limitView{Scope: ScopeProxy, Kind: k, Key: "up", Limit: limit, Window: window, Code: CodeRateLimit}
+	upRefusal := func(k ratelimit.Kind, limit int64, window time.Duration) *limitView {
+		return &limitView{Scope: ratelimit.ScopeProxy, Kind: k, Key: "up", Limit: limit, Window: window, Code: ratelimit.CodeRateLimit}
 	}
 	scenarios := []struct {
 		name    string
-		eps     []Endpoint
-		budgets []Budget
+		eps     []ratelimit.Endpoint
+		budgets []ratelimit.Budget
 		steps   []step
 	}{
 		{
 			name: "cooldown then admission after the wait",
-			eps:  []Endpoint{{ID: "s.a", Interval: 300 * time.Millisecond}},
+			eps:  []ratelimit.Endpoint{{ID: "s.a", Interval: 300 * time.Millisecond}},
 			steps: []step{
 				{endpoint: "s.a"},
-				{endpoint: "s.a", want: &limitView{Scope: ScopeProxy, Kind: KindCooldown, Key: "s.a",
-					Interval: 300 * time.Millisecond, Code: CodeRateLimit}, wantWait: 300 * time.Millisecond},
+				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
+					Interval: 300 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 300 * time.Millisecond},
 				{endpoint: "s.a", sleep: true},
 			},
 		},
 		{
 			name:    "requests: N in a window, then the wait to the oldest's expiry",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}, {ID: "s.c", Upstream: "up"}},
-			budgets: []Budget{{Match: "up", Requests: 3, Window: 300 * time.Millisecond, WindowPad: pad}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}, {ID: "s.c", Upstream: "up"}},
+			budgets: []ratelimit.Budget{{Match: "up", Requests: 3, Window: 300 * time.Millisecond, WindowPad: pad}},
 			steps: []step{
 				{endpoint: "s.a"}, {endpoint: "s.b"}, {endpoint: "s.c"},
-				{endpoint: "s.a", want: upRefusal(KindRequests, 3, 300*time.Millisecond), wantWait: 300*time.Millisecond + pad},
+				{endpoint: "s.a", want: upRefusal(ratelimit.KindRequests, 3, 300*time.Millisecond), wantWait: 300*time.Millisecond + pad},
 				{endpoint: "s.a", sleep: true},
 			},
 		},
 		{
 			name:    "tokens: estimates charged, settle refunds",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up"}},
-			budgets: []Budget{{Match: "up", Tokens: 1000, Window: 640 * time.Millisecond, WindowPad: -1}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}},
+			budgets: []ratelimit.Budget{{Match: "up", Tokens: 1000, Window: 640 * time.Millisecond, WindowPad: -1}},
 			steps: []step{
 				{endpoint: "s.a", tokens: 900, settle: 100},
 				{endpoint: "s.a", tokens: 800},
-				{endpoint: "s.a", tokens: 200, want: upRefusal(KindTokens, 1000, 640*time.Millisecond),
+				{endpoint: "s.a", tokens: 200, want: upRefusal(ratelimit.KindTokens, 1000, 640*time.Millisecond),
 					wantWait: 650 * time.Millisecond, slack: 10 * time.Millisecond},
 				{endpoint: "s.a", tokens: 200, sleep: true},
 			},
 		},
 		{
 			name:    "minimum interval",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
-			budgets: []Budget{{Match: "up", MinInterval: 200 * time.Millisecond}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
+			budgets: []ratelimit.Budget{{Match: "up", MinInterval: 200 * time.Millisecond}},
 			steps: []step{
 				{endpoint: "s.a"},
-				{endpoint: "s.b", want: &limitView{Scope: ScopeProxy, Kind: KindInterval, Key: "up",
-					Interval: 200 * time.Millisecond, Code: CodeRateLimit}, wantWait: 200 * time.Millisecond},
+				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindInterval, Key: "up",
+					Interval: 200 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 200 * time.Millisecond},
 				{endpoint: "s.b", sleep: true},
 			},
 		},
 		{
 			name:    "concurrency: a released call frees its slot",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
-			budgets: []Budget{{Match: "up", MaxConcurrent: 1}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
+			budgets: []ratelimit.Budget{{Match: "up", MaxConcurrent: 1}},
 			steps: []step{
 				{endpoint: "s.a", keep: "a"},
-				{endpoint: "s.b", want: &limitView{Scope: ScopeProxy, Kind: KindConcurrency, Key: "up", Limit: 1,
-					Estimated: true, Code: CodeRateLimit}, wantWait: time.Second, slack: time.Second},
+				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindConcurrency, Key: "up", Limit: 1,
+					Estimated: true, Code: ratelimit.CodeRateLimit}, wantWait: time.Second, slack: time.Second},
 				{endpoint: "s.b", release: "a"},
 			},
 		},
 		{
 			name:    "cooldown and interval: the longest wait is reported",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}},
-			budgets: []Budget{{Match: "up", MinInterval: 100 * time.Millisecond}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}},
+			budgets: []ratelimit.Budget{{Match: "up", MinInterval: 100 * time.Millisecond}},
 			steps: []step{
 				{endpoint: "s.a"},
-				{endpoint: "s.a", want: &limitView{Scope: ScopeProxy, Kind: KindCooldown, Key: "s.a",
-					Interval: 300 * time.Millisecond, Code: CodeRateLimit}, wantWait: 300 * time.Millisecond},
+				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
+					Interval: 300 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 300 * time.Millisecond},
 			},
 		},
 		{
 			name:    "a retry skips the cooldown, not the budget",
-			eps:     []Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}},
-			budgets: []Budget{{Match: "up", Requests: 2, Window: 300 * time.Millisecond, WindowPad: pad}},
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}},
+			budgets: []ratelimit.Budget{{Match: "up", Requests: 2, Window: 300 * time.Millisecond, WindowPad: pad}},
 			steps: []step{
 				{endpoint: "s.a"},
 				{endpoint: "s.a", retry: true},
-				{endpoint: "s.a", retry: true, want: upRefusal(KindRequests, 2, 300*time.Millisecond), wantWait: 300*time.Millisecond + pad},
+				{endpoint: "s.a", retry: true, want: upRefusal(ratelimit.KindRequests, 2, 300*time.Millisecond), wantWait: 300*time.Millisecond + pad},
 			},
 		},
 		{
 			name: "a 429 blocks the upstream for every endpoint until its retry time",
-			eps:  []Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
+			eps:  []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
 			steps: []step{
-				{endpoint: "s.a", observe: &Signal{Status: 429, RateLimited: true, RetryAt: time.Unix(0, int64(time.Second)),
+				{endpoint: "s.a", observe: &ratelimit.Signal{Status: 429, RateLimited: true, RetryAt: time.Unix(0, int64(time.Second)),
 					Source: "retry-after"}},
-				{endpoint: "s.b", want: &limitView{Scope: ScopeUpstream, Kind: KindLearned, Key: "up", Source: "retry-after",
-					Code: CodeUpstreamRateLimit}, wantWait: time.Second},
+				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "retry-after",
+					Code: ratelimit.CodeUpstreamRateLimit}, wantWait: time.Second},
 				{endpoint: "s.b", sleep: true},
 			},
 		},
 		{
 			name: "a block on one quota leaves the others",
-			eps:  []Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
+			eps:  []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
 			steps: []step{
-				{endpoint: "s.a", observe: &Signal{Status: 429, RateLimited: true, Resource: "search", Source: "status"}},
-				{endpoint: "s.a", want: &limitView{Scope: ScopeUpstream, Kind: KindLearned, Key: "up", Source: "status",
-					Code: CodeUpstreamRateLimit}, wantWait: time.Second},
+				{endpoint: "s.a", observe: &ratelimit.Signal{Status: 429, RateLimited: true, Resource: "search", Source: "status"}},
+				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "status",
+					Code: ratelimit.CodeUpstreamRateLimit}, wantWait: time.Second},
 				{endpoint: "s.b"},
 			},
 		},
@@ -192,7 +193,7 @@ func TestStoreConformance(t *testing.T) {
 					opts := h.opts(t)
 					opts.Endpoints, opts.Budgets = sc.eps, sc.budgets
 					l := newLimiter(t, opts)
-					kept := map[string]*Ticket{}
+					kept := map[string]*ratelimit.Ticket{}
 					var lastWait time.Duration
 					var lastCharge time.Time
 					for i, s := range sc.steps {
@@ -203,7 +204,7 @@ func TestStoreConformance(t *testing.T) {
 							kept[s.release].ReleaseAt(h.now())
 						}
 						before := h.now()
-						tk, err := l.AdmitAt(Request{Endpoint: s.endpoint, Tokens: s.tokens, Retry: s.retry}, before)
+						tk, err := l.AdmitAt(ratelimit.Request{Endpoint: s.endpoint, Tokens: s.tokens, Retry: s.retry}, before)
 						if s.want == nil {
 							if err != nil {
 								t.Fatalf("step %d: got %v, want admitted", i, err)
@@ -231,7 +232,7 @@ func TestStoreConformance(t *testing.T) {
 						}
 						le := limitErr(t, err)
 						if diff := cmp.Diff(*s.want, view(le)); diff != "" {
-							t.Errorf("step %d: LimitError (-want +got):\n%s", i, diff)
+							t.Errorf("step %d: ratelimit.LimitError (-want +got):\n%s", i, diff)
 						}
 						elapsed := h.now().Sub(lastCharge)
 						if le.RetryAfter > s.wantWait || le.RetryAfter < s.wantWait-elapsed-s.slack-time.Millisecond {
@@ -251,23 +252,23 @@ func TestStoreConformanceReadyAt(t *testing.T) {
 	for _, h := range harnesses(t) {
 		t.Run(h.name, func(t *testing.T) {
 			opts := h.opts(t)
-			opts.Endpoints = []Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}}
-			opts.Budgets = []Budget{{Match: "up", Requests: 1, Window: time.Second}}
+			opts.Endpoints = []ratelimit.Endpoint{{ID: "s.a", Upstream: "up", Interval: 300 * time.Millisecond}}
+			opts.Budgets = []ratelimit.Budget{{Match: "up", Requests: 1, Window: time.Second}}
 			l := newLimiter(t, opts)
 			for range 3 {
 				if w := l.ReadyAt("s.a", h.now()); w != 0 {
 					t.Fatalf("ReadyAt before any call = %v, want 0", w)
 				}
 			}
-			if _, err := l.AdmitAt(Request{Endpoint: "s.a"}, h.now()); err != nil {
+			if _, err := l.AdmitAt(ratelimit.Request{Endpoint: "s.a"}, h.now()); err != nil {
 				t.Fatal(err)
 			}
-			if w := l.ReadyAt("s.a", h.now()); w <= 300*time.Millisecond || w > time.Second+DefaultWindowPad {
+			if w := l.ReadyAt("s.a", h.now()); w <= 300*time.Millisecond || w > time.Second+ratelimit.DefaultWindowPad {
 				t.Errorf("ReadyAt after a call = %v, want the request window's wait", w)
 			}
-			_, err := l.AdmitAt(Request{Endpoint: "s.a"}, h.now())
-			var le *LimitError
-			if !errors.As(err, &le) || le.Kind != KindRequests {
+			_, err := l.AdmitAt(ratelimit.Request{Endpoint: "s.a"}, h.now())
+			var le *ratelimit.LimitError
+			if !errors.As(err, &le) || le.Kind != ratelimit.KindRequests {
 				t.Errorf("second call: got %v, want a requests refusal", err)
 			}
 		})
