@@ -81,7 +81,7 @@ type Limiter struct {
 
 	store        Store        // nil: memory
 	share        float64      // of each budget while store is unreachable; 1 without a store
-	lastFallback atomic.Int64 // unix nanoseconds of the last admission on the fallback share
+	lastFallback atomic.Int64 // unix nanoseconds of the last fallback admission with no upstream
 	// sw is when calls with no upstream last moved from the store to the fallback share;
 	// each upstream keeps its own (see switchHold). storeStarted is whether the store
 	// answered when the Limiter was made: an upstream made later starts on it then.

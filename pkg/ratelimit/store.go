@@ -255,9 +255,13 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
 	}
 	if ok && charge {
+		lf := &l.lastFallback
+		if up != nil {
+			lf = &up.lastFallback
+		}
 		for {
-			last := l.lastFallback.Load()
-			if last >= now || l.lastFallback.CompareAndSwap(last, now) {
+			last := lf.Load()
+			if last >= now || lf.CompareAndSwap(last, now) {
 				break
 			}
 		}
@@ -460,9 +464,14 @@ func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
 }
 
 // inGrace reports whether this replica ran on its fallback share recently enough that
-// its local admissions still count in some window of ep or up.
+// its local admissions still count in some window of ep or up: calls to up (its own
+// clock: with a cluster, other upstreams may never have left the store), else calls
+// with no upstream.
 func (l *Limiter) inGrace(ep *endpoint, up *upstream, now int64) bool {
 	last := l.lastFallback.Load()
+	if up != nil {
+		last = up.lastFallback.Load()
+	}
 	if last == 0 {
 		return false
 	}

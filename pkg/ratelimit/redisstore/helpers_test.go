@@ -28,6 +28,9 @@ func newTestStore(t testing.TB, b backend, share float64) *Store {
 		KeyPrefix:     testPrefix(t),
 		FallbackShare: share,
 		ProbeInterval: 20 * time.Millisecond,
+		// the machine running the tests may be loaded: a store call that times out
+		// would put a replica on its fallback share, which these tests do not expect
+		Timeout: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -102,8 +102,9 @@ type Store struct {
 	whole *outage
 	down  map[int]*outage
 
-	stop chan struct{}
-	done chan struct{}
+	calls sync.WaitGroup // scripts running, see run
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // outage is one part of the store that did not answer: since when, why, and a key of
@@ -210,6 +211,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	<-s.done
+	s.calls.Wait()
 	if s.own {
 		return s.c.Close()
 	}
@@ -391,17 +393,37 @@ func (s *Store) probeOnce(ctx context.Context) {
 // run runs a script on group's keys bounded by ctx and the store's timeout. An error
 // marks group's part of the store unreachable, unless ctx itself ended: the caller gave
 // up, which says nothing of Redis.
+//
+// go-redis bounds a call by the context's deadline but does not watch its cancellation,
+// so the script runs on its own goroutine (ended by the timeout at the latest, and waited
+// for by Close) and a cancelled caller returns at once. A script the caller left may
+// still charge: a count that only errs on the strict side.
 func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, args ...any) (any, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	v, err := sc.Run(cctx, s.c, keys, args...).Result()
-	if err != nil {
-		if ctx.Err() == nil {
-			s.fail(group, err)
-		}
-		return nil, err
+	type reply struct {
+		v   any
+		err error
 	}
-	return v, nil
+	done := make(chan reply, 1)
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+		defer cancel()
+		v, err := sc.Run(cctx, s.c, keys, args...).Result()
+		done <- reply{v, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() == nil {
+				s.fail(group, r.err)
+			}
+			return nil, r.err
+		}
+		return r.v, nil
+	}
 }
 
 // micros converts d to whole microseconds, rounded up: a limit never shrinks in Redis.
