@@ -325,18 +325,25 @@ func (s *seenWindow) see(n, now int64) { *s = seenWindow{count: n, at: now} }
 // switch the shared window still holds the other replicas' charges made through the store.
 // So for one window after it last saw the shared window (count of limit, shortly before
 // the switch) a replica allows floor(share × (limit - count)): none when that window was
-// full, part (at least 1) only when it was empty. With unseenHolds, a replica that saw
-// nothing of the window in the window before the switch must assume it full: it allows
-// none until one window after the switch; without, it runs on the plain share.
+// full, part (at least 1) only when it was empty. What it saw ages with the clock: when
+// that window had passed by the switch (the upstream idle since, as far as this replica
+// knows), it runs on the plain share at once, rather than hold a window for calls it has
+// no sign of. With unseenHolds, a replica that never saw the window must assume it full:
+// it allows none until one window after the switch; without, it runs on the plain share.
 func (s *seenWindow) hold(sw, span, now, limit, part, cost int64, share float64, unseenHolds bool) (wait, allow int64, holds bool) {
 	if sw <= 0 || limit <= 0 || now >= sw+span {
 		return 0, 0, false
 	}
-	if s.at == 0 || s.at+span <= sw {
+	if s.at == 0 {
 		if !unseenHolds {
 			return 0, 0, false
 		}
 		return sw + span - now, 0, true
+	}
+	if s.at+span <= sw {
+		// what it saw has aged out of the window by the switch: the shared window it
+		// knew of is over, and the replica runs on its plain share at once
+		return 0, 0, false
 	}
 	until := s.at + span
 	if now >= until {

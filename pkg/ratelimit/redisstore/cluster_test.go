@@ -108,8 +108,11 @@ func TestClusterKeysOfOneAdmissionShareASlotAndUpstreamsSpread(t *testing.T) {
 	cc := redis.NewClusterClient(opts)
 	defer cc.Close()
 	slots := map[string]map[int64]bool{}
+	var mu sync.Mutex // ForEachMaster runs on every master at once
 	err := cc.ForEachMaster(t.Context(), func(ctx context.Context, c *redis.Client) error {
 		keys, err := c.Keys(ctx, testPrefix(t)+"*").Result()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, k := range keys {
 			group := k[strings.IndexByte(k, '{')+1 : strings.IndexByte(k, '}')]
 			if slots[group] == nil {

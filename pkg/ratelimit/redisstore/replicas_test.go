@@ -330,3 +330,44 @@ func TestReplicasFallbackAfterUnevenTokensStaysInBudget(t *testing.T) {
 		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
 	}
 }
+
+// TestReplicasFallbackAfterAnAgedSpentWindowAdmitsTheShares: three replicas spend an
+// upstream budget of 10 per 3s; Redis dies 3.8s later. The fallback used to forget that
+// time had passed: each replica held every call for a whole window more ("request budget
+// (0 per 3s) is spent: try again in 3.25 seconds") though the upstream was idle. What a
+// replica saw in Redis ages with the clock: each admits its share at once. The fallback
+// decides with explicit times: no sleeping.
+func TestReplicasFallbackAfterAnAgedSpentWindowAdmitsTheShares(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		share  = 0.34
+		limit  = 10
+		window = 3 * time.Second
+	)
+	r := newReplicas(t, srv, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: limit, Window: window}},
+	})
+	t0 := time.Now()
+	spent := 0
+	for i := range limit + 2 {
+		if _, err := r.ls[i%3].AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, t0); err == nil {
+			spent++
+		}
+	}
+	if spent != limit {
+		t.Fatalf("%d admitted through Redis, want the budget %d", spent, limit)
+	}
+	srv.Stop()
+	at := t0.Add(3800 * time.Millisecond)
+	admitted := 0
+	for i := range 15 {
+		_, err := r.ls[i%3].AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, at)
+		if err == nil {
+			admitted++
+		}
+	}
+	if want := 3 * part(share, limit); admitted != want {
+		t.Errorf("%d of 15 admitted on the fallback 3.8s after the spent window, want each replica's share, %d in all", admitted, want)
+	}
+}
