@@ -246,9 +246,13 @@ type UpstreamStatus struct {
 	RefusedByScope     map[string]int64 `json:"refusedByScope,omitempty"`
 	RefusedByCode      map[string]int64 `json:"refusedByCode,omitempty"`
 	Upstream429s       int64            `json:"upstream429s"`
-	AvgLatencyMs       float64          `json:"avgLatencyMs,omitempty"`
-	P95LatencyMs       float64          `json:"p95LatencyMs,omitempty"`
-	UpstreamTimeMs     int64            `json:"upstreamTimeMs,omitempty"`
+	// Fallback is true while the shared store does not answer for this upstream
+	// (with Redis Cluster, only those on an unreachable slot): this replica runs
+	// it on its fallback share.
+	Fallback       bool    `json:"fallback,omitempty"`
+	AvgLatencyMs   float64 `json:"avgLatencyMs,omitempty"`
+	P95LatencyMs   float64 `json:"p95LatencyMs,omitempty"`
+	UpstreamTimeMs int64   `json:"upstreamTimeMs,omitempty"`
 }
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -301,7 +305,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	defer s.stats.mu.Unlock()
 	for _, u := range ls.Upstreams {
 		us := UpstreamStatus{Key: u.Key, RequestsUsed: u.RequestsUsed, TokensUsed: u.TokensUsed, InFlight: u.InFlight,
-			QueueDepth: u.QueueDepth, Admitted: u.Admitted, Upstream429s: u.RateLimitedAnswers}
+			QueueDepth: u.QueueDepth, Admitted: u.Admitted, Upstream429s: u.RateLimitedAnswers, Fallback: u.Fallback}
 		if u.Configured {
 			us.Limits = budgetMap(u.Budget)
 			if u.Budget.Requests > 0 {

@@ -188,6 +188,11 @@ func TestClusterNodeKilledOnlyItsUpstreamsFallBack(t *testing.T) {
 			t.Errorf("%s call %d with another node dead: shared %v, %v; want through the cluster\nlog:\n%s", b, i, shared, err, logs)
 		}
 	}
+	for _, u := range l.StatusAt(time.Now(), nil).Upstreams {
+		if want := u.Key == a; u.Fallback != want {
+			t.Errorf("status of %s: fallback %v, want %v", u.Key, u.Fallback, want)
+		}
+	}
 	down, _, why := l.Degraded()
 	if !down || !strings.Contains(why, "slots unreachable") {
 		t.Errorf("Degraded() = %v, %q; want the unreachable slots named", down, why)
