@@ -82,7 +82,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newCountingUpstream(t *testing.T) *countingUpstream {
+func newCountingUpstream(t testing.TB) *countingUpstream {
 	u := &countingUpstream{quota: upstreamtest.New(upstreamtest.Options{
 		Model: upstreamtest.SlidingWindow, Limit: replicaQuota, Window: replicaWindow,
 		// Retry-After on a 429 only: rate-limit headers on every answer would let the
@@ -145,7 +145,7 @@ func (r *replica) running() bool {
 
 // writeReplicaConfig writes replica i's config; the replicas differ only in the
 // X-Replica header they send upstream, so the upstream can tell them apart.
-func writeReplicaConfig(t *testing.T, dir string, i int, upstreamURL, backend, redisURL, prefix string) string {
+func writeReplicaConfig(t testing.TB, dir string, i int, upstreamURL, backend, redisURL, prefix string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`max_retries: 0
 specs:
@@ -181,12 +181,17 @@ store:
 }
 
 // sharedRedis is the store the replicas share: a *redistest.Server (backend redis) or a
-// *redistest.Cluster (backend redis_cluster).
+// *redistest.Cluster (backend redis_cluster); perReplicaMemory gives each its own memory.
 type sharedRedis interface{ URL() string }
+
+// perReplicaMemory runs each replica on its own memory store: nothing is shared.
+type perReplicaMemory struct{}
+
+func (perReplicaMemory) URL() string { return "redis://127.0.0.1:1/0" } // never dialled
 
 // startReplicas starts n specgate processes on free loopback ports and waits until each
 // answers /readyz 200.
-func startReplicas(t *testing.T, n int, up *countingUpstream, rd sharedRedis) []*replica {
+func startReplicas(t testing.TB, n int, up *countingUpstream, rd sharedRedis) []*replica {
 	t.Helper()
 	bin := specgateBinary(t)
 	dir := t.TempDir()
@@ -197,8 +202,11 @@ func startReplicas(t *testing.T, n int, up *countingUpstream, rd sharedRedis) []
 	var rs []*replica
 	for i := range n {
 		backend := "redis"
-		if _, ok := rd.(*redistest.Cluster); ok {
+		switch rd.(type) {
+		case *redistest.Cluster:
 			backend = "redis_cluster"
+		case perReplicaMemory:
+			backend = "memory"
 		}
 		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, backend, rd.URL(), prefix)
 		r := &replica{id: i, exited: make(chan struct{})}
@@ -281,7 +289,7 @@ type agent struct {
 	codes map[string]int // outcome ("ok" or the error code) of each invoke
 }
 
-func newAgent(t *testing.T, r *replica) *agent {
+func newAgent(t testing.TB, r *replica) *agent {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(r.base + "/mcp")
 	if err != nil {

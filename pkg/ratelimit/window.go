@@ -129,7 +129,9 @@ func (w *Window) AllowAt(ctx context.Context, key string, now time.Time) WindowR
 	}
 	limit, sw := w.limit, int64(0)
 	if w.store != nil {
-		w.sw.switchAt(n)
+		if ctx.Err() == nil { // a caller that gave up says nothing of the store
+			w.sw.switchAt(n)
+		}
 		limit, sw = w.fallbackLimit(), w.sw.switched()
 	}
 	w.mu.Lock()
