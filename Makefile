@@ -4,7 +4,7 @@ BIN      := bin/specgate
 PKGS     := ./...
 LISTEN   ?= 127.0.0.1:8080
 
-.PHONY: help build test race bench fuzz lint run tidy-check
+.PHONY: help build test race bench soak fuzz lint run tidy-check
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,6 +20,9 @@ race: test ## alias of test (the suite always runs with -race)
 
 bench: build ## benchmarks for the targets in the README's performance section
 	./scripts/bench.sh
+
+soak: ## the team setup under load: 3 replicas, 30 agents, per store (memory, Redis, Redis Cluster), SOAK=1m each
+	SPECGATE_SOAK_DURATION=$${SOAK:-1m} $(GO) test -run '^$$' -bench Soak -benchtime=1x -timeout 30m ./cmd/specgate/ 2>&1 | tee soak.out
 
 fuzz: ## run each fuzz test for a short while (FUZZTIME=30s)
 	./scripts/fuzz.sh $${FUZZTIME:-20s}

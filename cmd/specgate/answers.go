@@ -11,10 +11,12 @@ import (
 )
 
 // newAnswers returns the store of upstream answers that read_response
-// reads: in memory, or in Redis with store.backend redis so that any
-// replica can serve read_response. The returned close func releases its
+// reads: in memory, or in Redis with store.backend redis or redis_cluster
+// (each principal's answers on one hash slot) so that any replica can
+// serve read_response. The returned close func releases its
 // Redis connection.
 func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
+	var c redis.UniversalClient
 	switch cfg.Store.Backend {
 	case config.BackendRedis:
 		opts, err := redis.ParseURL(cfg.Store.RedisURL.Reveal())
@@ -22,7 +24,15 @@ func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
 			// The message of ParseURL may hold the URL's password.
 			return nil, nil, fmt.Errorf("store.redis_url is not a redis:// URL")
 		}
-		c := redis.NewClient(opts)
+		c = redis.NewClient(opts)
+	case config.BackendRedisCluster:
+		opts, err := redis.ParseClusterURL(cfg.Store.RedisURL.Reveal())
+		if err != nil {
+			return nil, nil, fmt.Errorf("store.redis_url is not a redis:// cluster URL")
+		}
+		c = redis.NewClusterClient(opts)
+	}
+	if c != nil {
 		store := invoke.NewRedisAnswers(c, invoke.RedisAnswersOptions{
 			Prefix:   cfg.Store.KeyPrefix,
 			TTL:      time.Duration(cfg.ResponseTTL),

@@ -21,6 +21,7 @@ import (
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/mcpserver"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -32,7 +33,7 @@ type app struct {
 	loaded chan error
 	// store is the shared limiter store, nil for memory. It lives as long
 	// as the process.
-	store   *ratelimit.RedisStore
+	store   *redisstore.Store
 	limiter *ratelimit.Limiter
 }
 
@@ -52,7 +53,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	// The store reports its errors to the server's metrics, which exist
 	// only once the server does.
 	var srvRef atomic.Pointer[mcpserver.Server]
-	store, err := newStore(ctx, cfg, func() {
+	store, err := newStore(ctx, cfg, log, func() {
 		if s := srvRef.Load(); s != nil {
 			s.ObserveStoreError("redis")
 		}
@@ -60,7 +61,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := newLimiter(cfg, store)
+	limiter, err := newLimiter(cfg, sharedStore(store))
 	if err != nil {
 		return nil, err
 	}

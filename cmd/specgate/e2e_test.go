@@ -26,7 +26,7 @@ var (
 	buildErr  error
 )
 
-func specgateBinary(t *testing.T) string {
+func specgateBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "specgate-e2e")

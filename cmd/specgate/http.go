@@ -77,7 +77,7 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 	if !loopbackHost(host) && len(opts.Tokens) == 0 && opts.JWT == nil {
 		return nil, fmt.Errorf("refusing to serve on %q without inbound auth: configure http.auth tokens or jwt, or listen on 127.0.0.1", addr)
 	}
-	opts.Windows = mcpserver.NewWindows(a.store, h.Inbound.MaxTracked)
+	opts.Windows = mcpserver.NewWindows(sharedStore(a.store), h.Inbound.MaxTracked)
 	opts.Degraded = func() (bool, string) {
 		if a.limiter == nil {
 			return false, ""

@@ -82,7 +82,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newCountingUpstream(t *testing.T) *countingUpstream {
+func newCountingUpstream(t testing.TB) *countingUpstream {
 	u := &countingUpstream{quota: upstreamtest.New(upstreamtest.Options{
 		Model: upstreamtest.SlidingWindow, Limit: replicaQuota, Window: replicaWindow,
 		// Retry-After on a 429 only: rate-limit headers on every answer would let the
@@ -145,7 +145,7 @@ func (r *replica) running() bool {
 
 // writeReplicaConfig writes replica i's config; the replicas differ only in the
 // X-Replica header they send upstream, so the upstream can tell them apart.
-func writeReplicaConfig(t *testing.T, dir string, i int, upstreamURL, redisURL, prefix string) string {
+func writeReplicaConfig(t testing.TB, dir string, i int, upstreamURL, backend, redisURL, prefix string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`max_retries: 0
 specs:
@@ -168,11 +168,11 @@ http:
     requests_per_window: 1000000
     tool_calls_per_window: 1000000
 store:
-  backend: redis
+  backend: %s
   redis_url: %s
   key_prefix: "%s"
   fallback_share: %v
-`, upstreamURL, i, replicaCool, replicaQuota, replicaWindow, redisURL, prefix, replicaShare)
+`, upstreamURL, i, replicaCool, replicaQuota, replicaWindow, backend, redisURL, prefix, replicaShare)
 	path := filepath.Join(dir, fmt.Sprintf("replica%d.yaml", i))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -180,9 +180,18 @@ store:
 	return path
 }
 
+// sharedRedis is the store the replicas share: a *redistest.Server (backend redis) or a
+// *redistest.Cluster (backend redis_cluster); perReplicaMemory gives each its own memory.
+type sharedRedis interface{ URL() string }
+
+// perReplicaMemory runs each replica on its own memory store: nothing is shared.
+type perReplicaMemory struct{}
+
+func (perReplicaMemory) URL() string { return "redis://127.0.0.1:1/0" } // never dialled
+
 // startReplicas starts n specgate processes on free loopback ports and waits until each
 // answers /readyz 200.
-func startReplicas(t *testing.T, n int, up *countingUpstream, rd *redistest.Server) []*replica {
+func startReplicas(t testing.TB, n int, up *countingUpstream, rd sharedRedis) []*replica {
 	t.Helper()
 	bin := specgateBinary(t)
 	dir := t.TempDir()
@@ -192,7 +201,14 @@ func startReplicas(t *testing.T, n int, up *countingUpstream, rd *redistest.Serv
 	prefix := fmt.Sprintf("e2e:%s:%d:", t.Name(), time.Now().UnixNano())
 	var rs []*replica
 	for i := range n {
-		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, rd.URL(), prefix)
+		backend := "redis"
+		switch rd.(type) {
+		case *redistest.Cluster:
+			backend = "redis_cluster"
+		case perReplicaMemory:
+			backend = "memory"
+		}
+		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, backend, rd.URL(), prefix)
 		r := &replica{id: i, exited: make(chan struct{})}
 		r.cmd = exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
 		r.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
@@ -273,7 +289,7 @@ type agent struct {
 	codes map[string]int // outcome ("ok" or the error code) of each invoke
 }
 
-func newAgent(t *testing.T, r *replica) *agent {
+func newAgent(t testing.TB, r *replica) *agent {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(r.base + "/mcp")
 	if err != nil {
@@ -653,5 +669,87 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		t.Error("no call admitted on the fallback share a window after the switch")
 	}
 	t.Logf("after the switch: %d upstream admissions", len(up.admitted(inSpan(killedAt, time.Now()))))
+	checkBudget(t, up)
+}
+
+// concurrently runs one call per agent in calls, all at once, and waits for them.
+func concurrently(ctx context.Context, agents []*agent, calls int, endpoint string) {
+	var wg sync.WaitGroup
+	for i := range calls {
+		a := agents[i%len(agents)]
+		wg.Go(func() { a.invoke(ctx, endpoint) })
+	}
+	wg.Wait()
+}
+
+// TestReplicasOnRedisCluster: three specgate processes on a three-master Redis Cluster
+// (every admission script touched up to seven keys with no hash tag, so the cluster
+// refused each with CROSSSLOT and every replica ran on its fallback share). Now: a
+// shared cooldown puts one call on the wire, the upstream budget admits exactly its quota
+// of concurrent calls across replicas, no store error reaches the model, and
+// rate_limit_status reports no fallback.
+func TestReplicasOnRedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	up := newCountingUpstream(t)
+	rs := startReplicas(t, replicaCount, up, cl)
+	var agents []*agent
+	for _, r := range rs {
+		agents = append(agents, newAgent(t, r))
+	}
+	concurrently(t.Context(), agents, 3*replicaCount, "quota.getA")
+	out := checkOutcomes(t, "cooldown", agents)
+	if n := len(up.admitted(pathIs("/a"))); n != 1 || out["quota.getA ok"] != 1 {
+		t.Errorf("getA with a shared cooldown: %d on the wire, %d ok; want exactly 1", n, out["quota.getA ok"])
+	}
+	concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
+	out = checkOutcomes(t, "budget", agents)
+	// the cooldown's call counts against the budget too
+	if got, want := out["quota.getB ok"], replicaQuota-1; got != want {
+		t.Errorf("%d of %d concurrent getB admitted across replicas, want exactly %d (the budget less getA's call)",
+			got, replicaQuota+5, want)
+	}
+	checkBudget(t, up)
+	for _, a := range agents {
+		st, code := a.call(t.Context(), "rate_limit_status", map[string]any{})
+		if code != "ok" {
+			t.Fatalf("rate_limit_status: %s", code)
+		}
+		if s, _ := st["store"].(map[string]any); s["backend"] != "shared" || s["degraded"] == true {
+			t.Errorf("replica %d: store %v, want shared and not degraded", a.replica, s)
+		}
+		ups, _ := st["upstreams"].([]any)
+		for _, u := range ups {
+			if u.(map[string]any)["fallback"] == true {
+				t.Errorf("replica %d: upstream %v on the fallback share with the cluster up", a.replica, u)
+			}
+		}
+	}
+}
+
+// TestReplicasFallbackAfterAnAgedSpentWindow: the replicas spend the upstream budget
+// through Redis; Redis dies 3.8s later (the window is 2s). The fallback used to forget
+// that time had passed and refused every call for a whole window more ("request budget
+// (0 per 2s) is spent"), the upstream idle. Now each replica admits its share at once,
+// and the upstream answers no 429.
+func TestReplicasFallbackAfterAnAgedSpentWindow(t *testing.T) {
+	rd := redistest.Start(t)
+	up := newCountingUpstream(t)
+	rs := startReplicas(t, replicaCount, up, rd)
+	var agents []*agent
+	for _, r := range rs {
+		agents = append(agents, newAgent(t, r))
+	}
+	concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
+	if out := checkOutcomes(t, "spend", agents); out["quota.getB ok"] != replicaQuota {
+		t.Fatalf("spent %d through Redis, want the budget %d", out["quota.getB ok"], replicaQuota)
+	}
+	time.Sleep(3800 * time.Millisecond) // processes keep their own clocks: the gap is real
+	rd.Stop()
+	concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
+	out := checkOutcomes(t, "after Redis died", agents)
+	if got := out["quota.getB ok"]; got < replicaCount || got > replicaQuota {
+		t.Errorf("%d of %d admitted on the fallback share, want each replica's share at once (%d..%d)",
+			got, replicaQuota+5, replicaCount, replicaQuota)
+	}
 	checkBudget(t, up)
 }

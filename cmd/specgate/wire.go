@@ -137,7 +137,7 @@ func upstreamKeyFunc(cfg *config.Config) func(*spec.Endpoint) string {
 
 // newLimiter builds the limiter with the configured budgets; endpoints are
 // registered once the catalog is loaded.
-func newLimiter(cfg *config.Config, store *ratelimit.RedisStore) (*ratelimit.Limiter, error) {
+func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, error) {
 	var budgets []ratelimit.Budget
 	for _, u := range cfg.Upstreams {
 		b := ratelimit.Budget{
@@ -158,11 +158,7 @@ func newLimiter(cfg *config.Config, store *ratelimit.RedisStore) (*ratelimit.Lim
 		}
 		budgets = append(budgets, b)
 	}
-	opts := ratelimit.Options{Budgets: budgets}
-	if store != nil {
-		opts.Store = store
-	}
-	return ratelimit.New(opts)
+	return ratelimit.New(ratelimit.Options{Budgets: budgets, Store: store})
 }
 
 // registerEndpoints gives every endpoint its cooldown and upstream.

@@ -1,6 +1,7 @@
 // Package redistest runs a real redis-server on a free loopback port for one test or
 // benchmark: no persistence, stopped at cleanup, and able to die (Stop, as a crash
-// would) and come back empty on the same port (Restart).
+// would) and come back empty on the same port (Restart). StartCluster runs a Redis
+// Cluster of such servers.
 //
 // Without redis-server on PATH the test is skipped, unless SPECGATE_REQUIRE_REDIS=1 (as
 // in CI), which makes it fail.
@@ -34,6 +35,7 @@ const (
 type Server struct {
 	tb   testing.TB
 	port int
+	args []string // beyond the port, bind and persistence
 
 	mu     sync.Mutex // guards cmd and exited
 	cmd    *exec.Cmd
@@ -44,21 +46,32 @@ type Server struct {
 // PING. The server is stopped at tb's cleanup.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	need(tb, "redis-server")
+	s := &Server{tb: tb, port: freePort(tb)}
+	tb.Cleanup(s.Stop)
+	s.Restart()
+	return s
+}
+
+// need skips tb, or fails it as RequireEnv says, when prog is not on PATH.
+func need(tb testing.TB, prog string) {
+	tb.Helper()
+	if _, err := exec.LookPath(prog); err != nil {
 		if os.Getenv(RequireEnv) == "1" {
-			tb.Fatalf("redis-server is not on PATH and %s=1", RequireEnv)
+			tb.Fatalf("%s is not on PATH and %s=1", prog, RequireEnv)
 		}
-		tb.Skipf("redis-server is not on PATH (set %s=1 to fail instead)", RequireEnv)
+		tb.Skipf("%s is not on PATH (set %s=1 to fail instead)", prog, RequireEnv)
 	}
+}
+
+// freePort is a loopback port that was free a moment ago.
+func freePort(tb testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{tb: tb, port: ln.Addr().(*net.TCPAddr).Port}
-	ln.Close()
-	tb.Cleanup(s.Stop)
-	s.Restart()
-	return s
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Addr is the server's host:port.
@@ -94,8 +107,8 @@ func (s *Server) Restart() {
 	s.stopLocked()
 	port := strconv.Itoa(s.port)
 	for range startTries {
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no")
+		args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, s.args...)
+		cmd := exec.Command("redis-server", args...)
 		if err := cmd.Start(); err != nil {
 			s.tb.Fatal(err)
 		}

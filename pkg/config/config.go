@@ -338,11 +338,13 @@ type Inbound struct {
 
 // Store says where cooldowns, budgets and learned limits live.
 type Store struct {
-	// Backend is memory (this process) or redis (shared by replicas).
-	// Default memory.
+	// Backend is memory (this process), redis (shared by replicas) or
+	// redis_cluster (shared through a Redis Cluster). Default memory.
 	Backend Backend `yaml:"backend" json:"backend"`
 	// RedisURL is the Redis to use with backend redis; a Secret because it
-	// may carry a password. Default redis://127.0.0.1:6379/0.
+	// may carry a password. Default redis://127.0.0.1:6379/0. With
+	// redis_cluster, go-redis's cluster form naming seed nodes:
+	// redis://host1:port?addr=host2:port&addr=host3:port.
 	RedisURL Secret `yaml:"redis_url" json:"redis_url"`
 	// KeyPrefix starts every Redis key. Default "specgate:".
 	KeyPrefix string `yaml:"key_prefix" json:"key_prefix"`

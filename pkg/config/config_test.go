@@ -78,7 +78,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "bad backend enum",
 			yaml: "store:\n  backend: etcd\n",
-			want: []string{`line 2: store.backend: "etcd" is not one of memory, redis`},
+			want: []string{`line 2: store.backend: "etcd" is not one of memory, redis, redis_cluster`},
 		},
 		{
 			name: "string where an integer goes",
@@ -93,7 +93,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "every problem reported at once",
 			yaml: "max_retrys: 1\ncache_ttl: 5\nstore: {backend: disk}\n",
-			want: []string{`line 1: unknown key "max_retrys"`, `line 2: cache_ttl: 5 is a bare number`, `line 3: store.backend: "disk" is not one of memory, redis`},
+			want: []string{`line 1: unknown key "max_retrys"`, `line 2: cache_ttl: 5 is a bare number`, `line 3: store.backend: "disk" is not one of memory, redis, redis_cluster`},
 		},
 		{
 			name: "syntax error",
@@ -495,6 +495,20 @@ upstreams:
 			name: "redis with odd url",
 			yaml: "store: {backend: redis, redis_url: \"http://user:hunter2@x\"}\n",
 			want: []string{"store.redis_url: must start with redis://"},
+		},
+		{
+			name: "redis_cluster with seeds",
+			yaml: "store: {backend: redis_cluster, redis_url: \"redis://:pw@10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000\"}\n",
+		},
+		{
+			name: "redis_cluster with no seed",
+			yaml: "store: {backend: redis_cluster, redis_url: \"redis://?addr=:7001\"}\n",
+			want: []string{"store.redis_url: names no seed node"},
+		},
+		{
+			name: "redis_cluster over a unix socket",
+			yaml: "store: {backend: redis_cluster, redis_url: \"unix:///tmp/r.sock\"}\n",
+			want: []string{"store.redis_url: must start with redis:// or rediss://"},
 		},
 		{
 			name: "http: public listen without auth, bad proxies and origins",

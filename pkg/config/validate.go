@@ -306,19 +306,26 @@ func isLoopback(host string) bool {
 func (v *validator) store(s *Store) {
 	switch s.Backend {
 	case BackendMemory:
-	case BackendRedis:
+	case BackendRedis, BackendRedisCluster:
 		u := s.RedisURL.Reveal()
 		switch {
 		case u == "" && len(s.RedisURL.MissingEnv()) > 0:
 			v.addf("store.redis_url", "is empty: set %s", strings.Join(s.RedisURL.MissingEnv(), ", "))
 		case u == "":
-			v.add("store.redis_url", "is required with backend: redis")
+			v.addf("store.redis_url", "is required with backend: %s", s.Backend)
+		case s.Backend == BackendRedisCluster:
+			// Not echoed: the URL may carry a password.
+			if !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+				v.add("store.redis_url", "must start with redis:// or rediss:// with backend: redis_cluster")
+			} else if !clusterSeeds(u) {
+				v.add("store.redis_url", "names no seed node: want redis://host1:port?addr=host2:port&addr=host3:port")
+			}
 		case !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://"):
 			// Not echoed: the URL may carry a password.
 			v.add("store.redis_url", "must start with redis://, rediss:// or unix://")
 		}
 	default:
-		v.addf("store.backend", "%q is not one of memory, redis", s.Backend)
+		v.addf("store.backend", "%q is not one of memory, redis, redis_cluster", s.Backend)
 	}
 	if math.IsNaN(s.FallbackShare) || s.FallbackShare <= 0 || s.FallbackShare > 1 {
 		v.addf("store.fallback_share", "must be in (0, 1] (got %v)", s.FallbackShare)
@@ -345,4 +352,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// clusterSeeds reports whether a redis_cluster URL names a host in every seed: its own
+// and each addr= parameter.
+func clusterSeeds(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	for _, a := range u.Query()["addr"] {
+		if h, _, err := net.SplitHostPort(a); err != nil || h == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -137,11 +137,13 @@ const (
 	BackendMemory Backend = "memory"
 	// BackendRedis shares state among replicas through Redis.
 	BackendRedis Backend = "redis"
+	// BackendRedisCluster shares state among replicas through a Redis Cluster.
+	BackendRedisCluster Backend = "redis_cluster"
 )
 
-// UnmarshalYAML accepts only memory or redis.
+// UnmarshalYAML accepts only memory, redis or redis_cluster.
 func (b *Backend) UnmarshalYAML(n *yaml.Node) error {
-	v, err := enum(n, "memory", "redis")
+	v, err := enum(n, "memory", "redis", "redis_cluster")
 	*b = Backend(v)
 	return err
 }

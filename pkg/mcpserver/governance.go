@@ -246,9 +246,13 @@ type UpstreamStatus struct {
 	RefusedByScope     map[string]int64 `json:"refusedByScope,omitempty"`
 	RefusedByCode      map[string]int64 `json:"refusedByCode,omitempty"`
 	Upstream429s       int64            `json:"upstream429s"`
-	AvgLatencyMs       float64          `json:"avgLatencyMs,omitempty"`
-	P95LatencyMs       float64          `json:"p95LatencyMs,omitempty"`
-	UpstreamTimeMs     int64            `json:"upstreamTimeMs,omitempty"`
+	// Fallback is true while the shared store does not answer for this upstream
+	// (with Redis Cluster, only those on an unreachable slot): this replica runs
+	// it on its fallback share.
+	Fallback       bool    `json:"fallback,omitempty"`
+	AvgLatencyMs   float64 `json:"avgLatencyMs,omitempty"`
+	P95LatencyMs   float64 `json:"p95LatencyMs,omitempty"`
+	UpstreamTimeMs int64   `json:"upstreamTimeMs,omitempty"`
 }
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -301,7 +305,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	defer s.stats.mu.Unlock()
 	for _, u := range ls.Upstreams {
 		us := UpstreamStatus{Key: u.Key, RequestsUsed: u.RequestsUsed, TokensUsed: u.TokensUsed, InFlight: u.InFlight,
-			QueueDepth: u.QueueDepth, Admitted: u.Admitted, Upstream429s: u.RateLimitedAnswers}
+			QueueDepth: u.QueueDepth, Admitted: u.Admitted, Upstream429s: u.RateLimitedAnswers, Fallback: u.Fallback}
 		if u.Configured {
 			us.Limits = budgetMap(u.Budget)
 			if u.Budget.Requests > 0 {
@@ -578,7 +582,12 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 			out["cooldown "+e.ID] = spacingRound(conc, e.Interval, mean)
 		}
 	}
+	perCall := int64(1)
+	if t.calls > 0 {
+		perCall = max(t.tokens/t.calls, 1)
+	}
 	for _, u := range ls.Upstreams {
+		learnedRounds(out, u, conc, mean, perCall, ls.At)
 		if !u.Configured {
 			continue
 		}
@@ -606,6 +615,51 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 		}
 	}
 	return out
+}
+
+// learnedRounds adds to out, for each limit the upstream u advertised or specgate
+// inferred from its 429s, the round at which calls made conc at a time, in rounds of one
+// mean latency and perCall tokens each, would meet it: "learned requests KEY", "learned
+// tokens KEY", "inferred requests KEY" (KEY with the quota's resource when it named one),
+// and "learned block KEY" (round 1) while a rate-limited answer still blocks it.
+func learnedRounds(out map[string]any, u ratelimit.UpstreamStatus, conc int, mean time.Duration, perCall int64, now time.Time) {
+	for _, l := range u.Learned {
+		key := u.Key
+		if l.Resource != "" {
+			key += " " + l.Resource
+		}
+		if q := l.Requests; q.Limit > 0 {
+			out["learned requests "+key] = windowRound(q.Limit, 1, quotaWindow(q, now), conc, mean)
+		}
+		if q := l.Tokens; q.Limit > 0 {
+			out["learned tokens "+key] = windowRound(q.Limit, perCall, quotaWindow(q, now), conc, mean)
+		}
+		if b := l.Inferred; b.Limit > 0 {
+			out["inferred requests "+key] = windowRound(b.Limit, 1, b.Window, conc, mean)
+		}
+		if l.BlockedUntil.After(now) {
+			out["learned block "+key] = 1
+		}
+	}
+}
+
+// quotaWindow is the window of an advertised quota: as stated or inferred, else the time
+// until its reset; zero when neither is known.
+func quotaWindow(q ratelimit.LearnedQuota, now time.Time) time.Duration {
+	if q.Window > 0 {
+		return q.Window
+	}
+	return max(q.Reset.Sub(now), 0)
+}
+
+// windowRound is the round at which calls of cost each, conc a round, spend limit within
+// one window (a window of zero: never renewed), or "not reached".
+func windowRound(limit, cost int64, window time.Duration, conc int, mean time.Duration) any {
+	perRound := int64(conc) * cost
+	if window > 0 && perRound*max(int64(window/mean), 1) <= limit {
+		return "not reached"
+	}
+	return limit/perRound + 1
 }
 
 // spacingRound is the round at which a limit that spaces calls by gap (a

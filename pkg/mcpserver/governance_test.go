@@ -478,6 +478,39 @@ func TestTaskReview(t *testing.T) {
 	}
 }
 
+// TestTaskReviewNamesARoundForLearnedLimits: a task that met an upstream 429 ended with
+// a review that had no limitHitAtRound, since it read the configured budgets only. The
+// limits the upstream advertised count too: each names a round or says "not reached".
+func TestTaskReviewNamesARoundForLearnedLimits(t *testing.T) {
+	f := newGovFixture(t, govConfig{
+		// 3 a minute, said with X-RateLimit-* and Retry-After; no budget configured
+		upstream: upstreamtest.Options{Limit: 3, Window: time.Minute, Headers: upstreamtest.RetryAfterSeconds | upstreamtest.XRateLimit},
+	})
+	id := f.callOK(t, "begin_task", map[string]any{"name": "sweep"})["taskId"].(string)
+	for _, ep := range quotaEndpoints[:3] {
+		f.invokeOK(t, ep)
+	}
+	f.invokeFail(t, quotaEndpoints[3], "upstream_rate_limit")
+	r := f.callOK(t, "end_task", map[string]any{"taskId": id, "concurrency": 2})
+	rounds, _ := r["limitHitAtRound"].(map[string]any)
+	// 2 a round against 3 a minute: the 4th call, in round 2, meets it
+	if got := rounds["learned requests "+f.key]; got != float64(2) {
+		t.Errorf("limitHitAtRound[learned requests] = %v, want 2 (all: %v)", got, rounds)
+	}
+
+	// a learned quota the task cannot reach in a window says so
+	g := newGovFixture(t, govConfig{
+		upstream: upstreamtest.Options{Limit: 100000, Window: time.Second, Headers: upstreamtest.XRateLimit},
+	})
+	id = g.callOK(t, "begin_task", map[string]any{"name": "light"})["taskId"].(string)
+	g.invokeOK(t, quotaEndpoints[0])
+	r = g.callOK(t, "end_task", map[string]any{"taskId": id, "concurrency": 1})
+	rounds, _ = r["limitHitAtRound"].(map[string]any)
+	if got := rounds["learned requests "+g.key]; got != "not reached" {
+		t.Errorf("limitHitAtRound[learned requests] = %v, want \"not reached\" (all: %v)", got, rounds)
+	}
+}
+
 func TestTaskReviewLimitsNotReached(t *testing.T) {
 	f := newGovFixture(t, govConfig{
 		upstream: upstreamtest.Options{Limit: 100, Window: time.Second},

@@ -34,7 +34,7 @@ var ErrTooManyKeys = errors.New("too many principals and client IPs tracked at o
 // per key, in memory or shared through a Redis store. It is safe for
 // concurrent use. The zero value is not usable: call NewWindows.
 type Windows struct {
-	store   *ratelimit.RedisStore
+	store   ratelimit.Store
 	maxKeys int
 
 	mu     sync.Mutex
@@ -53,7 +53,7 @@ var _ WindowCounter = (*Windows)(nil)
 // at once (if maxKeys <= 0, 10000): idle keys are swept, and when the table
 // is still full Take refuses new keys with ErrTooManyKeys. With a store the
 // counts are shared by every replica using it; nil counts in memory.
-func NewWindows(store *ratelimit.RedisStore, maxKeys int) *Windows {
+func NewWindows(store ratelimit.Store, maxKeys int) *Windows {
 	return &Windows{store: store, maxKeys: maxKeys, byKind: map[windowKind]*ratelimit.Window{}}
 }
 

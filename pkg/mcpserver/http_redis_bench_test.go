@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/specgate/specgate/internal/redistest"
-	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
 )
 
 // newHTTPRedisFixture is newHTTPFixture with the limiter and the inbound windows shared
-// through a RedisStore on redisURL, under a key prefix of its own. The store must be
+// through a redisstore.Store on redisURL, under a key prefix of its own. The store must be
 // up: a degraded store would measure the fallback, not Redis.
 func newHTTPRedisFixture(b *testing.B, redisURL string, opts HTTPOptions) *httpFixture {
 	b.Helper()
-	store, err := ratelimit.NewRedisStore(context.Background(), ratelimit.RedisOptions{
+	store, err := redisstore.New(context.Background(), redisstore.Options{
 		URL:       redisURL,
 		KeyPrefix: fmt.Sprintf("bench:%s:%x:", b.Name(), rand.Uint32()),
 	})
@@ -23,7 +23,7 @@ func newHTTPRedisFixture(b *testing.B, redisURL string, opts HTTPOptions) *httpF
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	if !store.Available() {
+	if !store.Available("") {
 		b.Fatal("redis store degraded at start")
 	}
 	f := newHTTPFixtureOn(b, opts, 0, store)

@@ -66,7 +66,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *htt
 
 // newHTTPFixtureOn is newHTTPFixture with the limiter and the inbound
 // windows on store (nil: memory).
-func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store *ratelimit.RedisStore) *httpFixture {
+func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store ratelimit.Store) *httpFixture {
 	t.Helper()
 	rec := &recorder{}
 	up := httptest.NewServer(rec)

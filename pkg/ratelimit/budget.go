@@ -125,6 +125,16 @@ func (b Budget) scaled(share float64) Budget {
 // span is the rolling window the request and token logs are kept over.
 func (b *Budget) span() int64 { return int64(b.Window + b.WindowPad) }
 
+// Span is how long a call counts in the requests and tokens windows: the window plus its
+// pad, once defaults are filled in.
+func (b *Budget) Span() time.Duration { return time.Duration(b.span()) }
+
+// TokenBucketWidth is the width of the token buckets of a tokens window spanning span:
+// span/64, at least 1ms. A charge may count up to one width longer than its exact time.
+func TokenBucketWidth(span time.Duration) time.Duration {
+	return max(span/tokenBucketsPerWindow, time.Millisecond)
+}
+
 // requestLog is a sliding log of the last n admission times, oldest first, in a ring.
 // A call at now is allowed when fewer than n are logged or the oldest of the last n is at
 // least span before now, so no half-open window of length span ever holds more than n.

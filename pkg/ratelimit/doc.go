@@ -52,14 +52,16 @@
 // upstream.release, upstream.settle and upstream.learn. That is the memory store, the
 // default: deciding a cooldown takes no lock and allocates nothing.
 //
-// With Options.Store (a RedisStore) several replicas share the limits: one Lua script per
-// admission checks and charges the cooldown, the request and token windows, the minimum
-// interval, concurrency leases (with a TTL, so a crashed replica's leases expire) and
-// learned blocks, with the Redis server's clock; releases, settles and blocks learned from
+// With Options.Store (package redisstore: one Redis or a Redis Cluster) several replicas
+// share the limits: one Lua script per admission, on one slot, checks and charges the
+// cooldown, the request and token windows, the minimum interval, concurrency leases (with
+// a TTL, so a crashed replica's leases expire) and learned blocks, with the Redis server's
+// clock; the caller's context (Acquire's) bounds the call to the store; releases, settles and blocks learned from
 // 429s go to Redis too. The wait queue stays local: a waiting call asks the store again
 // when its wait ends. Each admission is mirrored in the local state, which runs on
 // FallbackShare of each budget (cooldowns and minimum intervals stretched by its inverse)
-// whenever Redis does not answer, and for one window after, so a replica never fails open
+// whenever the store does not answer for that upstream (with a cluster, only the
+// upstreams on an unreachable slot), and for one window after, so a replica never fails open
 // nor spends more than its share across the switch. The local state holds only this
 // replica's own calls, while the upstream's windows also hold the other replicas': so for
 // one window after it last saw a shared requests or tokens window (the calls and tokens

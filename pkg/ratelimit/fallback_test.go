@@ -70,13 +70,17 @@ func (f *fakeStore) Block(context.Context, string, string, time.Duration, string
 	return nil
 }
 
-func (f *fakeStore) Available() bool {
+func (f *fakeStore) CountEvent(context.Context, Event) (EventCount, error) {
+	return EventCount{}, errors.New("fake store counts no events")
+}
+
+func (f *fakeStore) Available(string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return !f.down
 }
 
-func (f *fakeStore) Degraded() (bool, time.Time, string) { return !f.Available(), time.Time{}, "" }
+func (f *fakeStore) Degraded() (bool, time.Time, string) { return !f.Available(""), time.Time{}, "" }
 func (f *fakeStore) FallbackShare() float64              { return 0.34 }
 
 // TestFallbackAfterUnevenLoadCountsTheSharedWindow: the fallback share used to count only
@@ -108,8 +112,12 @@ func TestFallbackAfterUnevenLoadCountsTheSharedWindow(t *testing.T) {
 			requests: 10, seen: 0, startUp: true, switchIn: time.Second, admitted: 3, wait: time.Second + window, after: 3},
 		{name: "idle replica saw nothing: none until a window after the switch",
 			requests: 10, seen: -1, startUp: true, switchIn: time.Second, wait: time.Second + window, after: 3},
-		{name: "window seen long before the switch says nothing of the current one",
-			requests: 10, seen: 0, startUp: true, switchIn: 2 * window, wait: 3 * window, after: 3},
+		// regression: the fallback forgot that time passed. A window seen spent 3.8s before
+		// Redis died (of 3s) held every call for a whole window more, the upstream idle.
+		{name: "window seen long before the switch has aged out: the plain share at once",
+			requests: 10, seen: 0, startUp: true, switchIn: 2 * window, admitted: 3, wait: 3 * window, after: 3},
+		{name: "window seen spent long before the switch has aged out: the plain share at once",
+			requests: 10, seen: 10, startUp: true, switchIn: 2 * window, admitted: 3, wait: 3 * window, after: 3},
 		{name: "store never answered: the plain share from the start",
 			requests: 10, seen: -1, switchIn: time.Second, admitted: 3, wait: time.Second + window, after: 3},
 	}
@@ -129,7 +137,7 @@ func TestFallbackAfterUnevenLoadCountsTheSharedWindow(t *testing.T) {
 				// a check that charges nothing sees the empty window
 				ep, up := l.resolve(Request{Endpoint: "s.a"})
 				up.mu.Lock()
-				l.admitShared(ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
+				l.admitShared(t.Context(), ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
 				up.mu.Unlock()
 			}
 			st.setDown(true)
@@ -252,8 +260,10 @@ func TestFallbackAfterUnevenLoadCountsTheSharedTokensWindow(t *testing.T) {
 			seen: 0, startUp: true, switchIn: time.Second, admitted: []int64{300, 40}},
 		{name: "idle replica saw nothing: none until a window after the switch",
 			seen: -1, startUp: true, switchIn: time.Second, wait: time.Second + window, after: []int64{340}},
-		{name: "tokens window seen long before the switch says nothing of the current one",
-			seen: 0, startUp: true, switchIn: 2 * window, wait: 3 * window, after: []int64{340}},
+		{name: "tokens window seen long before the switch has aged out: the plain share at once",
+			seen: 0, startUp: true, switchIn: 2 * window, admitted: []int64{340}},
+		{name: "tokens window seen spent long before the switch has aged out: the plain share at once",
+			seen: budget, startUp: true, switchIn: 2 * window, admitted: []int64{340}},
 		{name: "store never answered: the plain share from the start",
 			seen: -1, switchIn: time.Second, admitted: []int64{340}},
 	}
@@ -273,7 +283,7 @@ func TestFallbackAfterUnevenLoadCountsTheSharedTokensWindow(t *testing.T) {
 				// a check that charges nothing sees the empty window
 				ep, up := l.resolve(Request{Endpoint: "s.a"})
 				up.mu.Lock()
-				l.admitShared(ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
+				l.admitShared(t.Context(), ep, up, Request{Endpoint: "s.a"}, t0.UnixNano(), false)
 				up.mu.Unlock()
 			}
 			st.setDown(true)

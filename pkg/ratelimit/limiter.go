@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -25,8 +26,8 @@ type Options struct {
 	// ProgressInterval is how often Acquire reports progress while a call waits. Zero: 1s.
 	ProgressInterval time.Duration
 	// Store shares cooldowns, budgets, concurrency leases and learned blocks with other
-	// replicas (see NewRedisStore). Nil: all state stays in this Limiter's memory. The
-	// Limiter does not close it.
+	// replicas (see package redisstore). Nil: all state stays in this Limiter's memory.
+	// The Limiter does not close it.
 	Store Store
 }
 
@@ -80,10 +81,12 @@ type Limiter struct {
 
 	store        Store        // nil: memory
 	share        float64      // of each budget while store is unreachable; 1 without a store
-	lastFallback atomic.Int64 // unix nanoseconds of the last admission on the fallback share
-	// sw is when the limiter last moved from its store to the fallback share (see
-	// switchHold).
-	sw switchClock
+	lastFallback atomic.Int64 // unix nanoseconds of the last fallback admission with no upstream
+	// sw is when calls with no upstream last moved from the store to the fallback share;
+	// each upstream keeps its own (see switchHold). storeStarted is whether the store
+	// answered when the Limiter was made: an upstream made later starts on it then.
+	sw           switchClock
+	storeStarted bool
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -116,15 +119,13 @@ func New(opts Options) (*Limiter, error) {
 		store:         opts.Store,
 		share:         1,
 	}
-	if rs, ok := l.store.(*RedisStore); ok && rs == nil {
-		l.store = nil // a nil *RedisStore means no store, not a panic later
-	}
 	if l.store != nil {
 		l.share = l.store.FallbackShare()
 		if !(l.share > 0 && l.share <= 1) {
 			return nil, fmt.Errorf("store fallback share %v is not in (0, 1]", l.share)
 		}
-		l.sw.start(l.store.Available())
+		l.storeStarted = l.store.Available("")
+		l.sw.start(l.storeStarted)
 	}
 	if l.progressEvery <= 0 {
 		l.progressEvery = time.Second
@@ -402,6 +403,7 @@ func (l *Limiter) addUpstream(m map[string]*upstream, key string) *upstream {
 		}
 		l.nUp++
 		u = &upstream{key: c, share: l.share, store: l.store}
+		u.sw.start(l.storeStarted)
 		u.configure(l.budgets[c], false)
 	}
 	m[key], m[c] = u, u
@@ -446,7 +448,7 @@ func (l *Limiter) resolve(req Request) (*endpoint, *upstream) {
 // nothing when it admits. The Ticket must be released when the call ends.
 func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 	ep, up := l.resolve(req)
-	t, rf, ok := l.admit(ep, up, req, now.UnixNano(), true)
+	t, rf, ok := l.admit(detached(), ep, up, req, now.UnixNano(), true)
 	if !ok {
 		return Ticket{}, rf.err(ep, up, now)
 	}
@@ -463,18 +465,19 @@ func (l *Limiter) ReadyAt(endpointID string, now time.Time) time.Duration {
 	if l.store != nil {
 		return time.Duration(l.readyLocal(ep, up, now.UnixNano()))
 	}
-	_, rf, ok := l.admit(ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
+	_, rf, ok := l.admit(detached(), ep, up, Request{Endpoint: endpointID}, now.UnixNano(), false)
 	if ok {
 		return 0
 	}
 	return time.Duration(rf.wait)
 }
 
-// admit is the one check-and-charge. With charge false it only checks.
-func (l *Limiter) admit(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+// admit is the one check-and-charge. With charge false it only checks. ctx bounds the
+// call to a store.
+func (l *Limiter) admit(ctx context.Context, ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	if up == nil {
 		if l.store != nil {
-			return l.admitShared(ep, nil, req, now, charge)
+			return l.admitShared(ctx, ep, nil, req, now, charge)
 		}
 		return admitCooldown(ep, req, now, charge, 1)
 	}
@@ -485,9 +488,9 @@ func (l *Limiter) admit(ep *endpoint, up *upstream, req Request, now int64, char
 	if l.store == nil {
 		t, rf, ok = up.admitLocked(ep, req, now, charge)
 	} else {
-		t, rf, ok = l.admitShared(ep, up, req, now, charge)
+		t, rf, ok = l.admitShared(ctx, ep, up, req, now, charge)
 	}
-	if !ok && charge {
+	if !ok && charge && rf.ctxErr == nil {
 		up.countRefusal(ep, &rf)
 	}
 	up.mu.Unlock()
@@ -495,9 +498,9 @@ func (l *Limiter) admit(ep *endpoint, up *upstream, req Request, now int64, char
 }
 
 // admitUp is admit for a call with an upstream; the caller holds up.mu.
-func (l *Limiter) admitUp(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+func (l *Limiter) admitUp(ctx context.Context, ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	if l.store != nil {
-		return l.admitShared(ep, up, req, now, charge)
+		return l.admitShared(ctx, ep, up, req, now, charge)
 	}
 	return up.admitLocked(ep, req, now, charge)
 }
@@ -540,7 +543,8 @@ type refusal struct {
 	interval  time.Duration
 	source    string
 	estimated bool
-	cooldown  bool // the endpoint's cooldown refused: such calls are never queued
+	cooldown  bool  // the endpoint's cooldown refused: such calls are never queued
+	ctxErr    error // the caller's context ended while the store decided
 }
 
 // consider keeps the limit with the longest wait, so waiting RetryAfter clears them all.
@@ -559,7 +563,10 @@ func (r *refusal) cooldownOf(ep *endpoint, wait int64) {
 	}
 }
 
-func (r *refusal) err(ep *endpoint, up *upstream, now time.Time) *LimitError {
+func (r *refusal) err(ep *endpoint, up *upstream, now time.Time) error {
+	if r.ctxErr != nil {
+		return r.ctxErr
+	}
 	e := &LimitError{
 		Scope:      r.scope,
 		Kind:       r.kind,
@@ -621,7 +628,7 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	up.wakeHead()
 	up.mu.Unlock()
 	if sh := t.sh; sh != nil && sh.lease != "" {
-		_ = sh.store.Release(storeCtx(), sh.upstream, sh.lease) // a lost lease expires by its TTL
+		_ = sh.store.Release(detached(), sh.upstream, sh.lease) // a lost lease expires by its TTL
 	}
 }
 
@@ -646,7 +653,7 @@ func (t *Ticket) SettleAt(actual int64, now time.Time) {
 	up.mu.Unlock()
 	t.tokens = actual
 	if sh := t.sh; sh != nil && shareTokens && delta != 0 && (delta > 0 || sh.bucket != 0) {
-		_ = sh.store.Settle(storeCtx(), sh.upstream, sh.bucket, delta, sh.span)
+		_ = sh.store.Settle(detached(), sh.upstream, sh.bucket, delta, sh.span)
 	}
 }
 

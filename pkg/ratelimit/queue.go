@@ -42,7 +42,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	ep, up := l.resolve(req)
 	start := time.Now()
 	if up == nil {
-		t, rf, ok := l.admit(ep, nil, req, start.UnixNano(), true)
+		t, rf, ok := l.admit(ctx, ep, nil, req, start.UnixNano(), true)
 		if !ok {
 			return Ticket{}, rf.err(ep, nil, start)
 		}
@@ -53,10 +53,14 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	up.mu.Lock()
 	b := up.budget
 	jump := len(up.queue) == 0 || b.OnLimit == Reject
-	t, rf, ok := l.admitUp(ep, up, req, start.UnixNano(), jump)
+	t, rf, ok := l.admitUp(ctx, ep, up, req, start.UnixNano(), jump)
 	if ok && jump {
 		up.mu.Unlock()
 		return t, nil
+	}
+	if rf.ctxErr != nil {
+		up.mu.Unlock()
+		return Ticket{}, rf.ctxErr
 	}
 	if !ok && (rf.cooldown || b.OnLimit == Reject ||
 		!rf.estimated && time.Duration(rf.wait) > allowedWait(rf.kind, b.QueueTimeout, start, deadline, hasDeadline)) {
@@ -121,7 +125,7 @@ func (l *Limiter) wait(ctx context.Context, up *upstream, ep *endpoint, req Requ
 	first := true
 	timedOut := false
 	for {
-		o := l.evaluate(up, ep, req, w, start, deadline, hasDeadline, timedOut, retry)
+		o := l.evaluate(ctx, up, ep, req, w, start, deadline, hasDeadline, timedOut, retry)
 		if o.done {
 			return o.t, o.err
 		}
@@ -146,7 +150,7 @@ func (l *Limiter) wait(ctx context.Context, up *upstream, ep *endpoint, req Requ
 
 // evaluate admits w when it is at the head of the queue and its call can go; it ends the
 // wait when the call can no longer make it in time.
-func (l *Limiter) evaluate(up *upstream, ep *endpoint, req Request, w *waiter, start, deadline time.Time,
+func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req Request, w *waiter, start, deadline time.Time,
 	hasDeadline, timedOut bool, retry *time.Timer) outcome {
 	now := time.Now()
 	up.mu.Lock()
@@ -163,12 +167,17 @@ func (l *Limiter) evaluate(up *upstream, ep *endpoint, req Request, w *waiter, s
 		up.mu.Unlock()
 		return outcome{}
 	}
-	t, rf, ok := l.admitUp(ep, up, req, now.UnixNano(), true)
+	t, rf, ok := l.admitUp(ctx, ep, up, req, now.UnixNano(), true)
 	if ok {
 		up.remove(w)
 		up.mu.Unlock()
 		t.QueueWait = now.Sub(start)
 		return outcome{done: true, t: t}
+	}
+	if rf.ctxErr != nil {
+		up.remove(w)
+		up.mu.Unlock()
+		return outcome{done: true, err: rf.ctxErr}
 	}
 	w.estimate, w.exact, w.kind = rf.wait, !rf.estimated, rf.kind
 	final := rf.cooldown || b.OnLimit == Reject

@@ -63,6 +63,10 @@ type UpstreamStatus struct {
 	RefusedByCode map[string]int64
 	// RateLimitedAnswers counts the 429s (and rate-limit 403s) the upstream sent.
 	RateLimitedAnswers int64
+	// Fallback is true while the shared store does not answer for this upstream, so
+	// that this replica runs it on its fallback share: with Redis Cluster, only the
+	// upstreams on an unreachable slot.
+	Fallback bool
 }
 
 // LearnedStatus is what an upstream has said about one of its quotas.
@@ -158,6 +162,7 @@ func (u *upstream) status(now int64) UpstreamStatus {
 		QueueDepth:         len(u.queue),
 		Admitted:           u.admitted,
 		RateLimitedAnswers: u.limited,
+		Fallback:           u.store != nil && !u.store.Available(u.key),
 		Refused:            map[Kind]int64{},
 		RefusedByScope:     map[Scope]int64{},
 		RefusedByCode:      map[string]int64{},

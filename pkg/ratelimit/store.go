@@ -9,8 +9,9 @@ import (
 
 // Store keeps the limiting state that several replicas of specgate share: cooldowns,
 // request and token windows, minimum intervals, concurrency leases and learned blocks.
-// A Limiter without a Store keeps all of it in memory (the default); *RedisStore is the
-// shared implementation. The wait queue always stays local to a replica.
+// A Limiter without a Store keeps all of it in memory (the default); package redisstore
+// has the shared implementation on Redis or Redis Cluster. The wait queue always stays
+// local to a replica.
 //
 // A Store answers with its own clock, so waits are relative. Any method that fails makes
 // the Store unavailable until it answers again; meanwhile the Limiter runs on its local
@@ -30,9 +31,16 @@ type Store interface {
 	// Block holds every call to the upstream's quota resource ("" for the whole upstream)
 	// for d from the store's now, unless a longer block is already set.
 	Block(ctx context.Context, upstream, resource string, d time.Duration, source string) error
-	// Available reports, cheaply, whether the store answered its last call or probe.
-	Available() bool
-	// Degraded reports whether the store is unreachable, since when and why.
+	// CountEvent counts one event of a Window's key if fewer than e.Limit are in its
+	// rolling window at the store's now; atomically.
+	CountEvent(ctx context.Context, e Event) (EventCount, error)
+	// Available reports, cheaply, whether the part of the store that holds group answered
+	// its last call or probe. A group is what one admission touches: an upstream key (with
+	// the cooldowns of its endpoints), the id of an endpoint with no upstream, or a
+	// Window's key. A store in one piece answers the same for every group.
+	Available(group string) bool
+	// Degraded reports whether the store is unreachable, in whole or in part, since when
+	// and why.
 	Degraded() (degraded bool, since time.Time, reason string)
 	// FallbackShare is the part of each budget one replica uses while the store is
 	// unreachable, in (0, 1].
@@ -88,6 +96,38 @@ type Decision struct {
 	Tokens       int64
 }
 
+// Group is the store group of an admission: its upstream, else its endpoint (see
+// Store.Available).
+func (a *Admission) Group() string {
+	if a.Upstream != "" {
+		return a.Upstream
+	}
+	return a.Endpoint
+}
+
+// Event is one event of a Window to count in a Store.
+type Event struct {
+	// Window is the Window's name; Key the key counted (a principal, a client IP), its
+	// store group.
+	Window, Key string
+	// Limit is the most events of the key in any rolling Span.
+	Limit int
+	Span  time.Duration
+}
+
+// EventCount is a Store's answer to an Event.
+type EventCount struct {
+	// Allowed is true when the event was counted.
+	Allowed bool
+	// Wait is, when refused, how long until an event of the key can pass; when allowed
+	// and Remaining is zero, how long until the next one can.
+	Wait time.Duration
+	// Remaining is how many more events of the key would be counted now.
+	Remaining int
+	// Count is how many events the key's window held, this one included when allowed.
+	Count int64
+}
+
 // sharedTicket is what a Ticket admitted through a Store needs to give back.
 type sharedTicket struct {
 	store    Store
@@ -98,22 +138,36 @@ type sharedTicket struct {
 	at       time.Time // the store's clock at admission
 }
 
-// storeCtx bounds calls to the store made where no caller context reaches (AdmitAt,
-// Release); the store applies its own timeout as well.
-func storeCtx() context.Context { return context.Background() }
+// detached is the context of a store call that no caller's context reaches: releasing,
+// settling and learning from a call that already ended, and AdmitAt. The store bounds
+// every call with its own timeout.
+func detached() context.Context { return context.Background() }
 
 // admitShared is admit with a Store; the caller holds up.mu when up is not nil. While the
 // store is unreachable, and for one window after this replica last ran on its fallback
 // share, the local state (holding this replica's own admissions, on its share of each
 // budget) must also pass: a replica never spends more than its share across the switch.
 // What the upstream advertised (learned quotas) is always checked locally as well.
-func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
+//
+// ctx bounds the call to the store. When ctx ends before the store answers, the call is
+// refused (with rf.ctxErr) and the store is not counted as down.
+func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, req Request, now int64, charge bool) (Ticket, refusal, bool) {
 	st := l.store
-	if !st.Available() {
-		l.sw.switchAt(now)
+	group := ""
+	switch {
+	case up != nil:
+		group = up.key
+	case ep != nil:
+		group = ep.id
+	}
+	sw := &l.sw
+	if up != nil {
+		sw = &up.sw
+	}
+	if !st.Available(group) {
+		sw.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
 	}
-	l.sw.onStore()
 	var lrf refusal
 	grace := l.inGrace(ep, up, now)
 	switch {
@@ -137,11 +191,15 @@ func (l *Limiter) admitShared(ep *endpoint, up *upstream, req Request, now int64
 	if up != nil {
 		a.Upstream, a.Budget, a.CallEstimate = up.key, up.full, time.Duration(up.callEstimate())
 	}
-	d, err := st.Admit(storeCtx(), &a)
+	d, err := st.Admit(ctx, &a)
 	if err != nil {
-		l.sw.switchAt(now)
+		if ctx.Err() != nil {
+			return Ticket{}, refusal{ctxErr: ctx.Err()}, false
+		}
+		sw.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)
 	}
+	sw.onStore()
 	if up != nil {
 		up.observeShared(d, now)
 	}
@@ -197,9 +255,13 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
 	}
 	if ok && charge {
+		lf := &l.lastFallback
+		if up != nil {
+			lf = &up.lastFallback
+		}
 		for {
-			last := l.lastFallback.Load()
-			if last >= now || l.lastFallback.CompareAndSwap(last, now) {
+			last := lf.Load()
+			if last >= now || lf.CompareAndSwap(last, now) {
 				break
 			}
 		}
@@ -210,7 +272,7 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 // storeUp is switchClock's value while its owner runs on its store.
 const storeUp = -1
 
-// switchClock records when its owner (a Limiter, a Window) last moved from its store to
+// switchClock records when its owner (an upstream, a Window) last moved from its store to
 // the fallback share: unix nanoseconds of the owner's now; storeUp while on the store;
 // zero while the store has never answered: then there is no switch to account for.
 type switchClock struct{ at atomic.Int64 }
@@ -263,18 +325,25 @@ func (s *seenWindow) see(n, now int64) { *s = seenWindow{count: n, at: now} }
 // switch the shared window still holds the other replicas' charges made through the store.
 // So for one window after it last saw the shared window (count of limit, shortly before
 // the switch) a replica allows floor(share × (limit - count)): none when that window was
-// full, part (at least 1) only when it was empty. With unseenHolds, a replica that saw
-// nothing of the window in the window before the switch must assume it full: it allows
-// none until one window after the switch; without, it runs on the plain share.
+// full, part (at least 1) only when it was empty. What it saw ages with the clock: when
+// that window had passed by the switch (the upstream idle since, as far as this replica
+// knows), it runs on the plain share at once, rather than hold a window for calls it has
+// no sign of. With unseenHolds, a replica that never saw the window must assume it full:
+// it allows none until one window after the switch; without, it runs on the plain share.
 func (s *seenWindow) hold(sw, span, now, limit, part, cost int64, share float64, unseenHolds bool) (wait, allow int64, holds bool) {
 	if sw <= 0 || limit <= 0 || now >= sw+span {
 		return 0, 0, false
 	}
-	if s.at == 0 || s.at+span <= sw {
+	if s.at == 0 {
 		if !unseenHolds {
 			return 0, 0, false
 		}
 		return sw + span - now, 0, true
+	}
+	if s.at+span <= sw {
+		// what it saw has aged out of the window by the switch: the shared window it
+		// knew of is over, and the replica runs on its plain share at once
+		return 0, 0, false
 	}
 	until := s.at + span
 	if now >= until {
@@ -316,7 +385,7 @@ func (u *upstream) settleSeen(t *Ticket, delta int64) {
 	switch {
 	case t.sh == nil && u.seenTok.at != 0 && t.admitted >= u.seenTok.at:
 		u.seenTok.after = max(u.seenTok.after+delta, 0)
-	case t.sh != nil && delta > 0 && !u.store.Available():
+	case t.sh != nil && delta > 0 && !u.store.Available(u.key):
 		u.seenTok.after += delta
 	}
 }
@@ -331,7 +400,7 @@ func tokenCost(tokens, limit int64) int64 { return min(max(tokens, 1), limit) }
 // windows holds as seenWindow.hold says, counting this replica's fallback calls (tokens)
 // since it last saw the shared window. The caller holds up.mu.
 func (l *Limiter) switchHold(up *upstream, tokens, now int64) (wait int64, kind Kind, allow int64) {
-	sw := l.sw.switched()
+	sw := up.sw.switched()
 	if sw <= 0 {
 		return 0, "", 0
 	}
@@ -357,7 +426,13 @@ func (l *Limiter) switchHold(up *upstream, tokens, now int64) (wait int64, kind 
 // check.
 func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
 	var rf refusal
-	avail := l.store.Available()
+	var avail bool
+	switch {
+	case up != nil:
+		avail = l.store.Available(up.key)
+	case ep != nil:
+		avail = l.store.Available(ep.id)
+	}
 	if up == nil {
 		if ep != nil {
 			share := 1.0
@@ -396,9 +471,14 @@ func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
 }
 
 // inGrace reports whether this replica ran on its fallback share recently enough that
-// its local admissions still count in some window of ep or up.
+// its local admissions still count in some window of ep or up: calls to up (its own
+// clock: with a cluster, other upstreams may never have left the store), else calls
+// with no upstream.
 func (l *Limiter) inGrace(ep *endpoint, up *upstream, now int64) bool {
 	last := l.lastFallback.Load()
+	if up != nil {
+		last = up.lastFallback.Load()
+	}
 	if last == 0 {
 		return false
 	}
@@ -484,5 +564,5 @@ func shareBlock(st Store, upstream string, sig Signal, now time.Time) {
 	if until.IsZero() {
 		return
 	}
-	_ = st.Block(storeCtx(), upstream, sig.Resource, until.Sub(now), src) // on error the store is marked down
+	_ = st.Block(detached(), upstream, sig.Resource, until.Sub(now), src) // on error the store is marked down
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +33,12 @@ type upstream struct {
 	seenReq     seenWindow
 	seenTok     seenWindow
 	sharedUntil int64
+	// sw is when this upstream last moved from the store to the fallback share: with
+	// Redis Cluster, only the upstreams on an unreachable slot do.
+	sw switchClock
+	// lastFallback is when this replica last admitted a call to it on the fallback
+	// share, unix nanoseconds; zero: never.
+	lastFallback atomic.Int64
 
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // WindowOptions configure a Window.
@@ -27,7 +24,7 @@ type WindowOptions struct {
 	// unreachable, each replica allows per key floor(FallbackShare × Limit), at least 1,
 	// counting the events it allowed itself; for one window after the switch it also
 	// counts what the store last said of the key: see Window.
-	Store *RedisStore
+	Store Store
 }
 
 // WindowResult is a Window's answer for one event.
@@ -65,7 +62,7 @@ type Window struct {
 	limit   int
 	window  int64
 	maxKeys int
-	store   *RedisStore
+	store   Store
 	share   float64     // the store's fallback share; 1 without a store
 	sw      switchClock // the switch to the fallback share
 
@@ -95,7 +92,7 @@ func NewWindow(opts WindowOptions) (*Window, error) {
 		store: opts.Store, share: 1, keys: map[string]*windowKey{}}
 	if w.store != nil {
 		w.share = w.store.FallbackShare()
-		w.sw.start(w.store.Available())
+		w.sw.start(w.store.Available(""))
 	}
 	if w.window == 0 {
 		w.window = int64(time.Minute)
@@ -111,12 +108,12 @@ func (w *Window) Allow(ctx context.Context, key string) WindowResult {
 	return w.AllowAt(ctx, key, time.Now())
 }
 
-// AllowAt counts one event for key at now if it fits. With a store, Redis decides with its
-// own clock (now only dates the answer) and ctx bounds the call.
+// AllowAt counts one event for key at now if it fits. With a store, the store decides with
+// its own clock (now only dates the answer) and ctx bounds the call.
 func (w *Window) AllowAt(ctx context.Context, key string, now time.Time) WindowResult {
 	n := now.UnixNano()
-	if st := w.store; st != nil && st.Available() {
-		if r, count, err := w.allowRedis(ctx, key, now); err == nil {
+	if st := w.store; st != nil && st.Available(key) {
+		if r, count, err := w.allowShared(ctx, key, now); err == nil {
 			w.sw.onStore()
 			w.mu.Lock()
 			if k := w.entryLocked(key, n); k != nil {
@@ -132,7 +129,9 @@ func (w *Window) AllowAt(ctx context.Context, key string, now time.Time) WindowR
 	}
 	limit, sw := w.limit, int64(0)
 	if w.store != nil {
-		w.sw.switchAt(n)
+		if ctx.Err() == nil { // a caller that gave up says nothing of the store
+			w.sw.switchAt(n)
+		}
 		limit, sw = w.fallbackLimit(), w.sw.switched()
 	}
 	w.mu.Lock()
@@ -224,48 +223,16 @@ func (r *requestLog) usedSorted(now, span int64) int {
 	return r.n - i
 }
 
-// allowRedis decides on the store; count is how many events the key's shared window held
-// when it decided, this one included when allowed.
-func (w *Window) allowRedis(ctx context.Context, key string, now time.Time) (res WindowResult, count int64, err error) {
-	st := w.store
-	win := micros(time.Duration(w.window))
-	uid := st.id + ":" + strconv.FormatUint(st.seq.Add(1), 36)
-	v, err := st.run(ctx, windowScript, []string{st.prefix + "w:" + w.name + ":" + key}, w.limit, win, uid)
+// allowShared decides on the store; count is how many events the key's shared window
+// held when it decided, this one included when allowed.
+func (w *Window) allowShared(ctx context.Context, key string, now time.Time) (res WindowResult, count int64, err error) {
+	c, err := w.store.CountEvent(ctx, Event{Window: w.name, Key: key, Limit: w.limit, Span: time.Duration(w.window)})
 	if err != nil {
 		return WindowResult{}, 0, err
 	}
-	r, ok := v.([]any)
-	if !ok || len(r) != 4 {
-		err := errors.New("redis store: unexpected reply to window")
-		st.fail(err)
-		return WindowResult{}, 0, err
-	}
-	res = WindowResult{Allowed: toInt(r[0]) == 1, Limit: w.limit, Remaining: int(toInt(r[2]))}
-	wait := time.Duration(toInt(r[1])) * time.Microsecond
-	res.Reset = now.Add(wait)
+	res = WindowResult{Allowed: c.Allowed, Limit: w.limit, Remaining: c.Remaining, Reset: now.Add(c.Wait)}
 	if !res.Allowed {
-		res.RetryAfter = max(wait, time.Microsecond)
+		res.RetryAfter = max(c.Wait, time.Microsecond)
 	}
-	return res, toInt(r[3]), nil
+	return res, c.Count, nil
 }
-
-// windowScript counts one event in a sorted set if fewer than limit are in the window.
-// Reply: allowed, wait until the next event can pass (microseconds), remaining, events in
-// the window (this one included when allowed).
-var windowScript = redis.NewScript(luaPrelude + `
-local lim, win = tonumber(ARGV[1]), tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now - win))
-local c = redis.call('ZCARD', KEYS[1])
-if c >= lim then
-  local e = redis.call('ZRANGE', KEYS[1], c - lim, c - lim, 'WITHSCORES')
-  return {0, tonumber(e[2]) + win - now, 0, c}
-end
-redis.call('ZADD', KEYS[1], num(now), num(now) .. '-' .. ARGV[3])
-redis.call('PEXPIRE', KEYS[1], num(math.ceil(win / 1000) + 1000))
-local rem, wait = lim - c - 1, 0
-if rem == 0 then
-  local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  wait = tonumber(e[2]) + win - now
-end
-return {1, wait, rem, c + 1}
-`)

@@ -1,12 +1,14 @@
-package ratelimit
+package redisstore
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/specgate/specgate/internal/redistest"
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // admission is one admitted call, as the replicas test records it.
@@ -17,22 +19,22 @@ type admission struct {
 	server   time.Time // Redis's clock when it admitted; zero on the fallback share
 }
 
-// replicas runs n limiters, each with its own RedisStore on srv (as n processes would
+// replicas runs n limiters, each with its own Store on b (as n processes would
 // have), with goroutines per replica calling each endpoint in a loop until stop closes.
 type replicas struct {
-	ls  []*Limiter
-	sts []*RedisStore
+	ls  []*ratelimit.Limiter
+	sts []*Store
 	mu  sync.Mutex
 	got []admission
 	wg  sync.WaitGroup
 }
 
-func newReplicas(t *testing.T, srv *redistest.Server, n int, share float64, opts Options) *replicas {
+func newReplicas(t *testing.T, b backend, n int, share float64, opts ratelimit.Options) *replicas {
 	r := &replicas{}
 	for range n {
-		st := newRedisStore(t, srv, share)
+		st := newTestStore(t, b, share)
 		o := opts
-		o.Store = st
+		o.Store = recording{st}
 		r.sts = append(r.sts, st)
 		r.ls = append(r.ls, newLimiter(t, o))
 	}
@@ -52,12 +54,12 @@ func (r *replicas) run(stop <-chan struct{}, endpoints ...string) {
 					default:
 					}
 					now := time.Now()
-					tk, err := l.AdmitAt(Request{Endpoint: ep}, now)
+					var at time.Time
+					// Acquire, for its context to reach the store; every budget here
+					// rejects, so it decides at once as AdmitAt would
+					tk, err := l.Acquire(atStore(context.Background(), &at), ratelimit.Request{Endpoint: ep})
 					if err == nil {
-						a := admission{replica: i, endpoint: ep, local: now}
-						if tk.sh != nil {
-							a.server = tk.sh.at
-						}
+						a := admission{replica: i, endpoint: ep, local: now, server: at}
 						tk.ReleaseAt(time.Now())
 						r.mu.Lock()
 						r.got = append(r.got, a)
@@ -92,10 +94,10 @@ func TestReplicasShareCooldownAndBudget(t *testing.T) {
 		pad      = 20 * time.Millisecond
 		ping     = 50 * time.Millisecond
 	)
-	r := newReplicas(t, srv, 3, 0, Options{
-		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"},
+	r := newReplicas(t, srv, 3, 0, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"},
 			{ID: "svc.ping", Interval: ping}}, // a cooldown with no upstream
-		Budgets: []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: pad}},
+		Budgets: []ratelimit.Budget{{Match: "up", Requests: limit, Window: window, WindowPad: pad, OnLimit: ratelimit.Reject}},
 	})
 	stop := make(chan struct{})
 	r.run(stop, "svc.get", "svc.get", "svc.list", "svc.ping", "svc.ping")
@@ -145,9 +147,9 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 		window   = 400 * time.Millisecond
 		interval = 100 * time.Millisecond
 	)
-	r := newReplicas(t, srv, 3, share, Options{
-		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"}},
-		Budgets:   []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}},
+	r := newReplicas(t, srv, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up", Interval: interval}, {ID: "svc.list", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1, OnLimit: ratelimit.Reject}},
 	})
 	stop := make(chan struct{})
 	r.run(stop, "svc.get", "svc.list")
@@ -163,7 +165,7 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 	srv.Restart()
 	restarted := time.Now()
 	for _, st := range r.sts {
-		waitUntil(t, 3*time.Second, st.Available)
+		waitUntil(t, 3*time.Second, func() bool { return st.Available("") })
 	}
 	recovered := time.Now()
 	time.Sleep(800 * time.Millisecond)
@@ -189,8 +191,8 @@ func TestReplicasSurviveRedisKilledAndBack(t *testing.T) {
 	if afterShared == 0 {
 		t.Fatal("no admission went through Redis after it came back")
 	}
-	part := Budget{Requests: limit}.scaled(share).Requests
-	stretched := time.Duration(stretch(int64(interval), share))
+	part := part(share, limit)
+	stretched := stretched(interval, share)
 	for i, as := range perReplica {
 		slices.SortFunc(as, func(a, b admission) int { return a.local.Compare(b.local) })
 		var lastGet time.Time
@@ -237,14 +239,14 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		limit  = 9 // share: 3 per replica
 		window = time.Minute
 	)
-	r := newReplicas(t, srv, 3, share, Options{
-		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up"}},
-		Budgets:   []Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}},
+	r := newReplicas(t, srv, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}},
 	})
 	busy := r.ls[0]
 	t0 := time.Now()
 	for i := range limit {
-		if _, err := busy.AdmitAt(Request{Endpoint: "svc.get"}, t0); err != nil {
+		if _, err := busy.AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, t0); err != nil {
 			t.Fatalf("call %d through Redis: %v", i, err)
 		}
 	}
@@ -254,7 +256,7 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		n := 0
 		for _, l := range r.ls {
 			for range limit {
-				if _, err := l.AdmitAt(Request{Endpoint: "svc.get"}, at); err != nil {
+				if _, err := l.AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, at); err != nil {
 					break
 				}
 				n++
@@ -271,7 +273,7 @@ func TestReplicasFallbackAfterUnevenLoadStaysInBudget(t *testing.T) {
 		}
 	}
 	// a window after the switch, each replica has its share again
-	part := Budget{Requests: limit}.scaled(share).Requests
+	part := part(share, limit)
 	if got, want := admitted(switched.Add(window)), 3*part; got != want {
 		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
 	}
@@ -289,19 +291,19 @@ func TestReplicasFallbackAfterUnevenTokensStaysInBudget(t *testing.T) {
 		call   = 100 // tokens per call
 		window = time.Minute
 	)
-	r := newReplicas(t, srv, 3, share, Options{
-		Endpoints: []Endpoint{{ID: "svc.get", Upstream: "up"}},
-		Budgets:   []Budget{{Match: "up", Tokens: tokens, Window: window, WindowPad: -1}},
+	r := newReplicas(t, srv, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Tokens: tokens, Window: window, WindowPad: -1}},
 	})
 	// replica 1 spends all but one call, then replica 0, which spends little itself, sees
 	// the window full; replica 2 stays idle
 	t0 := time.Now()
 	for i := range tokens/call - 1 {
-		if _, err := r.ls[1].AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
+		if _, err := r.ls[1].AdmitAt(ratelimit.Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
 			t.Fatalf("call %d through Redis: %v", i, err)
 		}
 	}
-	if _, err := r.ls[0].AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
+	if _, err := r.ls[0].AdmitAt(ratelimit.Request{Endpoint: "svc.get", Tokens: call}, t0); err != nil {
 		t.Fatalf("the last call through Redis: %v", err)
 	}
 	srv.Stop()
@@ -310,7 +312,7 @@ func TestReplicasFallbackAfterUnevenTokensStaysInBudget(t *testing.T) {
 		n := 0
 		for _, l := range r.ls {
 			for range tokens / call {
-				if _, err := l.AdmitAt(Request{Endpoint: "svc.get", Tokens: call}, at); err != nil {
+				if _, err := l.AdmitAt(ratelimit.Request{Endpoint: "svc.get", Tokens: call}, at); err != nil {
 					break
 				}
 				n++
@@ -323,8 +325,49 @@ func TestReplicasFallbackAfterUnevenTokensStaysInBudget(t *testing.T) {
 	}
 	// a window after the switch (and a token bucket, which local charges count whole),
 	// each replica has its share again
-	part := Budget{Tokens: tokens}.scaled(share).Tokens / call
-	if got, want := admitted(switched.Add(window+window/tokenBucketsPerWindow)), 3*int(part); got != want {
+	part := part(share, tokens) / call
+	if got, want := admitted(switched.Add(window+ratelimit.TokenBucketWidth(window))), 3*part; got != want {
 		t.Errorf("a window later: %d calls admitted on the fallback, want %d (the shares)", got, want)
+	}
+}
+
+// TestReplicasFallbackAfterAnAgedSpentWindowAdmitsTheShares: three replicas spend an
+// upstream budget of 10 per 3s; Redis dies 3.8s later. The fallback used to forget that
+// time had passed: each replica held every call for a whole window more ("request budget
+// (0 per 3s) is spent: try again in 3.25 seconds") though the upstream was idle. What a
+// replica saw in Redis ages with the clock: each admits its share at once. The fallback
+// decides with explicit times: no sleeping.
+func TestReplicasFallbackAfterAnAgedSpentWindowAdmitsTheShares(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		share  = 0.34
+		limit  = 10
+		window = 3 * time.Second
+	)
+	r := newReplicas(t, srv, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: limit, Window: window}},
+	})
+	t0 := time.Now()
+	spent := 0
+	for i := range limit + 2 {
+		if _, err := r.ls[i%3].AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, t0); err == nil {
+			spent++
+		}
+	}
+	if spent != limit {
+		t.Fatalf("%d admitted through Redis, want the budget %d", spent, limit)
+	}
+	srv.Stop()
+	at := t0.Add(3800 * time.Millisecond)
+	admitted := 0
+	for i := range 15 {
+		_, err := r.ls[i%3].AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, at)
+		if err == nil {
+			admitted++
+		}
+	}
+	if want := 3 * part(share, limit); admitted != want {
+		t.Errorf("%d of 15 admitted on the fallback 3.8s after the spent window, want each replica's share, %d in all", admitted, want)
 	}
 }

@@ -1,0 +1,588 @@
+// Package redisstore is the ratelimit.Store that several replicas of specgate share
+// through one Redis or a Redis Cluster: one Lua script per admission checks and charges
+// every limit of a call atomically with the clock of the Redis node that runs it, and
+// every key carries a prefix, a hash tag and a TTL.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
+)
+
+// Defaults of Options.
+const (
+	DefaultKeyPrefix     = "specgate:"
+	DefaultFallbackShare = 0.34
+	DefaultTimeout       = 250 * time.Millisecond
+	DefaultProbeInterval = 500 * time.Millisecond
+	DefaultLeaseTTL      = 2 * time.Minute
+)
+
+// Options configure a Store. The zero value talks to redis://127.0.0.1:6379/0.
+type Options struct {
+	// Client is the Redis to use (a *redis.Client or a *redis.ClusterClient); the store
+	// does not close it. Nil: a client is made from URL and closed by Close.
+	Client redis.UniversalClient
+	// URL is used when Client is nil: redis://, rediss:// or unix://, as go-redis parses
+	// it. With Cluster, go-redis's cluster form: redis://host1:port?addr=host2:port, any
+	// number of seed nodes. Empty: redis://127.0.0.1:6379/0.
+	URL string
+	// Cluster makes the client from URL a Redis Cluster client. Ignored with Client.
+	Cluster bool
+	// KeyPrefix starts every key the store writes. Empty: "specgate:".
+	KeyPrefix string
+	// FallbackShare is the part of each budget one replica uses while Redis is
+	// unreachable: floor(share × limit), at least 1; cooldowns and minimum intervals
+	// stretch by 1/share. In (0, 1]. Zero: 0.34, so three replicas stay within a budget.
+	FallbackShare float64
+	// Timeout bounds each call to Redis (the caller's context may end it sooner); past
+	// it, the part of the store the call went to is unreachable until a probe answers.
+	// Zero: 250ms.
+	Timeout time.Duration
+	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
+	ProbeInterval time.Duration
+	// LeaseTTL is how long a concurrency lease lives when its call is never released (a
+	// replica that crashed); it should exceed the longest call. Zero: 2m.
+	LeaseTTL time.Duration
+	// OnError, when not nil, is called after each failed call to Redis (for a metric); it
+	// must not block.
+	OnError func()
+	// Logger gets one line each time a part of the store becomes unreachable and each
+	// time it answers again. Nil: nothing is logged.
+	Logger *slog.Logger
+}
+
+// Store is the ratelimit.Store on Redis. Keys (after the prefix), each group of keys one
+// script touches sharing a hash tag, so that with Redis Cluster every admission is one
+// script on one slot and different upstreams spread over the cluster:
+//
+//	{upstream}:cd:{endpoint}    last admission (cooldown) of an endpoint of the upstream
+//	{endpoint}:cd:{endpoint}    the same for an endpoint with no upstream
+//	{upstream}:req              sorted set of admissions (requests window)
+//	{upstream}:tok              hash of token buckets (tokens window)
+//	{upstream}:last             last admission (minimum interval)
+//	{upstream}:lease            sorted set of concurrency leases by expiry
+//	{upstream}:blk:{resource}   learned block: until, source
+//	{key}:w:{name}              sorted set of a Window's events for one key
+//
+// When Redis does not answer (also at start) the store is degraded: with one Redis, as a
+// whole; with Redis Cluster, for the slots whose calls failed, so that only the upstreams
+// on them fall back to their share (a failure that names no slot, such as no seed
+// answering, degrades the whole store). A background probe pings what did not answer
+// every ProbeInterval until it does; Close stops it. A Store is safe for concurrent use.
+type Store struct {
+	c        redis.UniversalClient
+	cluster  *redis.ClusterClient // c, when it is a cluster client
+	own      bool
+	prefix   string
+	share    float64
+	timeout  time.Duration
+	leaseTTL time.Duration
+	onError  func()
+	log      *slog.Logger
+	id       string // this store's part of lease and event ids
+	seq      atomic.Uint64
+
+	ndown atomic.Int32 // whole (1) plus the slots in down: zero while everything answers
+
+	mu    sync.Mutex // guards whole and down
+	whole *outage
+	down  map[int]*outage
+
+	calls sync.WaitGroup // scripts running, see run
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// outage is one part of the store that did not answer: since when, why, and a key of
+// its slot to probe it by.
+type outage struct {
+	since  time.Time
+	reason string
+	key    string
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a store on the Redis of opts. It pings Redis once: when Redis does not
+// answer, the store starts degraded rather than failing. The error is for options that
+// make no sense. Close the store when done.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	s := &Store{
+		c:        opts.Client,
+		prefix:   opts.KeyPrefix,
+		share:    opts.FallbackShare,
+		timeout:  opts.Timeout,
+		leaseTTL: opts.LeaseTTL,
+		onError:  opts.OnError,
+		log:      opts.Logger,
+		id:       strconv.FormatUint(rand.Uint64(), 36),
+		down:     map[int]*outage{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	if s.share == 0 {
+		s.share = DefaultFallbackShare
+	}
+	if !(s.share > 0 && s.share <= 1) {
+		return nil, fmt.Errorf("redis store: fallback share %v is not in (0, 1]", s.share)
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.leaseTTL <= 0 {
+		s.leaseTTL = DefaultLeaseTTL
+	}
+	probe := opts.ProbeInterval
+	if probe <= 0 {
+		probe = DefaultProbeInterval
+	}
+	if s.c == nil {
+		c, err := newClient(opts.URL, opts.Cluster, s.timeout)
+		if err != nil {
+			return nil, err
+		}
+		s.c, s.own = c, true
+	}
+	s.cluster, _ = s.c.(*redis.ClusterClient)
+	if err := s.ping(ctx); err != nil {
+		s.fail("", err)
+	}
+	go s.probe(probe)
+	return s, nil
+}
+
+// newClient makes the client for url, with every call bounded by timeout.
+func newClient(url string, cluster bool, timeout time.Duration) (redis.UniversalClient, error) {
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	if cluster {
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			// not wrapped: the message could echo the URL and its password
+			return nil, errors.New("redis store: the cluster URL does not parse (want redis://host1:port?addr=host2:port)")
+		}
+		for _, a := range o.Addrs {
+			if h, _, _ := strings.Cut(a, ":"); h == "" {
+				return nil, errors.New("redis store: the cluster URL names no seed node (want redis://host1:port?addr=host2:port)")
+			}
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
+		o.ContextTimeoutEnabled = true
+		// MOVED and ASK are followed (MaxRedirects); a dead node must fail within the
+		// timeout, since admissions wait on it
+		o.DialerRetries = 1
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, errors.New("redis store: the URL does not parse")
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1   // a retried admission could be charged twice; the fallback covers
+	o.DialerRetries = 1 // a dead Redis must fail within Timeout: admissions wait on it
+	return redis.NewClient(o), nil
+}
+
+// Close stops the probe and closes the client the store made.
+func (s *Store) Close() error {
+	select {
+	case <-s.stop:
+		return nil
+	default:
+	}
+	close(s.stop)
+	<-s.done
+	s.calls.Wait()
+	if s.own {
+		return s.c.Close()
+	}
+	return nil
+}
+
+// Available reports whether the part of the store that holds group answered its last
+// call or probe; "" asks whether all of it did.
+func (s *Store) Available(group string) bool {
+	if s.ndown.Load() == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.whole != nil || group == "" {
+		return false
+	}
+	return s.down[s.slot(group)] == nil
+}
+
+// Degraded reports whether Redis, or part of the cluster, is unreachable, since when and
+// why.
+func (s *Store) Degraded() (bool, time.Time, string) {
+	if s.ndown.Load() == 0 {
+		return false, time.Time{}, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.whole; o != nil {
+		return true, o.since, o.reason
+	}
+	var first *outage
+	for _, o := range s.down {
+		if first == nil || o.since.Before(first.since) {
+			first = o
+		}
+	}
+	if first == nil {
+		return false, time.Time{}, ""
+	}
+	return true, first.since, fmt.Sprintf("redis cluster: %d of %d slots unreachable, the upstreams on them run on the fallback share: %s",
+		len(s.down), numSlots, first.reason)
+}
+
+// FallbackShare is the part of each budget one replica uses while Redis is unreachable.
+func (s *Store) FallbackShare() float64 { return s.share }
+
+// slot is the cluster slot of group's keys; 0 with one Redis.
+func (s *Store) slot(group string) int {
+	if s.cluster == nil {
+		return 0
+	}
+	return slotOf(s.key(group, ""))
+}
+
+// tag is the hash tag of group's keys, braces included.
+func (s *Store) tag(group string) string { return "{" + group + "}" }
+
+// key is the key of part in group.
+func (s *Store) key(group, part string) string { return s.prefix + s.tag(group) + ":" + part }
+
+// fail marks the part of the store that holds group (all of it for "" or with one
+// Redis) unreachable after err.
+func (s *Store) fail(group string, err error) {
+	if s.onError != nil {
+		s.onError()
+	}
+	reason := describe(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if group == "" || s.cluster == nil {
+		if s.whole == nil {
+			s.whole = &outage{since: time.Now(), reason: reason}
+			s.ndown.Add(1)
+			s.logf(slog.LevelWarn, "redis store unreachable: every replica runs on its fallback share until it answers",
+				"reason", reason, "share", s.share)
+		}
+		return
+	}
+	slot := slotOf(s.key(group, ""))
+	if s.down[slot] == nil {
+		s.down[slot] = &outage{since: time.Now(), reason: reason, key: s.key(group, "probe")}
+		s.ndown.Add(1)
+		s.logf(slog.LevelWarn, "redis cluster slot unreachable: the upstreams on it run on the fallback share until it answers",
+			"slot", slot, "group", group, "reason", reason, "share", s.share)
+	}
+}
+
+// describe says what err means for the operator.
+func describe(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "cluster support disabled"):
+		return "redis unreachable: a seed is not a cluster node (use store.backend: redis for a single Redis): " + msg
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout"):
+		return "redis unreachable: no answer within the store timeout: " + msg
+	case strings.HasPrefix(msg, "NOSCRIPT") || strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR") ||
+		strings.HasPrefix(msg, "CROSSSLOT") || strings.HasPrefix(msg, "BUSY"):
+		return "redis refused the script: " + msg
+	}
+	return "redis unreachable: " + msg
+}
+
+func (s *Store) logf(level slog.Level, msg string, args ...any) {
+	if s.log != nil {
+		s.log.Log(context.Background(), level, msg, args...)
+	}
+}
+
+func (s *Store) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.c.Ping(ctx).Err()
+}
+
+// pingSlot pings the node that owns key's slot.
+func (s *Store) pingSlot(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := s.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return err
+	}
+	return n.Ping(ctx).Err()
+}
+
+func (s *Store) probe(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.ndown.Load() != 0 {
+				s.probeOnce(context.Background())
+			}
+		}
+	}
+}
+
+// probeOnce pings what did not answer, and marks what answers available again.
+func (s *Store) probeOnce(ctx context.Context) {
+	s.mu.Lock()
+	whole := s.whole != nil
+	keys := map[int]string{}
+	for slot, o := range s.down {
+		keys[slot] = o.key
+	}
+	s.mu.Unlock()
+	if whole {
+		if err := s.ping(ctx); err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.whole != nil {
+			s.logf(slog.LevelInfo, "redis store answers again: back to the shared limits", "down_for", time.Since(s.whole.since).Round(time.Millisecond))
+			s.whole = nil
+			s.ndown.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+	for slot, key := range keys {
+		if err := s.pingSlot(ctx, key); err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if o := s.down[slot]; o != nil {
+			s.logf(slog.LevelInfo, "redis cluster slot answers again: back to the shared limits", "slot", slot,
+				"down_for", time.Since(o.since).Round(time.Millisecond))
+			delete(s.down, slot)
+			s.ndown.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// run runs a script on group's keys bounded by ctx and the store's timeout. An error
+// marks group's part of the store unreachable, unless ctx itself ended: the caller gave
+// up, which says nothing of Redis.
+//
+// go-redis bounds a call by the context's deadline but does not watch its cancellation,
+// so the script runs on its own goroutine (ended by the timeout at the latest, and waited
+// for by Close) and a cancelled caller returns at once. A script the caller left may
+// still charge: a count that only errs on the strict side.
+func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, args ...any) (any, error) {
+	type reply struct {
+		v   any
+		err error
+	}
+	done := make(chan reply, 1)
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+		defer cancel()
+		v, err := sc.Run(cctx, s.c, keys, args...).Result()
+		done <- reply{v, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() == nil {
+				s.fail(group, r.err)
+			}
+			return nil, r.err
+		}
+		return r.v, nil
+	}
+}
+
+// micros converts d to whole microseconds, rounded up: a limit never shrinks in Redis.
+func micros(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
+}
+
+// Admit checks and charges one admission with one script on one slot.
+func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.Decision, error) {
+	lease := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
+	g := a.Group()
+	b := &a.Budget
+	keys := []string{
+		s.key(g, "cd:"+a.Endpoint),
+		s.key(g, "req"),
+		s.key(g, "tok"),
+		s.key(g, "last"),
+		s.key(g, "lease"),
+		s.key(g, "blk:"),
+		s.key(g, "blk:"+a.Resource),
+	}
+	charge, cooldown := 0, micros(a.Cooldown)
+	if a.Charge {
+		charge = 1
+	}
+	if a.Endpoint == "" {
+		cooldown = 0
+	}
+	var requests, tokens, minIv, maxConc, span int64
+	if a.Upstream != "" {
+		requests, tokens, minIv, maxConc = int64(b.Requests), b.Tokens, micros(b.MinInterval), int64(b.MaxConcurrent)
+		span = micros(b.Span())
+	}
+	v, err := s.run(ctx, g, admitScript, keys,
+		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
+		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""))
+	if err != nil {
+		return ratelimit.Decision{}, err
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 10 {
+		err := errors.New("redis store: unexpected reply to admit")
+		s.fail(g, err)
+		return ratelimit.Decision{}, err
+	}
+	d := ratelimit.Decision{
+		OK:           toInt(r[0]) == 1,
+		Now:          time.UnixMicro(toInt(r[1])),
+		Kind:         ratelimit.Kind(toString(r[2])),
+		Wait:         time.Duration(toInt(r[3])) * time.Microsecond,
+		Source:       toString(r[4]),
+		Cooldown:     toInt(r[5]) == 1,
+		Bucket:       toInt(r[6]),
+		Requests:     int(toInt(r[7])),
+		RequestsFree: time.Duration(toInt(r[8])) * time.Microsecond,
+		Tokens:       toInt(r[9]),
+	}
+	if !d.OK {
+		d.Scope = ratelimit.ScopeProxy
+		if d.Kind == ratelimit.KindLearned {
+			d.Scope = ratelimit.ScopeUpstream
+		}
+	} else if a.Charge && maxConc > 0 {
+		d.Lease = lease
+	}
+	return d, nil
+}
+
+// bucketWidth is the token bucket width for a span, in microseconds, as the memory
+// store has it.
+func bucketWidth(spanMicros int64) int64 {
+	return micros(ratelimit.TokenBucketWidth(time.Duration(spanMicros) * time.Microsecond))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func toInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func toString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// Release ends a concurrency lease.
+func (s *Store) Release(ctx context.Context, upstream, lease string) error {
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.c.ZRem(cctx, s.key(upstream, "lease"), lease).Err(); err != nil {
+		if ctx.Err() == nil {
+			s.fail(upstream, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Settle corrects a call's token charge.
+func (s *Store) Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error {
+	sp := micros(span)
+	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")},
+		delta, bucket, bucketWidth(sp), sp)
+	return err
+}
+
+// Block holds the upstream's quota resource for d.
+func (s *Store) Block(ctx context.Context, upstream, resource string, d time.Duration, source string) error {
+	if d <= 0 {
+		return nil
+	}
+	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, micros(d), source)
+	return err
+}
+
+// CountEvent counts one event of a Window's key.
+func (s *Store) CountEvent(ctx context.Context, e ratelimit.Event) (ratelimit.EventCount, error) {
+	uid := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
+	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, e.Limit, micros(e.Span), uid)
+	if err != nil {
+		return ratelimit.EventCount{}, err
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 4 {
+		err := errors.New("redis store: unexpected reply to count")
+		s.fail(e.Key, err)
+		return ratelimit.EventCount{}, err
+	}
+	return ratelimit.EventCount{
+		Allowed:   toInt(r[0]) == 1,
+		Wait:      time.Duration(toInt(r[1])) * time.Microsecond,
+		Remaining: int(toInt(r[2])),
+		Count:     toInt(r[3]),
+	}, nil
+}
+
+var (
+	//go:embed prelude.lua
+	prelude string
+	//go:embed admit.lua
+	admitLua string
+	//go:embed settle.lua
+	settleLua string
+	//go:embed block.lua
+	blockLua string
+	//go:embed count.lua
+	countLua string
+
+	admitScript  = redis.NewScript(prelude + admitLua)
+	settleScript = redis.NewScript(prelude + settleLua)
+	blockScript  = redis.NewScript(prelude + blockLua)
+	countScript  = redis.NewScript(prelude + countLua)
+)
