@@ -29,6 +29,8 @@ type SpecSettings struct {
 	BlockPrivateNetworks   bool
 	AllowExternalRefs      bool
 	AllowCredentialHeaders bool
+	// ReadOnly serves only GET, HEAD and OPTIONS endpoints of the spec.
+	ReadOnly bool
 }
 
 // ForSpec resolves the settings of spec s; a nil s gives the global values
@@ -45,6 +47,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 		AllowedHosts:           slices.Clone(c.AllowedHosts),
 		AllowExternalRefs:      c.AllowExternalRefs,
 		AllowCredentialHeaders: c.AllowCredentialHeaders,
+		ReadOnly:               c.ReadOnly,
 	}
 	if c.BlockPrivateNetworks != nil {
 		out.BlockPrivateNetworks = *c.BlockPrivateNetworks
@@ -63,6 +66,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 	setBool(&out.BlockPrivateNetworks, s.BlockPrivateNetworks)
 	setBool(&out.AllowExternalRefs, s.AllowExternalRefs)
 	setBool(&out.AllowCredentialHeaders, s.AllowCredentialHeaders)
+	setBool(&out.ReadOnly, s.ReadOnly)
 	return out
 }
 
