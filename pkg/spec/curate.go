@@ -245,6 +245,8 @@ type RuleCount struct {
 	// Key is the rule's config key ("specs[stripe].exclude[1]", or
 	// "specs[stripe].read_only").
 	Key string
+	// Kind is "read_only", "include" or "exclude".
+	Kind string
 	// Pattern is the rule as written; "" for read_only.
 	Pattern string
 	// Kept counts the endpoints an include rule selected (rules may
@@ -290,15 +292,15 @@ func (f *Filter) Apply(s *Spec) (*CurationReport, error) {
 	excluded := map[string]string{}
 	kept := make([]*Endpoint, 0, len(s.Endpoints))
 	if f.readOnly {
-		rep.Rules = append(rep.Rules, RuleCount{Key: f.keyOf("read_only")})
+		rep.Rules = append(rep.Rules, RuleCount{Key: f.keyOf("read_only"), Kind: "read_only"})
 	}
 	incStart := len(rep.Rules)
 	for _, p := range f.include {
-		rep.Rules = append(rep.Rules, RuleCount{Pattern: p.raw})
+		rep.Rules = append(rep.Rules, RuleCount{Kind: "include", Pattern: p.raw})
 	}
 	excStart := len(rep.Rules)
 	for _, p := range f.exclude {
-		rep.Rules = append(rep.Rules, RuleCount{Pattern: p.raw})
+		rep.Rules = append(rep.Rules, RuleCount{Kind: "exclude", Pattern: p.raw})
 	}
 	for i := range f.include {
 		rep.Rules[incStart+i].Key = f.keyOf(fmt.Sprintf("include[%d]", i))
