@@ -102,6 +102,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Credentials:        credentialsFunc(cfg),
 		MaxRetries:         cfg.MaxRetries,
 		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
+		ReadOnly:           allReadOnly(cfg),
 	})
 	srvRef.Store(srv)
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
@@ -388,6 +389,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	filters, err := curationFilters(cfg)
+	if err != nil {
+		return err
+	}
 	failed := false
 	for _, m := range cfg.MissingEnv {
 		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
@@ -396,21 +401,39 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		name := specName(sc)
 		settings := cfg.ForSpec(&cfg.Specs[i])
 		start := time.Now()
+		stop := watchSlow(slowLoadAfter, func(d time.Duration) {
+			fmt.Fprintf(stdout, "...  %s\n", stillLoading(name, sc.Location, d))
+		})
 		s, err := spec.Load(ctx, sc.Location, spec.Options{
 			Name: name, BaseURL: sc.BaseURL, AllowExternalRefs: settings.AllowExternalRefs,
 			MaxBytes: int64(cfg.MaxSpecBytes), Timeout: time.Duration(cfg.SpecFetchTimeout), Validate: *validate,
 		})
+		stop()
 		if err != nil {
 			failed = true
 			fmt.Fprintf(stdout, "FAIL %s: %v\n", name, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "ok   %s: %d endpoints (%s %s, base URL %s) in %s\n", name, len(s.Endpoints), formatName(s.Version),
+		// endpoints: keys may name endpoints that curation then leaves out.
+		unknown := unknownEndpointKeys(&cfg.Specs[i], s)
+		cur, err := filters[i].Apply(s)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stdout, "FAIL %s: %v\n", name, err)
+			printCuration(stdout, cur)
+			continue
+		}
+		excluded := ""
+		if n := cur.Excluded(); n > 0 {
+			excluded = fmt.Sprintf(", %d excluded", n)
+		}
+		fmt.Fprintf(stdout, "ok   %s: %d endpoints%s (%s %s, base URL %s) in %s\n", name, len(s.Endpoints), excluded, formatName(s.Version),
 			s.Title, orNone(s.BaseURL), time.Since(start).Round(time.Millisecond))
+		printCuration(stdout, cur)
 		for _, w := range s.Warnings {
 			fmt.Fprintf(stdout, "     warning: %s\n", w)
 		}
-		for _, k := range unknownEndpointKeys(&cfg.Specs[i], s) {
+		for _, k := range unknown {
 			fmt.Fprintf(stdout, "     warning: endpoints.%s matches no endpoint\n", k)
 		}
 		for scheme := range sc.Auth {

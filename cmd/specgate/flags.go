@@ -66,6 +66,7 @@ type common struct {
 	interval    time.Duration
 	disable     bool
 	noCache     bool
+	readOnly    bool
 	logLevel    string
 	stderr      io.Writer
 	explicitSet map[string]bool
@@ -79,6 +80,7 @@ func newCommon(name string, stderr io.Writer) *common {
 	c.fs.StringVar(&c.baseURL, "base-url", "", "base URL for every --spec given (overrides their servers)")
 	c.fs.DurationVar(&c.interval, "rate-limit-interval", 10*time.Second, "per-endpoint cooldown")
 	c.fs.BoolVar(&c.disable, "disable-ratelimiter", false, "turn the per-endpoint cooldown off (budgets still apply)")
+	c.fs.BoolVar(&c.readOnly, "read-only", false, "serve only GET, HEAD and OPTIONS endpoints (the config's read_only)")
 	c.fs.BoolVar(&c.noCache, "no-cache", false, "do not read or write the catalog cache")
 	c.fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return c
@@ -145,7 +147,13 @@ func (c *common) config() (*config.Config, error) {
 	if len(cfg.Specs) == 0 {
 		return nil, errors.New("no spec to serve: give --spec FILE or a --config with specs")
 	}
+	if c.explicitSet["read-only"] {
+		cfg.ReadOnly = c.readOnly
+	}
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := curationFilters(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil

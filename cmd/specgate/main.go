@@ -9,6 +9,7 @@
 //	specgate inspect [flags] ID         show one endpoint's contract
 //	specgate invoke  [flags] ID         call one endpoint
 //	specgate check   [flags]            load the config and specs, report problems
+//	specgate init    SPEC|URL [--out FILE] [--force]   write a config for a spec
 //
 // Run "specgate help" or "specgate CMD -h" for the flags.
 package main
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdInvoke(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
+	case "init":
+		err = cmdInit(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "specgate", version)
 		return 0
@@ -86,6 +89,7 @@ Usage:
   specgate inspect [flags] ID       show one endpoint's contract
   specgate invoke  [flags] ID       call one endpoint (--params JSON, --body JSON)
   specgate check   [flags]          load the config and specs and report problems
+  specgate init    SPEC|URL [--out FILE] [--force]   write a commented config for a spec
   specgate version
 
 Common flags:
@@ -94,6 +98,7 @@ Common flags:
   --base-url URL              base URL for every --spec given
   --rate-limit-interval DUR   per-endpoint cooldown (default 10s)
   --disable-ratelimiter       turn the per-endpoint cooldown off
+  --read-only                 serve only GET, HEAD and OPTIONS endpoints
   --no-cache                  do not read or write the catalog cache
 `)
 }

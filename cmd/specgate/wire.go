@@ -43,6 +43,10 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 		err  error
 		warn []string
 	}
+	filters, err := curationFilters(cfg)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]result, len(cfg.Specs))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
@@ -62,7 +66,11 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 				Timeout:           time.Duration(cfg.SpecFetchTimeout),
 			}
 			start := time.Now()
+			stop := watchSlow(slowLoadAfter, func(d time.Duration) {
+				log.Info("spec still loading", "spec", opts.Name, "location", sc.Location, "after", d)
+			})
 			res, err := cache.Load(ctx, sc.Location, opts)
+			stop()
 			if err != nil {
 				results[i] = result{err: err}
 				return
@@ -71,7 +79,13 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 			if res.CacheError != nil {
 				warn = append(warn, res.CacheError.Error())
 			}
-			log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints),
+			cur, err := filters[i].Apply(res.Spec)
+			if err != nil {
+				results[i] = result{err: err}
+				return
+			}
+			warn = append(warn, cur.Warnings...)
+			log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints), "excluded", cur.Excluded(),
 				"cached", res.FromCache, "took", time.Since(start).Round(time.Millisecond))
 			results[i] = result{spec: res.Spec, warn: warn}
 		}()

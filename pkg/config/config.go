@@ -58,6 +58,10 @@ type Config struct {
 	ResponseTTL Duration `yaml:"response_ttl" json:"response_ttl"`
 	// JQTimeout bounds one jq filter run. Default 1s.
 	JQTimeout Duration `yaml:"jq_timeout" json:"jq_timeout"`
+	// ReadOnly serves only GET, HEAD and OPTIONS endpoints: the others are
+	// absent from search, and inspect and invoke answer not_found. Default
+	// false. Overridable per spec.
+	ReadOnly bool `yaml:"read_only" json:"read_only"`
 	// AllowRuntimeTuning registers the set_rate_limit tool. Default false: a
 	// model should not raise its own limits.
 	AllowRuntimeTuning bool `yaml:"allow_runtime_tuning" json:"allow_runtime_tuning"`
@@ -136,6 +140,17 @@ type Spec struct {
 	// Upstream joins a named budget group shared with other specs instead of
 	// the base URL's host:port. Default "" (the host).
 	Upstream string `yaml:"upstream" json:"upstream"`
+
+	// ReadOnly overrides the global read_only for this spec; nil inherits.
+	ReadOnly *bool `yaml:"read_only" json:"read_only,omitempty"`
+	// Include, when not empty, serves only the endpoints one of its patterns
+	// selects: an operationId glob ("get*"), "tag:NAME", "METHOD /path/glob"
+	// or "/path/glob" (any method), where '*' is one path segment and '**'
+	// any number. Applied after read_only. Default [] (everything).
+	Include []string `yaml:"include" json:"include,omitempty"`
+	// Exclude then drops the endpoints one of its patterns selects (same
+	// syntax). Default [].
+	Exclude []string `yaml:"exclude" json:"exclude,omitempty"`
 
 	// Overrides of the global keys of the same names for this spec; nil
 	// means unset (use the global value). Endpoints can override further.

@@ -741,3 +741,31 @@ func TestTrustedProxyPrefixes(t *testing.T) {
 		t.Errorf("TrustedProxyPrefixes = %v, want %v", got, want)
 	}
 }
+
+func TestCurationKeys(t *testing.T) {
+	c, err := Parse([]byte(`read_only: true
+specs:
+  - name: a
+    location: a.yaml
+    include: ["tag:pet", "GET /store/*"]
+    exclude: ["deletePet"]
+  - name: b
+    location: b.yaml
+    read_only: false
+    include: ["", "tag:x"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.SpecByName("a"), c.SpecByName("b")
+	if !c.ForSpec(a).ReadOnly || c.ForSpec(b).ReadOnly || !c.ForSpec(nil).ReadOnly {
+		t.Errorf("read_only: a %v, b %v, global %v", c.ForSpec(a).ReadOnly, c.ForSpec(b).ReadOnly, c.ForSpec(nil).ReadOnly)
+	}
+	if len(a.Include) != 2 || a.Exclude[0] != "deletePet" {
+		t.Errorf("a = %+v", a)
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "specs[b].include[0]: is empty") {
+		t.Errorf("Validate = %v, want specs[b].include[0] named", err)
+	}
+}

@@ -30,6 +30,8 @@ type SpecSettings struct {
 	AllowExternalRefs      bool
 	AllowCredentialHeaders bool
 	AllowOverrideHeaders   bool
+	// ReadOnly serves only GET, HEAD and OPTIONS endpoints of the spec.
+	ReadOnly bool
 }
 
 // ForSpec resolves the settings of spec s; a nil s gives the global values
@@ -47,6 +49,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 		AllowExternalRefs:      c.AllowExternalRefs,
 		AllowCredentialHeaders: c.AllowCredentialHeaders,
 		AllowOverrideHeaders:   c.AllowOverrideHeaders,
+		ReadOnly:               c.ReadOnly,
 	}
 	if c.BlockPrivateNetworks != nil {
 		out.BlockPrivateNetworks = *c.BlockPrivateNetworks
@@ -66,6 +69,7 @@ func (c *Config) ForSpec(s *Spec) SpecSettings {
 	setBool(&out.AllowExternalRefs, s.AllowExternalRefs)
 	setBool(&out.AllowCredentialHeaders, s.AllowCredentialHeaders)
 	setBool(&out.AllowOverrideHeaders, s.AllowOverrideHeaders)
+	setBool(&out.ReadOnly, s.ReadOnly)
 	return out
 }
 

@@ -139,6 +139,16 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		v.positiveSize(key+".max_response_bytes", *s.MaxResponseBytes)
 	}
 	v.hosts(key+".allowed_hosts", s.AllowedHosts)
+	// The pattern syntax is checked where patterns compile (spec.NewFilter);
+	// an empty one is plainly a mistake.
+	for j, patterns := range [][]string{s.Include, s.Exclude} {
+		list := [...]string{"include", "exclude"}[j]
+		for i, p := range patterns {
+			if strings.TrimSpace(p) == "" {
+				v.addf(fmt.Sprintf("%s.%s[%d]", key, list, i), "is empty: write an operationId glob, tag:NAME, \"METHOD /path/glob\" or \"/path/glob\"")
+			}
+		}
+	}
 	for _, name := range sortedKeys(s.Headers) {
 		h := s.Headers[name]
 		hk := joinKey(key+".headers", name)

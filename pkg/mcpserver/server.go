@@ -66,6 +66,9 @@ type Options struct {
 	// Credentials reports, for inspect, whether the credentials a scheme of a
 	// spec needs are configured. If nil, nothing is reported.
 	Credentials func(specName, scheme string) bool
+	// ReadOnly says every spec is served read-only (GET, HEAD and OPTIONS
+	// only), so the instructions tell the model. Default false: nothing said.
+	ReadOnly bool
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -123,10 +126,11 @@ func New(opts Options) *Server {
 	}
 	s.mcp = server.NewMCPServer("specgate", version,
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions(opts.SpecNames)),
+		server.WithInstructions(instructions(opts.SpecNames)+readOnlyNote(opts.ReadOnly)),
 		server.WithRecovery(),
 	)
 	s.registerTools()
+	s.registerPrompts()
 	s.mcp.Use(s.toolMiddleware)
 	return s
 }

@@ -202,6 +202,9 @@ type inspectResult struct {
 func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
 	obj := &ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %q", id),
 		Hint: "Use search to find endpoint ids; ids look like <spec>.<operationId>."}
+	if why, ok := st.cat.Excluded(id); ok {
+		obj.Message, obj.Hint = excludedMessage(id, why)
+	}
 	words := strings.NewReplacer(".", " ", "_", " ", "-", " ", "/", " ").Replace(id)
 	if hits, err := st.ix.Search(words, 5); err == nil {
 		for _, h := range hits {

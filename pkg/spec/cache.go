@@ -105,6 +105,7 @@ type cachedSpec struct {
 	Name, Title, APIVersion, Description, Version, OpenAPI, BaseURL string
 	Schemes                                                         map[string]SecurityScheme
 	Warnings                                                        []string
+	StatedLimit                                                     *StatedLimit
 	Components                                                      map[string]map[string]json.RawMessage
 	Endpoints                                                       []cachedEndpoint
 }
@@ -139,7 +140,7 @@ func readCache(file string) (*Spec, error) {
 	s := &Spec{
 		Name: cs.Name, Title: cs.Title, APIVersion: cs.APIVersion, Description: cs.Description,
 		Version: cs.Version, OpenAPI: cs.OpenAPI, BaseURL: cs.BaseURL, Schemes: cs.Schemes,
-		Warnings: cs.Warnings,
+		Warnings: cs.Warnings, StatedLimit: cs.StatedLimit,
 	}
 	s.Components = cs.Components
 	s.Endpoints = make([]*Endpoint, len(cs.Endpoints))
@@ -156,7 +157,7 @@ func writeCache(file string, s *Spec) error {
 	cs := cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
 		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
-		Warnings: s.Warnings, Components: s.Components,
+		Warnings: s.Warnings, StatedLimit: s.StatedLimit, Components: s.Components,
 	}
 	cs.Endpoints = make([]cachedEndpoint, len(s.Endpoints))
 	for i, e := range s.Endpoints {

@@ -34,6 +34,11 @@ type Spec struct {
 	Endpoints []*Endpoint
 	// Warnings are problems that did not stop the spec from serving.
 	Warnings []string
+	// Excluded maps the id of every endpoint curation left out (see
+	// Filter.Apply) to the rule that removed it. Nil when nothing was.
+	Excluded map[string]string
+	// StatedLimit is the rate limit the document itself states, if any.
+	StatedLimit *StatedLimit
 	// Components holds each components section ("schemas", "parameters",
 	// ...) as compact JSON by name.
 	Components map[string]map[string]json.RawMessage
@@ -73,6 +78,7 @@ type Catalog struct {
 	specs     []*Spec
 	endpoints []*Endpoint
 	byID      map[string]*Endpoint
+	excluded  map[string]string
 }
 
 // NewCatalog indexes the endpoints of specs. Specs with a name already seen
@@ -90,8 +96,21 @@ func NewCatalog(specs ...*Spec) (*Catalog, error) {
 			c.byID[e.ID] = e
 			c.endpoints = append(c.endpoints, e)
 		}
+		for id, why := range s.Excluded {
+			if c.excluded == nil {
+				c.excluded = map[string]string{}
+			}
+			c.excluded[id] = why
+		}
 	}
 	return c, nil
+}
+
+// Excluded reports whether the config left the endpoint id out of the
+// catalog, and the rule that did ("specs[petstore].exclude[0] (\"deletePet\")").
+func (c *Catalog) Excluded(id string) (reason string, ok bool) {
+	reason, ok = c.excluded[id]
+	return reason, ok
 }
 
 // Specs returns the loaded specs in load order.

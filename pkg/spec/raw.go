@@ -82,6 +82,9 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 		s.APIVersion, _ = field[string](info, "version")
 		d, _ := field[string](info, "description")
 		s.Description = firstSentences(d, 200)
+		s.StatedLimit = statedLimit(top, info, d)
+	} else {
+		s.StatedLimit = statedLimit(top, nil, "")
 	}
 	if comps, ok := top["components"]; ok {
 		if err := json.Unmarshal(comps, &s.Components); err != nil {
