@@ -28,6 +28,15 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 		FailedAuthPerWindow: h.Inbound.FailedAuthPerWindow,
 		Window:              time.Duration(h.Inbound.Window),
 		MaxTracked:          h.Inbound.MaxTracked,
+		Resource:            h.Auth.Resource,
+		Scopes: mcpserver.Scopes{
+			Read: h.Auth.Scopes.Read, Invoke: h.Auth.Scopes.Invoke, Admin: h.Auth.Scopes.Admin,
+		},
+		MetricsToken: h.MetricsToken.Reveal(),
+	}
+	opts.AuthorizationServers = h.Auth.AuthorizationServers
+	if len(opts.AuthorizationServers) == 0 && h.Auth.JWT.Issuer != "" {
+		opts.AuthorizationServers = []string{h.Auth.JWT.Issuer}
 	}
 	for _, t := range h.Auth.Tokens {
 		// A token whose variable was unset is empty and never matches.
@@ -35,7 +44,7 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 			if opts.Tokens == nil {
 				opts.Tokens = map[string]mcpserver.Principal{}
 			}
-			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org}
+			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org, Scopes: t.Scopes}
 		}
 	}
 	if j := h.Auth.JWT; j.JWKS != "" {

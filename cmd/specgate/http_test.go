@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -45,19 +46,22 @@ func TestHTTPOptionsFromConfig(t *testing.T) {
 	cfg := config.Default()
 	cfg.HTTP.TrustedProxies = []string{"10.0.0.0/8"}
 	cfg.HTTP.Auth.Tokens = []config.Token{
-		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme"},
+		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme", Scopes: []string{"r"}},
 		{Token: config.NewSecret(""), Subject: "unset"},
 	}
 	opts, err := httpOptions(t.Context(), &cfg.HTTP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(opts.Tokens) != 1 || opts.Tokens["a"] != (mcpserver.Principal{Subject: "ann", Org: "acme"}) {
+	if len(opts.Tokens) != 1 || !reflect.DeepEqual(opts.Tokens["a"], mcpserver.Principal{Subject: "ann", Org: "acme", Scopes: []string{"r"}}) {
 		t.Errorf("tokens %v", opts.Tokens)
 	}
 	if opts.RequestsPerWindow != 600 || opts.ToolCallsPerWindow != 300 || opts.Window != time.Minute ||
 		opts.FailedAuthPerWindow != 10 || opts.MaxTracked != 10000 || opts.MaxBodyBytes != 4<<20 || len(opts.TrustedProxies) != 1 {
 		t.Errorf("options %+v", opts)
+	}
+	if opts.Resource != "" || opts.AuthorizationServers != nil || opts.MetricsToken != "" {
+		t.Errorf("auth options without auth config: %+v", opts)
 	}
 	cfg.HTTP.Auth.JWT.JWKS = "/does/not/exist.json"
 	cfg.HTTP.Auth.JWT.Issuer, cfg.HTTP.Auth.JWT.Audience = "i", "a"

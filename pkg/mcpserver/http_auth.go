@@ -28,6 +28,9 @@ import (
 type Principal struct {
 	Subject string
 	Org     string
+	// Scopes the caller's token carries; checked only when HTTPOptions
+	// names scopes.
+	Scopes []string
 }
 
 // Key returns an unambiguous key for budgets.

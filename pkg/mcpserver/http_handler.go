@@ -44,6 +44,23 @@ type HTTPOptions struct {
 	// share the principal "anonymous".
 	JWT TokenVerifier
 
+	// Resource is this server's canonical /mcp URL, the `resource` of the
+	// RFC 9728 metadata served at /.well-known/oauth-protected-resource
+	// (and .../mcp) without authentication. If empty, built from each
+	// request's Host.
+	Resource string
+	// AuthorizationServers are the issuers the metadata names. If empty,
+	// none.
+	AuthorizationServers []string
+	// ResourceName is the metadata's resource_name. If empty, "specgate".
+	ResourceName string
+	// Scopes gate tools by the scopes of the caller's token. If zero, not
+	// checked.
+	Scopes Scopes
+	// MetricsToken, if set, is the bearer token /metrics requires. If
+	// empty, /metrics is open.
+	MetricsToken string
+
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding the client IP. If empty, the client IP is the socket's peer.
 	TrustedProxies []netip.Prefix
@@ -145,6 +162,8 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 	)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/mcp", h.serveMCP)
+	h.mux.HandleFunc(wellKnownResource, h.serveMetadata)
+	h.mux.HandleFunc(wellKnownResource+"/mcp", h.serveMetadata)
 	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -155,7 +174,8 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.originAllowed(r) {
+	// The metadata is public and read-only, so any Origin may read it.
+	if !strings.HasPrefix(r.URL.Path, wellKnownResource) && !h.originAllowed(r) {
 		h.s.metrics.refused("origin")
 		writeJSONError(w, http.StatusForbidden, "FORBIDDEN", "this Origin may not call specgate", 0)
 		return
@@ -260,7 +280,7 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 	if tok == "" {
 		// A client's first step before it authenticates: not a failure.
 		h.s.metrics.refused("unauthenticated")
-		w.Header().Set("WWW-Authenticate", `Bearer realm="specgate"`)
+		h.challenge(w, r, "", "")
 		writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "send Authorization: Bearer <token>", 0)
 		return Principal{}, false
 	}
@@ -292,7 +312,7 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 		}
 	}
 	h.s.metrics.refused("invalid_token")
-	w.Header().Set("WWW-Authenticate", `Bearer realm="specgate", error="invalid_token"`)
+	h.challenge(w, r, "invalid_token", "")
 	writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "the bearer token is not valid", 0)
 	return Principal{}, false
 }
