@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,6 +43,8 @@ func TestServeHTTPRefusesPublicAddressWithoutAuth(t *testing.T) {
 	}
 }
 
+var discard = slog.New(slog.DiscardHandler)
+
 func TestHTTPOptionsFromConfig(t *testing.T) {
 	cfg := config.Default()
 	cfg.HTTP.TrustedProxies = []string{"10.0.0.0/8"}
@@ -49,7 +52,7 @@ func TestHTTPOptionsFromConfig(t *testing.T) {
 		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme", Scopes: []string{"r"}},
 		{Token: config.NewSecret(""), Subject: "unset"},
 	}
-	opts, err := httpOptions(t.Context(), &cfg.HTTP)
+	opts, err := httpOptions(t.Context(), &cfg.HTTP, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +66,17 @@ func TestHTTPOptionsFromConfig(t *testing.T) {
 	if opts.Resource != "" || opts.AuthorizationServers != nil || opts.MetricsToken != "" {
 		t.Errorf("auth options without auth config: %+v", opts)
 	}
-	cfg.HTTP.Auth.JWT.JWKS = "/does/not/exist.json"
-	cfg.HTTP.Auth.JWT.Issuer, cfg.HTTP.Auth.JWT.Audience = "i", "a"
-	if _, err := httpOptions(t.Context(), &cfg.HTTP); err == nil {
-		t.Errorf("a missing JWKS file was accepted")
+	// An issuer that does not answer at start: serve anyway, refuse JWTs.
+	cfg.HTTP.Auth.JWT.Issuer = "http://127.0.0.1:1"
+	cfg.HTTP.Auth.Resource = "https://mcp.example/mcp"
+	opts, err = httpOptions(t.Context(), &cfg.HTTP, discard)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if opts.JWT == nil || !reflect.DeepEqual(opts.AuthorizationServers, []string{"http://127.0.0.1:1"}) || opts.Resource != "https://mcp.example/mcp" {
+		t.Errorf("jwt options %+v", opts)
+	}
+	opts.JWT.(*mcpserver.JWTVerifier).Close()
 }
 
 // TestServeHTTPDrainsOnShutdown: a call in flight when the signal comes

@@ -276,8 +276,14 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 	if !h.auth {
 		return Principal{Subject: "anonymous"}, true
 	}
-	tok := bearerToken(r)
-	if tok == "" {
+	// Bound the work before parsing: an oversized header is refused as a
+	// failed attempt without being looked at.
+	oversized := len(r.Header.Get("Authorization")) > maxAuthorization
+	tok := ""
+	if !oversized {
+		tok = bearerToken(r)
+	}
+	if tok == "" && !oversized {
 		// A client's first step before it authenticates: not a failure.
 		h.s.metrics.refused("unauthenticated")
 		h.challenge(w, r, "", "")
@@ -285,15 +291,17 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 		return Principal{}, false
 	}
 	now := h.now()
-	if p, ok := h.tokens.lookup(tok); ok {
-		return p, true
-	}
-	if h.opts.JWT != nil {
-		p, err := h.opts.JWT.Verify(r.Context(), tok, now)
-		if err == nil {
+	if !oversized {
+		if p, ok := h.tokens.lookup(tok); ok {
 			return p, true
 		}
-		h.s.log.Debug("bearer token refused", "err", err, "client", clientIP(r, h.opts.TrustedProxies))
+		if h.opts.JWT != nil {
+			p, err := h.opts.JWT.Verify(r.Context(), tok, now)
+			if err == nil {
+				return p, true
+			}
+			h.s.log.Debug("bearer token refused", "err", err, "client", clientIP(r, h.opts.TrustedProxies))
+		}
 	}
 	if h.opts.FailedAuthPerWindow > 0 {
 		ok, _, reset, err := h.opts.Windows.Take(r.Context(), keyFailedAuth+ipKey(clientIP(r, h.opts.TrustedProxies)),
