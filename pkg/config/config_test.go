@@ -523,9 +523,10 @@ http:
 		},
 		{
 			name: "http: jwt without issuer or audience, bad resource, token without subject",
-			yaml: "http:\n  auth:\n    resource: mcp.example/mcp\n    authorization_servers: [id.example]\n    jwt: {jwks: jwks.json}\n    tokens: [{token: a}, {token: a, subject: b}, {subject: c}]\n",
+			yaml: "http:\n  auth:\n    resource: mcp.example/mcp\n    scopes: {read: r}\n    authorization_servers: [id.example]\n    jwt: {jwks: jwks.json}\n    tokens: [{token: a}, {token: a, subject: b}, {subject: c}]\n",
 			want: []string{
 				`http.auth.resource: "mcp.example/mcp" is not this server's absolute http(s) /mcp URL`,
+				"http.auth.scopes: name all of read, invoke and admin, or none",
 				`http.auth.authorization_servers[0]: "id.example" is not an absolute http(s) URL`,
 				"http.auth.jwt.issuer: is required with jwks",
 				`http.auth.jwt.jwks: "jwks.json" is not an absolute http(s) URL`,

@@ -275,6 +275,10 @@ func (v *validator) http(h *HTTP) {
 			v.addf("http.auth.resource", "%q is not this server's absolute http(s) /mcp URL", a.Resource)
 		}
 	}
+	if sc := a.Scopes; sc.Enabled() && (sc.Read == "" || sc.Invoke == "" || sc.Admin == "") {
+		// A scope left unnamed would leave its tools open to every token.
+		v.add("http.auth.scopes", "name all of read, invoke and admin, or none")
+	}
 	for i, s := range a.AuthorizationServers {
 		v.httpURL(fmt.Sprintf("http.auth.authorization_servers[%d]", i), s)
 	}

@@ -258,6 +258,9 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "the request body could not be read", 0)
 			return
 		}
+		if !h.checkScope(w, r, p, body) {
+			return
+		}
 		body = rewriteToolCall(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
