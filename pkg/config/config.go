@@ -185,6 +185,28 @@ type Credential struct {
 	ClientSecretFile string   `yaml:"client_secret_file" json:"client_secret_file,omitempty"`
 	TokenURL         string   `yaml:"token_url" json:"token_url,omitempty"`
 	Scopes           []string `yaml:"scopes" json:"scopes,omitempty"`
+	// ByPrincipal holds credentials per inbound principal; the fields above
+	// are then the default for everyone else. Default none.
+	ByPrincipal []PrincipalCredential `yaml:"by_principal" json:"by_principal,omitempty"`
+}
+
+// PrincipalCredential is one principal's credential for a scheme. It
+// matches a principal whose subject and org are both equal (an entry
+// without org matches principals without one).
+type PrincipalCredential struct {
+	Subject      string `yaml:"subject" json:"subject"`
+	Org          string `yaml:"org" json:"org,omitempty"`
+	Value        Secret `yaml:"value" json:"value,omitzero"`
+	Token        Secret `yaml:"token" json:"token,omitzero"`
+	Username     Secret `yaml:"username" json:"username,omitzero"`
+	Password     Secret `yaml:"password" json:"password,omitzero"`
+	ClientID     Secret `yaml:"client_id" json:"client_id,omitzero"`
+	ClientSecret Secret `yaml:"client_secret" json:"client_secret,omitzero"`
+}
+
+// Secrets returns the entry's secret fields, set or not.
+func (c PrincipalCredential) Secrets() []Secret {
+	return []Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret}
 }
 
 // Secrets returns the credential's secret fields, set or not.

@@ -157,6 +157,11 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		v.secretPair(ak, "token", cred.Token, cred.TokenFile)
 		v.secretPair(ak, "password", cred.Password, cred.PasswordFile)
 		v.secretPair(ak, "client_secret", cred.ClientSecret, cred.ClientSecretFile)
+		for i, e := range cred.ByPrincipal {
+			if e.Subject == "" {
+				v.add(fmt.Sprintf("%s.by_principal[%d].subject", ak, i), "is required")
+			}
+		}
 		if cred.TokenURL != "" {
 			v.httpURL(ak+".token_url", cred.TokenURL)
 		}

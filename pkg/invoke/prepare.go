@@ -133,7 +133,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	// parameter they fill (an Authorization or API-key header, a key in the
 	// query or a cookie) needs no value from the model, and any value it
 	// gave is dropped so the configured credential alone is sent.
-	plan, authErr := c.planAuth(e)
+	plan, authErr := c.planAuth(ctx, e)
 	fromConfig := c.configSupplied(e, params, plan)
 	for k := range fromConfig {
 		delete(values, k)

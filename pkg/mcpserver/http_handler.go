@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -267,6 +268,7 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.auth {
 		ctx = WithPrincipal(ctx, p.String())
+		ctx = invoke.WithPrincipal(ctx, invoke.Principal{Subject: p.Subject, Org: p.Org})
 	}
 	if h.opts.ToolCallsPerWindow > 0 {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})
