@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -170,7 +172,21 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	h.mux.HandleFunc("/readyz", h.serveReady)
-	h.mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	if opts.MetricsToken != "" {
+		want := sha256.Sum256([]byte(opts.MetricsToken))
+		next := metrics
+		metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got := sha256.Sum256([]byte(bearerToken(r)))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "/metrics needs Authorization: Bearer <http.metrics_token>", 0)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h.mux.Handle("/metrics", metrics)
 	return h
 }
 

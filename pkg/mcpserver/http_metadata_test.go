@@ -151,3 +151,24 @@ func TestMCPGoOAuthClientDiscoversIssuer(t *testing.T) {
 		t.Errorf("authorization URL %q does not go to the issuer for resource %s", authURL, resource)
 	}
 }
+
+func TestHTTPMetricsToken(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{MetricsToken: "scrape-secret"}, 0)
+	for _, tt := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusUnauthorized}, {"wrong", http.StatusUnauthorized}, {"scrape-secret", http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/metrics", nil)
+		if tt.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("token %q: status %d, want %d", tt.token, resp.StatusCode, tt.want)
+		}
+	}
+}
