@@ -79,7 +79,7 @@ type httpServer struct {
 	perIP    int           // open connections one client address may hold
 	trusted  []netip.Prefix
 	draining atomic.Bool
-	// closeAuth stops the JWT verifier's key refresh once serving ends.
+	// closeAuth, if set, stops the JWT verifier's key refresh once serving ends.
 	closeAuth func()
 }
 
@@ -147,7 +147,9 @@ func (s *httpServer) gate(next http.Handler) http.Handler {
 // serve serves on ln until ctx ends, then stops accepting, lets in-flight
 // calls finish within the shutdown timeout and closes what is left.
 func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
-	defer s.closeAuth()
+	if s.closeAuth != nil {
+		defer s.closeAuth()
+	}
 	errc := make(chan error, 1)
 	ln = mcpserver.LimitConnsPerIP(ln, s.perIP, s.trusted)
 	go func() { errc <- s.hs.Serve(ln) }()
