@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,8 +17,9 @@ import (
 )
 
 // httpOptions turns the config's http: section into the server's HTTP
-// options. It reads a JWKS, so it may do I/O.
-func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, error) {
+// options. It fetches the JWT issuer's keys, so it may do I/O; the caller
+// closes opts.JWT when it is an io.Closer.
+func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserver.HTTPOptions, error) {
 	opts := mcpserver.HTTPOptions{
 		TrustedProxies:      h.TrustedProxyPrefixes(),
 		AllowedOrigins:      h.AllowedOrigins,
@@ -28,6 +30,15 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 		FailedAuthPerWindow: h.Inbound.FailedAuthPerWindow,
 		Window:              time.Duration(h.Inbound.Window),
 		MaxTracked:          h.Inbound.MaxTracked,
+		Resource:            h.Auth.Resource,
+		Scopes: mcpserver.Scopes{
+			Read: h.Auth.Scopes.Read, Invoke: h.Auth.Scopes.Invoke, Admin: h.Auth.Scopes.Admin,
+		},
+		MetricsToken: h.MetricsToken.Reveal(),
+	}
+	opts.AuthorizationServers = h.Auth.AuthorizationServers
+	if len(opts.AuthorizationServers) == 0 && h.Auth.JWT.Issuer != "" {
+		opts.AuthorizationServers = []string{h.Auth.JWT.Issuer}
 	}
 	for _, t := range h.Auth.Tokens {
 		// A token whose variable was unset is empty and never matches.
@@ -35,16 +46,25 @@ func httpOptions(ctx context.Context, h *config.HTTP) (mcpserver.HTTPOptions, er
 			if opts.Tokens == nil {
 				opts.Tokens = map[string]mcpserver.Principal{}
 			}
-			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org}
+			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org, Scopes: t.Scopes}
 		}
 	}
-	if j := h.Auth.JWT; j.JWKS != "" {
-		v, err := mcpserver.NewJWTVerifier(ctx, mcpserver.JWTOptions{
-			JWKS: j.JWKS, Issuer: j.Issuer, Audience: j.Audience,
-			SubjectClaim: j.SubjectClaim, OrgClaim: j.OrgClaim,
+	if j := h.Auth.JWT; j.Issuer != "" {
+		aud := j.Audience
+		if aud == "" {
+			aud = h.Auth.Resource
+		}
+		v, err := mcpserver.NewJWTVerifier(mcpserver.JWTOptions{
+			Issuer: j.Issuer, JWKS: j.JWKS, Audience: aud,
+			SubjectClaim: j.SubjectClaim, OrgClaim: j.OrgClaim, Logger: log,
 		})
 		if err != nil {
 			return opts, fmt.Errorf("http.auth.jwt: %w", err)
+		}
+		// An issuer down at start is not fatal: tokens are refused until
+		// it answers, and the other replicas keep serving.
+		if err := v.Provision(ctx); err != nil {
+			log.Warn("http.auth.jwt: JWT keys unavailable; JWTs are refused until the issuer answers", "err", err)
 		}
 		opts.JWT = v
 	}
@@ -59,6 +79,8 @@ type httpServer struct {
 	perIP    int           // open connections one client address may hold
 	trusted  []netip.Prefix
 	draining atomic.Bool
+	// closeAuth, if set, stops the JWT verifier's key refresh once serving ends.
+	closeAuth func()
 }
 
 // newHTTPServer builds the server for addr. Without inbound auth it refuses
@@ -70,9 +92,13 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 	if err != nil {
 		return nil, fmt.Errorf("--http %q is not host:port", addr)
 	}
-	opts, err := httpOptions(ctx, h)
+	opts, err := httpOptions(ctx, h, a.log)
 	if err != nil {
 		return nil, err
+	}
+	closeAuth := func() {}
+	if v, ok := opts.JWT.(*mcpserver.JWTVerifier); ok {
+		closeAuth = v.Close
 	}
 	if !loopbackHost(host) && len(opts.Tokens) == 0 && opts.JWT == nil {
 		return nil, fmt.Errorf("refusing to serve on %q without inbound auth: configure http.auth tokens or jwt, or listen on 127.0.0.1", addr)
@@ -85,7 +111,7 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		d, _, reason := a.limiter.Degraded()
 		return d, reason
 	}
-	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies}
+	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth}
 	s.hs = &http.Server{
 		Handler:           s.gate(a.srv.HTTPHandlerWith(opts)),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -121,6 +147,9 @@ func (s *httpServer) gate(next http.Handler) http.Handler {
 // serve serves on ln until ctx ends, then stops accepting, lets in-flight
 // calls finish within the shutdown timeout and closes what is left.
 func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
+	if s.closeAuth != nil {
+		defer s.closeAuth()
+	}
 	errc := make(chan error, 1)
 	ln = mcpserver.LimitConnsPerIP(ln, s.perIP, s.trusted)
 	go func() { errc <- s.hs.Serve(ln) }()

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,29 +43,40 @@ func TestServeHTTPRefusesPublicAddressWithoutAuth(t *testing.T) {
 	}
 }
 
+var discard = slog.New(slog.DiscardHandler)
+
 func TestHTTPOptionsFromConfig(t *testing.T) {
 	cfg := config.Default()
 	cfg.HTTP.TrustedProxies = []string{"10.0.0.0/8"}
 	cfg.HTTP.Auth.Tokens = []config.Token{
-		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme"},
+		{Token: config.NewSecret("a"), Subject: "ann", Org: "acme", Scopes: []string{"r"}},
 		{Token: config.NewSecret(""), Subject: "unset"},
 	}
-	opts, err := httpOptions(t.Context(), &cfg.HTTP)
+	opts, err := httpOptions(t.Context(), &cfg.HTTP, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(opts.Tokens) != 1 || opts.Tokens["a"] != (mcpserver.Principal{Subject: "ann", Org: "acme"}) {
+	if len(opts.Tokens) != 1 || !reflect.DeepEqual(opts.Tokens["a"], mcpserver.Principal{Subject: "ann", Org: "acme", Scopes: []string{"r"}}) {
 		t.Errorf("tokens %v", opts.Tokens)
 	}
 	if opts.RequestsPerWindow != 600 || opts.ToolCallsPerWindow != 300 || opts.Window != time.Minute ||
 		opts.FailedAuthPerWindow != 10 || opts.MaxTracked != 10000 || opts.MaxBodyBytes != 4<<20 || len(opts.TrustedProxies) != 1 {
 		t.Errorf("options %+v", opts)
 	}
-	cfg.HTTP.Auth.JWT.JWKS = "/does/not/exist.json"
-	cfg.HTTP.Auth.JWT.Issuer, cfg.HTTP.Auth.JWT.Audience = "i", "a"
-	if _, err := httpOptions(t.Context(), &cfg.HTTP); err == nil {
-		t.Errorf("a missing JWKS file was accepted")
+	if opts.Resource != "" || opts.AuthorizationServers != nil || opts.MetricsToken != "" {
+		t.Errorf("auth options without auth config: %+v", opts)
 	}
+	// An issuer that does not answer at start: serve anyway, refuse JWTs.
+	cfg.HTTP.Auth.JWT.Issuer = "http://127.0.0.1:1"
+	cfg.HTTP.Auth.Resource = "https://mcp.example/mcp"
+	opts, err = httpOptions(t.Context(), &cfg.HTTP, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.JWT == nil || !reflect.DeepEqual(opts.AuthorizationServers, []string{"http://127.0.0.1:1"}) || opts.Resource != "https://mcp.example/mcp" {
+		t.Errorf("jwt options %+v", opts)
+	}
+	opts.JWT.(*mcpserver.JWTVerifier).Close()
 }
 
 // TestServeHTTPDrainsOnShutdown: a call in flight when the signal comes

@@ -235,6 +235,18 @@ func newClient(cfg *config.Config) *invoke.Client {
 				ClientID: c.ClientID.Reveal(), ClientSecret: c.ClientSecret.Reveal(), TokenURL: c.TokenURL, Scopes: c.Scopes,
 				MissingEnv: missing,
 			}
+			cr := so.Auth[name]
+			for _, e := range c.ByPrincipal {
+				pc := invoke.PrincipalCredential{Subject: e.Subject, Org: e.Org, Credential: invoke.Credential{
+					Value: e.Value.Reveal(), Token: e.Token.Reveal(), Username: e.Username.Reveal(), Password: e.Password.Reveal(),
+					ClientID: e.ClientID.Reveal(), ClientSecret: e.ClientSecret.Reveal(),
+				}}
+				for _, sec := range e.Secrets() {
+					pc.MissingEnv = append(pc.MissingEnv, sec.MissingEnv()...)
+				}
+				cr.ByPrincipal = append(cr.ByPrincipal, pc)
+			}
+			so.Auth[name] = cr
 		}
 		for key, ep := range sc.Endpoints {
 			if ep.CallTimeout != nil {

@@ -206,6 +206,28 @@ type Credential struct {
 	ClientSecretFile string   `yaml:"client_secret_file" json:"client_secret_file,omitempty"`
 	TokenURL         string   `yaml:"token_url" json:"token_url,omitempty"`
 	Scopes           []string `yaml:"scopes" json:"scopes,omitempty"`
+	// ByPrincipal holds credentials per inbound principal; the fields above
+	// are then the default for everyone else. Default none.
+	ByPrincipal []PrincipalCredential `yaml:"by_principal" json:"by_principal,omitempty"`
+}
+
+// PrincipalCredential is one principal's credential for a scheme. It
+// matches a principal whose subject and org are both equal (an entry
+// without org matches principals without one).
+type PrincipalCredential struct {
+	Subject      string `yaml:"subject" json:"subject"`
+	Org          string `yaml:"org" json:"org,omitempty"`
+	Value        Secret `yaml:"value" json:"value,omitzero"`
+	Token        Secret `yaml:"token" json:"token,omitzero"`
+	Username     Secret `yaml:"username" json:"username,omitzero"`
+	Password     Secret `yaml:"password" json:"password,omitzero"`
+	ClientID     Secret `yaml:"client_id" json:"client_id,omitzero"`
+	ClientSecret Secret `yaml:"client_secret" json:"client_secret,omitzero"`
+}
+
+// Secrets returns the entry's secret fields, set or not.
+func (c PrincipalCredential) Secrets() []Secret {
+	return []Secret{c.Value, c.Token, c.Username, c.Password, c.ClientID, c.ClientSecret}
 }
 
 // Secrets returns the credential's secret fields, set or not.
@@ -290,6 +312,9 @@ type HTTP struct {
 	MaxConnsPerIP int `yaml:"max_conns_per_ip" json:"max_conns_per_ip"`
 	// Auth is inbound authentication; with neither tokens nor JWT, none.
 	Auth HTTPAuth `yaml:"auth" json:"auth"`
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	// Default "" (/metrics open, as /healthz is).
+	MetricsToken Secret `yaml:"metrics_token" json:"metrics_token,omitzero"`
 	// Inbound are per-principal limits.
 	Inbound Inbound `yaml:"inbound" json:"inbound"`
 }
@@ -297,11 +322,33 @@ type HTTP struct {
 // HTTPAuth is inbound authentication. A request passes with any configured
 // static token or a valid JWT.
 type HTTPAuth struct {
+	// Resource is this server's canonical /mcp URL: the RFC 9728
+	// `resource` of its metadata and the audience JWTs must carry. Default
+	// "": taken from each request's Host (fine on loopback; set it behind
+	// a proxy or with JWTs).
+	Resource string `yaml:"resource" json:"resource"`
+	// AuthorizationServers are the issuers the metadata names. Default:
+	// [jwt.issuer] when JWTs are on.
+	AuthorizationServers []string `yaml:"authorization_servers" json:"authorization_servers"`
+	// Scopes names the scopes that gate tools; off while all are empty.
+	Scopes Scopes `yaml:"scopes" json:"scopes"`
 	// Tokens are static bearer tokens, each mapped to a principal.
 	Tokens []Token `yaml:"tokens" json:"tokens"`
-	// JWT verifies bearer JWTs; off while JWKS is empty.
+	// JWT verifies bearer JWTs; off while issuer and jwks are empty.
 	JWT JWT `yaml:"jwt" json:"jwt"`
 }
+
+// Scopes are the names of the three scopes specgate checks. Read covers
+// search, inspect, status, stored answers, tasks and GET/HEAD invokes;
+// Invoke covers those and every other invoke; Admin covers set_rate_limit.
+type Scopes struct {
+	Read   string `yaml:"read" json:"read"`
+	Invoke string `yaml:"invoke" json:"invoke"`
+	Admin  string `yaml:"admin" json:"admin"`
+}
+
+// Enabled reports whether any scope is named.
+func (s Scopes) Enabled() bool { return s.Read != "" || s.Invoke != "" || s.Admin != "" }
 
 // Token is one static inbound bearer token and the principal it stands for.
 // An entry whose token expanded to empty (an unset variable) never matches.
@@ -313,17 +360,22 @@ type Token struct {
 	Subject string `yaml:"subject" json:"subject"`
 	// Org is the principal's organisation. Default "".
 	Org string `yaml:"org" json:"org"`
+	// Scopes the token carries, checked when http.auth.scopes is set.
+	// Default none.
+	Scopes []string `yaml:"scopes" json:"scopes"`
 }
 
 // JWT configures verification of inbound JWTs (signature, issuer, audience,
 // expiry).
 type JWT struct {
-	// JWKS is a JWKS file path or https URL. Default "" (JWT off). Load makes
-	// a relative file path relative to the config file.
-	JWKS string `yaml:"jwks" json:"jwks"`
-	// Issuer is the required iss. Required with JWKS.
+	// Issuer is the required iss, exactly. Setting it turns JWTs on; the
+	// JWKS is then found through the issuer's metadata
+	// (/.well-known/oauth-authorization-server, then openid-configuration).
+	// Default "" (JWT off).
 	Issuer string `yaml:"issuer" json:"issuer"`
-	// Audience is the required aud. Required with JWKS.
+	// JWKS is the JWKS https URL, skipping discovery. Default "".
+	JWKS string `yaml:"jwks" json:"jwks"`
+	// Audience must be one of the token's aud. Default: http.auth.resource.
 	Audience string `yaml:"audience" json:"audience"`
 	// SubjectClaim names the principal. Default "sub".
 	SubjectClaim string `yaml:"subject_claim" json:"subject_claim"`

@@ -532,11 +532,18 @@ http:
 			yaml: "http:\n  listen: 0.0.0.0:8080\n  auth:\n    jwt: {jwks: https://id.example/jwks.json, issuer: https://id.example, audience: specgate}\n",
 		},
 		{
-			name: "http: jwt without issuer or audience, token without subject",
-			yaml: "http:\n  auth:\n    jwt: {jwks: jwks.json}\n    tokens: [{token: a}, {token: a, subject: b}, {subject: c}]\n",
+			name: "http: public listen with only a jwt issuer and a resource",
+			yaml: "http:\n  listen: 0.0.0.0:8080\n  auth:\n    resource: https://mcp.example/mcp\n    jwt: {issuer: https://id.example}\n",
+		},
+		{
+			name: "http: jwt without issuer or audience, bad resource, token without subject",
+			yaml: "http:\n  auth:\n    resource: mcp.example/mcp\n    scopes: {read: r}\n    authorization_servers: [id.example]\n    jwt: {jwks: jwks.json}\n    tokens: [{token: a}, {token: a, subject: b}, {subject: c}]\n",
 			want: []string{
+				`http.auth.resource: "mcp.example/mcp" is not this server's absolute http(s) /mcp URL`,
+				"http.auth.scopes: name all of read, invoke and admin, or none",
+				`http.auth.authorization_servers[0]: "id.example" is not an absolute http(s) URL`,
 				"http.auth.jwt.issuer: is required with jwks",
-				"http.auth.jwt.audience: is required with jwks",
+				`http.auth.jwt.jwks: "jwks.json" is not an absolute http(s) URL`,
 				"http.auth.tokens[0].subject: is required",
 				"http.auth.tokens[1].token: is the same as http.auth.tokens[0].token",
 				"http.auth.tokens[2].token: is required (or token_file)",

@@ -283,7 +283,6 @@ func rebase(c *Config, dir string) {
 	}
 	fix(&c.AuditLog)
 	fix(&c.UploadsDir)
-	fix(&c.HTTP.Auth.JWT.JWKS)
 	for i := range c.Specs {
 		fix(&c.Specs[i].Location)
 	}

@@ -209,7 +209,7 @@ func (c *Config) Budget(key string) *Upstream {
 // AuthEnabled reports whether inbound requests must authenticate: some
 // static token or a JWT verifier is configured.
 func (h *HTTP) AuthEnabled() bool {
-	return len(h.Auth.Tokens) > 0 || h.Auth.JWT.JWKS != ""
+	return len(h.Auth.Tokens) > 0 || h.Auth.JWT.JWKS != "" || h.Auth.JWT.Issuer != ""
 }
 
 // TrustedProxyPrefixes parses TrustedProxies; a single IP becomes a one-

@@ -167,6 +167,11 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		v.secretPair(ak, "token", cred.Token, cred.TokenFile)
 		v.secretPair(ak, "password", cred.Password, cred.PasswordFile)
 		v.secretPair(ak, "client_secret", cred.ClientSecret, cred.ClientSecretFile)
+		for i, e := range cred.ByPrincipal {
+			if e.Subject == "" {
+				v.add(fmt.Sprintf("%s.by_principal[%d].subject", ak, i), "is required")
+			}
+		}
 		if cred.TokenURL != "" {
 			v.httpURL(ak+".token_url", cred.TokenURL)
 		}
@@ -279,12 +284,30 @@ func (v *validator) http(h *HTTP) {
 			v.add(key+".token", "is required (or token_file)")
 		}
 	}
-	if j := h.Auth.JWT; j.JWKS != "" {
+	a := h.Auth
+	if a.Resource != "" {
+		if u, err := url.Parse(a.Resource); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+			v.addf("http.auth.resource", "%q is not this server's absolute http(s) /mcp URL", a.Resource)
+		}
+	}
+	if sc := a.Scopes; sc.Enabled() && (sc.Read == "" || sc.Invoke == "" || sc.Admin == "") {
+		// A scope left unnamed would leave its tools open to every token.
+		v.add("http.auth.scopes", "name all of read, invoke and admin, or none")
+	}
+	for i, s := range a.AuthorizationServers {
+		v.httpURL(fmt.Sprintf("http.auth.authorization_servers[%d]", i), s)
+	}
+	if j := a.JWT; j.JWKS != "" || j.Issuer != "" {
 		if j.Issuer == "" {
 			v.add("http.auth.jwt.issuer", "is required with jwks")
+		} else {
+			v.httpURL("http.auth.jwt.issuer", j.Issuer)
 		}
-		if j.Audience == "" {
-			v.add("http.auth.jwt.audience", "is required with jwks")
+		if j.JWKS != "" {
+			v.httpURL("http.auth.jwt.jwks", j.JWKS)
+		}
+		if j.Audience == "" && a.Resource == "" {
+			v.add("http.auth.resource", "is required with jwt (it is the audience tokens must carry), or set http.auth.jwt.audience")
 		}
 		if j.SubjectClaim == "" {
 			v.add("http.auth.jwt.subject_claim", "must not be empty")

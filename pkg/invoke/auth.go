@@ -140,7 +140,7 @@ func stepFor(sch spec.SecurityScheme, name string, cred Credential, configured b
 // sends the call without credentials (an upstream 401 then names the key
 // to set); a credential whose ${ENV} is unset is an AuthError now, before
 // the call costs any rate-limit budget.
-func (c *Client) planAuth(e *spec.Endpoint) (authPlan, error) {
+func (c *Client) planAuth(ctx context.Context, e *spec.Endpoint) (authPlan, error) {
 	plan := authPlan{spec: e.Spec}
 	if len(e.Security) == 0 {
 		return plan, nil
@@ -163,6 +163,14 @@ func (c *Client) planAuth(e *spec.Endpoint) (authPlan, error) {
 		for _, name := range alt {
 			sch, known := schemes[name]
 			cred, configured := creds[name]
+			if configured {
+				var ok bool
+				if cred, ok = cred.forPrincipal(ctx); !ok {
+					p, _ := PrincipalFrom(ctx)
+					return plan, &AuthError{Spec: e.Spec, Scheme: name, Key: "specs[" + e.Spec + "].auth." + name + ".by_principal",
+						Reason: "no credential is configured for principal " + principalName(p) + " and there is no default"}
+				}
+			}
 			st, usable := stepFor(sch, name, cred, configured && known)
 			if !usable {
 				ok = false
@@ -244,7 +252,14 @@ func (c *Call) secrets() []string {
 			raw = append(raw, s)
 		}
 	}
+	var all []Credential
 	for _, cr := range so.Auth {
+		all = append(all, cr)
+		for _, e := range cr.ByPrincipal {
+			all = append(all, e.Credential)
+		}
+	}
+	for _, cr := range all {
 		add(cr.Value)
 		add(cr.Token)
 		add(cr.Password)
@@ -285,7 +300,7 @@ type oauthToken struct {
 const maxTokenResponse = 64 << 10
 
 func (t *tokenCache) get(ctx context.Context, hc *http.Client, specName string, st authStep, baseURL string) (string, error) {
-	key := specName + "\x00" + st.scheme
+	key := specName + "\x00" + st.scheme + "\x00" + st.cred.ClientID
 	now := time.Now()
 	t.mu.Lock()
 	if tok, ok := t.tokens[key]; ok && (tok.expires.IsZero() || now.Before(tok.expires)) {
@@ -310,7 +325,11 @@ func (t *tokenCache) get(ctx context.Context, hc *http.Client, specName string, 
 // forget drops a cached token, so the next call fetches a new one.
 func (t *tokenCache) forget(specName, scheme string) {
 	t.mu.Lock()
-	delete(t.tokens, specName+"\x00"+scheme)
+	for k := range t.tokens {
+		if strings.HasPrefix(k, specName+"\x00"+scheme+"\x00") {
+			delete(t.tokens, k)
+		}
+	}
 	t.mu.Unlock()
 }
 
@@ -373,4 +392,14 @@ func fetchToken(ctx context.Context, hc *http.Client, specName string, st authSt
 		tok.expires = now.Add(life - early)
 	}
 	return tok, nil
+}
+
+func principalName(p Principal) string {
+	if p.Subject == "" {
+		return "(anonymous)"
+	}
+	if p.Org == "" {
+		return p.Subject
+	}
+	return p.Subject + "@" + p.Org
 }

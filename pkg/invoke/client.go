@@ -112,6 +112,11 @@ type Credential struct {
 	// were unset; a call that needs this credential gets an AuthError
 	// naming them.
 	MissingEnv []string
+	// ByPrincipal holds credentials per principal (see WithPrincipal); the
+	// fields above are then the default for every other principal, and a
+	// principal with neither gets an AuthError naming
+	// specs[NAME].auth.SCHEME.by_principal.
+	ByPrincipal []PrincipalCredential
 }
 
 // Client prepares and sends calls. It is safe for concurrent use; the zero

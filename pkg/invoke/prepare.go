@@ -132,7 +132,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	// route to a name the config fills (an exploded object's keys, a Cookie
 	// header, an extra header) is refused: servers mostly read the first of
 	// two values, which would be the model's.
-	plan, authErr := c.planAuth(e)
+	plan, authErr := c.planAuth(ctx, e)
 	reserved := c.reservedFor(e, plan)
 
 	// Extra headers from the model.

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -43,6 +46,23 @@ type HTTPOptions struct {
 	// With neither Tokens nor JWT, requests are not authenticated and all
 	// share the principal "anonymous".
 	JWT TokenVerifier
+
+	// Resource is this server's canonical /mcp URL, the `resource` of the
+	// RFC 9728 metadata served at /.well-known/oauth-protected-resource
+	// (and .../mcp) without authentication. If empty, built from each
+	// request's Host.
+	Resource string
+	// AuthorizationServers are the issuers the metadata names. If empty,
+	// none.
+	AuthorizationServers []string
+	// ResourceName is the metadata's resource_name. If empty, "specgate".
+	ResourceName string
+	// Scopes gate tools by the scopes of the caller's token. If zero, not
+	// checked.
+	Scopes Scopes
+	// MetricsToken, if set, is the bearer token /metrics requires. If
+	// empty, /metrics is open.
+	MetricsToken string
 
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding the client IP. If empty, the client IP is the socket's peer.
@@ -145,17 +165,34 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 	)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/mcp", h.serveMCP)
+	h.mux.HandleFunc(wellKnownResource, h.serveMetadata)
+	h.mux.HandleFunc(wellKnownResource+"/mcp", h.serveMetadata)
 	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	h.mux.HandleFunc("/readyz", h.serveReady)
-	h.mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	if opts.MetricsToken != "" {
+		want := sha256.Sum256([]byte(opts.MetricsToken))
+		next := metrics
+		metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got := sha256.Sum256([]byte(bearerToken(r)))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "/metrics needs Authorization: Bearer <http.metrics_token>", 0)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h.mux.Handle("/metrics", metrics)
 	return h
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.originAllowed(r) {
+	// The metadata is public and read-only, so any Origin may read it.
+	if !strings.HasPrefix(r.URL.Path, wellKnownResource) && !h.originAllowed(r) {
 		h.s.metrics.refused("origin")
 		writeJSONError(w, http.StatusForbidden, "FORBIDDEN", "this Origin may not call specgate", 0)
 		return
@@ -238,12 +275,16 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "the request body could not be read", 0)
 			return
 		}
+		if !h.checkScope(w, r, p, body) {
+			return
+		}
 		body = rewriteToolCall(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
 	if h.auth {
 		ctx = WithPrincipal(ctx, p.String())
+		ctx = invoke.WithPrincipal(ctx, invoke.Principal{Subject: p.Subject, Org: p.Org})
 	}
 	if h.opts.ToolCallsPerWindow > 0 {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})
@@ -256,24 +297,32 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 	if !h.auth {
 		return Principal{Subject: "anonymous"}, true
 	}
-	tok := bearerToken(r)
-	if tok == "" {
+	// Bound the work before parsing: an oversized header is refused as a
+	// failed attempt without being looked at.
+	oversized := len(r.Header.Get("Authorization")) > maxAuthorization
+	tok := ""
+	if !oversized {
+		tok = bearerToken(r)
+	}
+	if tok == "" && !oversized {
 		// A client's first step before it authenticates: not a failure.
 		h.s.metrics.refused("unauthenticated")
-		w.Header().Set("WWW-Authenticate", `Bearer realm="specgate"`)
+		h.challenge(w, r, "", "")
 		writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "send Authorization: Bearer <token>", 0)
 		return Principal{}, false
 	}
 	now := h.now()
-	if p, ok := h.tokens.lookup(tok); ok {
-		return p, true
-	}
-	if h.opts.JWT != nil {
-		p, err := h.opts.JWT.Verify(r.Context(), tok, now)
-		if err == nil {
+	if !oversized {
+		if p, ok := h.tokens.lookup(tok); ok {
 			return p, true
 		}
-		h.s.log.Debug("bearer token refused", "err", err, "client", clientIP(r, h.opts.TrustedProxies))
+		if h.opts.JWT != nil {
+			p, err := h.opts.JWT.Verify(r.Context(), tok, now)
+			if err == nil {
+				return p, true
+			}
+			h.s.log.Debug("bearer token refused", "err", err, "client", clientIP(r, h.opts.TrustedProxies))
+		}
 	}
 	if h.opts.FailedAuthPerWindow > 0 {
 		ok, _, reset, err := h.opts.Windows.Take(r.Context(), keyFailedAuth+ipKey(clientIP(r, h.opts.TrustedProxies)),
@@ -292,7 +341,7 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request) (Prin
 		}
 	}
 	h.s.metrics.refused("invalid_token")
-	w.Header().Set("WWW-Authenticate", `Bearer realm="specgate", error="invalid_token"`)
+	h.challenge(w, r, "invalid_token", "")
 	writeJSONError(w, http.StatusUnauthorized, "UNAUTHORIZED", "the bearer token is not valid", 0)
 	return Principal{}, false
 }

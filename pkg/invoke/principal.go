@@ -1,0 +1,87 @@
+package invoke
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Principal is who a call is made for: the subject and organisation the
+// MCP client's token named. It chooses by_principal credentials; the
+// client's token itself never goes upstream.
+type Principal struct {
+	Subject string
+	Org     string
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, for Prepare to choose credentials.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal ctx carries, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// PrincipalCredential is a credential for one principal. An entry matches a
+// principal whose subject and org are both equal (an entry without org
+// matches principals without one).
+type PrincipalCredential struct {
+	Subject string
+	Org     string
+	Credential
+}
+
+// forPrincipal chooses the credential a call for ctx's principal uses: its
+// by_principal entry, else the plain form when it holds anything. ok is
+// false when the scheme has entries per principal but none for this one
+// and no plain default.
+func (cr Credential) forPrincipal(ctx context.Context) (Credential, bool) {
+	if len(cr.ByPrincipal) == 0 {
+		return cr, true
+	}
+	if p, has := PrincipalFrom(ctx); has {
+		for _, e := range cr.ByPrincipal {
+			if e.Subject == p.Subject && e.Org == p.Org {
+				c := e.Credential
+				if c.TokenURL == "" {
+					c.TokenURL = cr.TokenURL
+				}
+				if c.Scopes == nil {
+					c.Scopes = cr.Scopes
+				}
+				c.MissingEnv = append(c.MissingEnv, cr.MissingEnv...)
+				return c, true
+			}
+		}
+	}
+	plain := cr
+	plain.ByPrincipal = nil
+	if plain.Value == "" && plain.Token == "" && plain.Username == "" && plain.Password == "" && plain.ClientID == "" && plain.ClientSecret == "" {
+		return Credential{}, false
+	}
+	return plain, true
+}
+
+// CredentialFingerprint identifies the credentials the call sends, without
+// revealing them: a hex SHA-256 over the chosen schemes and their values.
+// Two calls with the same fingerprint send the same credentials, so a
+// result cache keyed on it never serves one principal's answer to another
+// with different upstream keys. "" when the call sends none.
+func (c *Call) CredentialFingerprint() string {
+	if len(c.auth.steps) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, st := range c.auth.steps {
+		for _, s := range []string{st.scheme, st.cred.Value, st.cred.Token, st.cred.Username, st.cred.Password, st.cred.ClientID, st.cred.ClientSecret} {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

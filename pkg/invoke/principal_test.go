@@ -1,0 +1,47 @@
+package invoke
+
+import (
+	"context"
+	"testing"
+)
+
+func TestCredentialForPrincipal(t *testing.T) {
+	cr := Credential{Value: "default-key", ByPrincipal: []PrincipalCredential{
+		{Subject: "ada", Org: "acme", Credential: Credential{Value: "ada-key"}},
+		{Subject: "bob", Credential: Credential{Value: "bob-key"}},
+	}}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"exact match", WithPrincipal(context.Background(), Principal{Subject: "ada", Org: "acme"}), "ada-key"},
+		{"entry without org matches no org", WithPrincipal(context.Background(), Principal{Subject: "bob"}), "bob-key"},
+		{"org must match too", WithPrincipal(context.Background(), Principal{Subject: "ada"}), "default-key"},
+		{"entry without org does not match an org", WithPrincipal(context.Background(), Principal{Subject: "bob", Org: "acme"}), "default-key"},
+		{"no principal", context.Background(), "default-key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := cr.forPrincipal(tt.ctx)
+			if !ok || got.Value != tt.want {
+				t.Errorf("got %q, %v; want %q", got.Value, ok, tt.want)
+			}
+		})
+	}
+	cr.Value = ""
+	if _, ok := cr.forPrincipal(WithPrincipal(context.Background(), Principal{Subject: "carol"})); ok {
+		t.Errorf("a principal with no entry and no default got a credential")
+	}
+}
+
+func TestCredentialFingerprint(t *testing.T) {
+	a := &Call{auth: authPlan{steps: []authStep{{scheme: "k", cred: Credential{Value: "one"}}}}}
+	b := &Call{auth: authPlan{steps: []authStep{{scheme: "k", cred: Credential{Value: "two"}}}}}
+	if a.CredentialFingerprint() == b.CredentialFingerprint() || a.CredentialFingerprint() == "" {
+		t.Errorf("fingerprints %q %q", a.CredentialFingerprint(), b.CredentialFingerprint())
+	}
+	if (&Call{}).CredentialFingerprint() != "" {
+		t.Errorf("a call without credentials has a fingerprint")
+	}
+}

@@ -1,0 +1,112 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
+)
+
+// TestHTTPPerPrincipalUpstreamKeys: two principals call the same endpoint
+// over streamable HTTP; each call carries that principal's upstream key, a
+// principal without one gets auth_error naming by_principal, and the
+// upstream never sees the MCP bearer token.
+func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
+	var mu sync.Mutex
+	var seen []http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":1,"name":"rex","photoUrls":[]}`))
+	}))
+	t.Cleanup(up.Close)
+	cat, ix, eps := servedCatalog(t, 0, petstoreAt(t, up.URL))
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {
+		Auth: map[string]invoke.Credential{"api_key": {ByPrincipal: []invoke.PrincipalCredential{
+			{Subject: "ada", Org: "acme", Credential: invoke.Credential{Value: "ada-upstream-key"}},
+			{Subject: "bob", Credential: invoke.Credential{Value: "bob-upstream-key"}},
+		}}},
+	}}})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l})
+	srv.Publish(cat, ix, nil)
+	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
+		"mcp-token-ada":   {Subject: "ada", Org: "acme"},
+		"mcp-token-bob":   {Subject: "bob"},
+		"mcp-token-carol": {Subject: "carol", Org: "acme"},
+	}}))
+	t.Cleanup(ts.Close)
+
+	call := func(token string) *mcp.CallToolResult {
+		t.Helper()
+		c, err := client.NewStreamableHttpClient(ts.URL+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		initClient(t, c)
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "invoke"
+		req.Params.Arguments = map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	text := func(r *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range r.Content {
+			if tc, ok := c.(mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+
+	if r := call("mcp-token-ada"); r.IsError {
+		t.Fatalf("ada: %s", text(r))
+	}
+	if r := call("mcp-token-bob"); r.IsError {
+		t.Fatalf("bob: %s", text(r))
+	}
+	r := call("mcp-token-carol")
+	if !r.IsError || !strings.Contains(text(r), "auth_error") || !strings.Contains(text(r), "specs[petstore].auth.api_key.by_principal") {
+		t.Errorf("carol: %s, want auth_error naming specs[petstore].auth.api_key.by_principal", text(r))
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("upstream saw %d calls, want 2", len(seen))
+	}
+	if got := seen[0].Get("api_key"); got != "ada-upstream-key" {
+		t.Errorf("ada's call sent api_key %q", got)
+	}
+	if got := seen[1].Get("api_key"); got != "bob-upstream-key" {
+		t.Errorf("bob's call sent api_key %q", got)
+	}
+	for i, h := range seen {
+		for name, vals := range h {
+			for _, v := range vals {
+				if strings.Contains(v, "mcp-token") {
+					t.Errorf("call %d: the upstream saw the MCP token in %s", i, name)
+				}
+			}
+		}
+	}
+}
