@@ -2,10 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"strconv"
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"

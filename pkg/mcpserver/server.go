@@ -99,7 +99,7 @@ type Server struct {
 	cache resultCache
 	// answers holds stored upstream answers.
 	answers invoke.AnswerStore
-	audMu sync.Mutex
+	audMu   sync.Mutex
 	// metrics are the Prometheus collectors HTTPHandlerWith serves.
 	metrics *metrics
 }
