@@ -628,12 +628,15 @@ func TestE2EHostileUpstream(t *testing.T) {
 		})
 	}
 	t.Run("1 MiB header", func(t *testing.T) {
-		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "bigheader"}})
+		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "bigheader"}}).ok(t)
 		if len(a.text) > 64<<10 {
 			t.Errorf("answer is %d bytes, want under 64 KiB", len(a.text))
 		}
 		if a.m["nextPage"] != nil {
 			t.Errorf("nextPage from a junk Link: %v", a.m["nextPage"])
+		}
+		if body, _ := a.m["body"].([]any); len(body) != 1 {
+			t.Errorf("body %v, want the one item", a.m["body"])
 		}
 	})
 	t.Run("invalid UTF-8 in a string", func(t *testing.T) {
