@@ -31,4 +31,15 @@ $GO test -run '^$' -bench GovernanceEndToEnd -benchtime=1x -timeout 10m ./pkg/mc
 echo "## MCP over HTTP with auth and inbound limits, memory and Redis (./pkg/mcpserver/)" | tee -a "$OUT"
 $GO test -run '^$' -bench 'BenchmarkHTTP' -benchtime=2s -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
 
+echo "## answers that fit the model's context (issue targets)" | tee -a "$OUT"
+$GO test -run '^$' -bench 'ShapeGitHubPage670KB|JQProjection8MiB' -benchmem -timeout 10m ./pkg/invoke/ 2>&1 | tee -a "$OUT.answers"
+$GO test -run '^$' -bench 'Memory100LargeAnswers' -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT.answers"
+cat "$OUT.answers" >>"$OUT"
+# The figures the README quotes, with their targets.
+awk '/^BenchmarkShapeGitHubPage670KB/ { for (i = 1; i < NF; i++) if ($(i+1) == "ms-median") printf "render a 670 KB page at 16 KiB, median: %s ms (target <= 20 ms)\n", $i }
+     /^BenchmarkJQProjection8MiB\/decode\+run/ { printf "jq projection over 8 MiB, decode included: %.0f ms\n", $3 / 1e6 }
+     /^BenchmarkMemory100LargeAnswers/ { for (i = 1; i < NF; i++) if ($(i+1) == "heap-MB") printf "heap in use after 100 answers of 670 KB: %s MB (bound 64 MiB + 100 MB)\n", $i }' \
+	"$OUT.answers" | tee -a "$OUT"
+rm -f "$OUT.answers"
+
 echo "# done: $OUT" | tee -a "$OUT"

@@ -166,7 +166,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node --test failed: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "# pass 1") {
+	if !strings.Contains(out.String(), "# pass 2") || !strings.Contains(out.String(), "# fail 0") {
 		t.Fatalf("the TypeScript test did not pass:\n%s", out.String())
 	}
 }

@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -96,6 +97,70 @@ test("TypeScript SDK client: search, inspect, invoke, cooldown", async () => {
     assert.equal(bad.isError, true);
     assert.equal(structured(bad).error.code, "validation_failed");
     assert.equal(upstream.received.length, 1);
+  } finally {
+    await client.close();
+    upstream.server.close();
+  }
+});
+
+// A GitHub-style page: 30 copies of GitHub's own pull-request example
+// (~670 KB) with a Link header to page 2 on the same origin.
+function startGitHubUpstream() {
+  const pr = JSON.parse(fs.readFileSync(path.join(root, "testdata/github-pull-request.json"), "utf8"));
+  const received = [];
+  let page = null;
+  const server = http.createServer((req, res) => {
+    received.push({ method: req.method, url: req.url });
+    const u = new URL(req.url, `http://${req.headers.host}`);
+    if (req.method !== "GET" || u.pathname !== "/github/repos/rails/rails/pulls") {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "Not Found" }));
+      return;
+    }
+    const next = `http://${req.headers.host}/github/repositories/1300192/pulls?page=2&per_page=30`;
+    res.writeHead(200, { "content-type": "application/json; charset=utf-8", link: `<${next}>; rel="next"` });
+    res.end(JSON.stringify(page));
+  });
+  page = Array.from({ length: 30 }, (_, i) => ({ ...pr, id: i + 1, number: i + 1, title: `${pr.title} #${i + 1}` }));
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve({ server, received, page, url: `http://127.0.0.1:${server.address().port}` }));
+  });
+}
+
+test("TypeScript SDK client: a large page is previewed, stored, and read back with jq", async () => {
+  const upstream = await startGitHubUpstream();
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ["serve", "--spec", path.join(root, "testdata/paging.yaml"), "--base-url", upstream.url,
+      "--rate-limit-interval", "1h", "--no-cache"],
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "ts-e2e", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+    const wire = JSON.stringify(upstream.page).length;
+    assert.ok(wire > 600_000, `the page is ${wire} bytes`);
+
+    const got = await client.callTool({ name: "invoke", arguments: { endpointId: "paging.listPulls", parameters: { owner: "rails", repo: "rails" } } });
+    assert.ok(!got.isError, got.content[0].text.slice(0, 500));
+    const text = got.content[0].text;
+    assert.ok(Buffer.byteLength(text) <= 16 * 1024, `answer text is ${Buffer.byteLength(text)} bytes`);
+    const res = JSON.parse(text);
+    assert.deepEqual(res, got.structuredContent);
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.shaped.items, 30);
+    assert.equal(res.shaped.path, ".");
+    assert.match(res.responseId, /^r_/);
+    assert.equal(res.nextPage.parameters.page, 2);
+    assert.equal(res.nextPage.parameters.per_page, 30);
+    assert.ok(res.hint.includes(res.responseId), res.hint);
+    assert.equal(upstream.received.length, 1);
+
+    const read = await client.callTool({ name: "read_response", arguments: { responseId: res.responseId, jq: "[.[] | {number, title, user: .user.login}]" } });
+    assert.ok(!read.isError, read.content[0].text.slice(0, 500));
+    const body = JSON.parse(read.content[0].text).body;
+    assert.deepEqual(body, upstream.page.map((p) => ({ number: p.number, title: p.title, user: p.user.login })));
+    assert.equal(upstream.received.length, 1, "read_response called the upstream");
   } finally {
     await client.close();
     upstream.server.close();

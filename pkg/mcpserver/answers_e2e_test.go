@@ -1,0 +1,653 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// pagingFixture serves testdata/paging.yaml (spec "paging") and
+// testdata/petstore-v3.yaml (spec "petstore", for a POST) against one
+// upstream: the paging test upstream, except for GitHub-style repositories
+// named in odd, which answer in their own hostile ways.
+type pagingFixture struct {
+	srv      *Server
+	client   *client.Client
+	pages    *upstreamtest.Pages
+	upstream string
+}
+
+// pagingOptions configure newPagingFixture; the zero value is useful.
+type pagingOptions struct {
+	items  int                                                 // items per list; 0: 95
+	server Options                                             // Client, SpecNames are set by the fixture
+	client invoke.Options                                      // the invoke client's options
+	odd    map[string]func(http.ResponseWriter, *http.Request) // by repo name
+	http   *HTTPOptions                                        // serve over HTTP with these; nil: in-process
+}
+
+func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
+	t.Helper()
+	pages, err := upstreamtest.NewPages(upstreamtest.PagesOptions{Items: o.items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		if len(segs) == 5 && segs[0] == "github" && o.odd[segs[3]] != nil {
+			o.odd[segs[3]](w, r)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	paging, err := spec.Load(t.Context(), upstreamtest.TestdataFile("paging.yaml"), spec.Options{Name: "paging", BaseURL: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, ix, _ := servedCatalog(t, 0, paging, petstoreAt(t, up.URL))
+	cl := invoke.New(o.client)
+	t.Cleanup(cl.Close)
+	opts := o.server
+	opts.SpecNames, opts.Client = []string{"paging", "petstore"}, cl
+	srv := New(opts)
+	srv.Publish(cat, ix, nil)
+	f := &pagingFixture{srv: srv, pages: pages, upstream: up.URL}
+	if o.http == nil {
+		f.client = connectTB(t, srv, nil)
+	} else {
+		ts := httptest.NewServer(srv.HTTPHandlerWith(*o.http))
+		t.Cleanup(ts.Close)
+		f.upstream = ts.URL // the MCP endpoint, for httpClient
+	}
+	return f
+}
+
+// httpClient connects an mcp-go client to the fixture's HTTP endpoint with
+// a bearer token.
+func (f *pagingFixture) httpClient(t *testing.T, token string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(f.upstream+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	initClient(t, c)
+	return c
+}
+
+// answer is one tool result as the model reads it.
+type answer struct {
+	text  string
+	m     map[string]any
+	isErr bool
+}
+
+// callText calls a tool and returns the whole of content[0].text, decoded
+// too, checking that structuredContent says the same.
+func callText(t testing.TB, c *client.Client, name string, args map[string]any) answer {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: protocol error %v (tool failures must be results)", name, err)
+	}
+	if len(res.Content) == 0 {
+		t.Fatalf("%s: no content", name)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	var m, sc map[string]any
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatalf("%s: text is not a JSON object: %v: %.200q", name, err, text)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &sc); err != nil || !bytes.Equal(mustJSON(m), mustJSON(sc)) {
+		t.Fatalf("%s: text and structuredContent differ", name)
+	}
+	return answer{text: text, m: m, isErr: res.IsError}
+}
+
+// ok fails unless the answer is a success.
+func (a answer) ok(t testing.TB) answer {
+	t.Helper()
+	if a.isErr {
+		t.Fatalf("tool error: %.500s", a.text)
+	}
+	return a
+}
+
+// code fails unless the answer is an error, and returns its error object.
+func (a answer) code(t testing.TB, want string) map[string]any {
+	t.Helper()
+	if !a.isErr {
+		t.Fatalf("want %s, got success: %.300s", want, a.text)
+	}
+	e := errorOf(t.(*testing.T), a.m)
+	if e["code"] != want {
+		t.Fatalf("code %v, want %s: %.300s", e["code"], want, a.text)
+	}
+	return e
+}
+
+func (a answer) shaped(t testing.TB) map[string]any {
+	t.Helper()
+	s, ok := a.m["shaped"].(map[string]any)
+	if !ok {
+		t.Fatalf("no shaped in %.300s", a.text)
+	}
+	return s
+}
+
+func (a answer) nextPage() map[string]any {
+	np, _ := a.m["nextPage"].(map[string]any)
+	params, _ := np["parameters"].(map[string]any)
+	return params
+}
+
+// upstreamGet fetches path from the upstream directly and decodes it.
+func upstreamGet(t *testing.T, base, path string) any {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// roundTrip re-decodes v through JSON, so numbers compare as float64.
+func roundTrip(t testing.TB, v any) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal(mustJSON(v), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var listPulls = map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "rails"}}
+
+func withArgs(base map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+func TestE2EGitHubPageDefaultAnswer(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "invoke", listPulls).ok(t)
+	if len(a.text) > invoke.DefaultResultBytes {
+		t.Errorf("answer is %d bytes, over the %d budget", len(a.text), invoke.DefaultResultBytes)
+	}
+	if !json.Valid([]byte(a.text)) {
+		t.Error("answer is not valid JSON")
+	}
+	sh := a.shaped(t)
+	if sh["items"] != float64(30) || sh["path"] != "." || sh["reason"] != invoke.ReasonOverBudget {
+		t.Errorf("shaped %v, want 30 items at . over budget", sh)
+	}
+	if b, _ := sh["bytes"].(float64); b < 600_000 {
+		t.Errorf("shaped.bytes %v, want the whole ~670 KB page", b)
+	}
+	id, _ := a.m["responseId"].(string)
+	if id == "" {
+		t.Fatal("no responseId")
+	}
+	hint, _ := a.m["hint"].(string)
+	if !strings.Contains(hint, id) || !strings.Contains(hint, "read_response") {
+		t.Errorf("hint %q does not name read_response with the id", hint)
+	}
+	want := map[string]any{"owner": "rails", "repo": "rails", "page": float64(2), "per_page": float64(30)}
+	if diff := cmp.Diff(want, a.nextPage()); diff != "" {
+		t.Errorf("nextPage.parameters (-want +got):\n%s", diff)
+	}
+	// The preview's items are the page's first items.
+	body, _ := a.m["body"].([]any)
+	if len(body) == 0 || body[0].(map[string]any)["number"] != float64(1) {
+		t.Errorf("preview does not start with pull request 1")
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 1 {
+		t.Errorf("upstream saw %d requests, want 1", got)
+	}
+}
+
+func TestE2EJQProjectionExact(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "[.[] | {number, title}]")).ok(t)
+	page := upstreamGet(t, f.upstream, "/github/repos/rails/rails/pulls").([]any)
+	var want []any
+	for _, it := range page {
+		pr := it.(map[string]any)
+		want = append(want, map[string]any{"number": pr["number"], "title": pr["title"]})
+	}
+	if len(want) != 30 {
+		t.Fatalf("upstream page has %d items", len(want))
+	}
+	if diff := cmp.Diff(want, a.m["body"]); diff != "" {
+		t.Errorf("projection (-want +got):\n%s", diff)
+	}
+	if a.m["shaped"] != nil || a.m["jqError"] != nil {
+		t.Errorf("a projection that fits is shaped or failed: %.300s", a.text)
+	}
+	if a.nextPage() == nil {
+		t.Error("jq dropped the nextPage")
+	}
+	// read_response with the same filter answers the same, with no call.
+	before := f.pages.Count(upstreamtest.GitHubStyle)
+	r := callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "jq": "[.[] | {number, title}]"}).ok(t)
+	if diff := cmp.Diff(want, r.m["body"]); diff != "" {
+		t.Errorf("read_response projection (-want +got):\n%s", diff)
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != before {
+		t.Errorf("read_response sent %d upstream requests", got-before)
+	}
+}
+
+// readAll pages through a stored answer with offset/limit, following
+// nextOffset, and returns the items and how many calls it took. Every
+// answer must fit budget.
+func readAll(t *testing.T, c *client.Client, id string, limit, budget int, extra ...any) ([]any, int) {
+	t.Helper()
+	var all []any
+	offset, calls := 0, 0
+	for {
+		if calls++; calls > 200 {
+			t.Fatal("nextOffset does not end")
+		}
+		args := withArgs(map[string]any{"responseId": id, "offset": offset, "limit": limit}, extra...)
+		a := callText(t, c, "read_response", args).ok(t)
+		if len(a.text) > budget {
+			t.Fatalf("offset %d: answer is %d bytes, over %d", offset, len(a.text), budget)
+		}
+		if a.m["shaped"] != nil {
+			t.Fatalf("offset %d limit %d: window was previewed, not whole: %v", offset, limit, a.m["shaped"])
+		}
+		items, ok := a.m["body"].([]any)
+		if !ok {
+			t.Fatalf("offset %d: body is not an array: %.200s", offset, a.text)
+		}
+		all = append(all, items...)
+		next, ok := a.m["nextOffset"].(float64)
+		if !ok {
+			return all, calls
+		}
+		if int(next) != offset+len(items) {
+			t.Fatalf("nextOffset %v after %d items from %d", next, len(items), offset)
+		}
+		offset = int(next)
+	}
+}
+
+func TestE2EReadResponseWindowsRebuildTheBody(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	t.Run("github", func(t *testing.T) {
+		a := callText(t, f.client, "invoke", listPulls).ok(t)
+		before := f.pages.Count(upstreamtest.GitHubStyle)
+		// One pull request is ~22 KB: more than the default budget, so
+		// whole items need maxBytes near its 48,000 ceiling.
+		got, calls := readAll(t, f.client, a.m["responseId"].(string), 1, invoke.MaxResultBytes, "maxBytes", invoke.MaxResultBytes)
+		want := upstreamGet(t, f.upstream, "/github/repos/rails/rails/pulls")
+		if diff := cmp.Diff(want, any(got)); diff != "" {
+			t.Errorf("pages joined differ from the body (-want +got):\n%.2000s", diff)
+		}
+		if calls != 30 {
+			t.Errorf("%d read_response calls, want 30", calls)
+		}
+		if n := f.pages.Count(upstreamtest.GitHubStyle) - before; n != 1 { // the upstreamGet above
+			t.Errorf("read_response sent %d upstream requests", n-1)
+		}
+	})
+	t.Run("kubernetes", func(t *testing.T) {
+		// 95 pods (~24 KB): over the default budget whole, 20 at a time in it.
+		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPods", "parameters": map[string]any{"namespace": "default"}}).ok(t)
+		if a.shaped(t)["path"] != ".items" {
+			t.Fatalf("main array at %v, want .items", a.shaped(t)["path"])
+		}
+		got, calls := readAll(t, f.client, a.m["responseId"].(string), 20, invoke.DefaultResultBytes)
+		want := upstreamGet(t, f.upstream, "/k8s/api/v1/namespaces/default/pods").(map[string]any)["items"]
+		if diff := cmp.Diff(want, any(got)); diff != "" {
+			t.Errorf("pages joined differ from .items (-want +got):\n%.2000s", diff)
+		}
+		if calls != 5 {
+			t.Errorf("%d read_response calls, want 5", calls)
+		}
+	})
+}
+
+func TestE2EPagesWalk(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "invoke", withArgs(listPulls, "pages", 3)).ok(t)
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 3 {
+		t.Errorf("upstream saw %d requests, want 3", got)
+	}
+	for i, r := range f.pages.Requests() {
+		if got, want := r.Query().Get("page"), []string{"", "2", "3"}[i]; got != want {
+			t.Errorf("request %d: page %q, want %q", i, got, want)
+		}
+	}
+	if len(a.text) > invoke.DefaultResultBytes {
+		t.Errorf("answer is %d bytes", len(a.text))
+	}
+	sh := a.shaped(t)
+	if sh["pages"] != float64(3) || sh["items"] != float64(90) {
+		t.Errorf("shaped %v, want 3 pages of 90 items", sh)
+	}
+	if p := a.nextPage(); p["page"] != float64(4) {
+		t.Errorf("nextPage %v, want page 4", p)
+	}
+	// The stored answer is the three pages joined.
+	r := callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "jq": "[.[].number]"}).ok(t)
+	var want []any
+	for i := 1; i <= 90; i++ {
+		want = append(want, float64(i))
+	}
+	if diff := cmp.Diff(want, r.m["body"]); diff != "" {
+		t.Errorf("stored numbers (-want +got):\n%s", diff)
+	}
+}
+
+func TestE2EPagesRefusedBeforeSending(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"post", map[string]any{"endpointId": "petstore.addPet", "pages": 2, "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{}}}},
+		{"zero", withArgs(listPulls, "pages", 0)},
+		{"ninety-nine", withArgs(listPulls, "pages", 99)},
+		{"fraction", withArgs(listPulls, "pages", 1.5)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			callText(t, f.client, "invoke", tt.args).code(t, CodeValidationFailed)
+		})
+	}
+	if got := len(f.pages.Requests()); got != 0 {
+		t.Errorf("upstream got %d requests, want none", got)
+	}
+}
+
+func TestE2ENextPageStyles(t *testing.T) {
+	const items = 23
+	f := newPagingFixture(t, pagingOptions{items: items})
+	slackCursor := base64.StdEncoding.EncodeToString([]byte("user:U00000006"))
+	tests := []struct {
+		style  upstreamtest.Style
+		op     string
+		params map[string]any
+		path   string // of the main array in the body
+		check  func(t *testing.T, next map[string]any)
+		pages  int // to the end
+	}{
+		{upstreamtest.StripeStyle, "listCustomers", map[string]any{"limit": 10}, "data", func(t *testing.T, next map[string]any) {
+			if diff := cmp.Diff(map[string]any{"limit": float64(10), "starting_after": "cus_00000010"}, next); diff != "" {
+				t.Errorf("nextPage (-want +got):\n%s", diff)
+			}
+		}, 3},
+		{upstreamtest.SlackStyle, "listUsers", map[string]any{"limit": 5}, "members", func(t *testing.T, next map[string]any) {
+			if diff := cmp.Diff(map[string]any{"limit": float64(5), "cursor": slackCursor}, next); diff != "" {
+				t.Errorf("nextPage (-want +got):\n%s", diff)
+			}
+		}, 5},
+		{upstreamtest.KubernetesStyle, "listPods", map[string]any{"namespace": "default", "limit": 10}, "items", func(t *testing.T, next map[string]any) {
+			tok, _ := next["continue"].(string)
+			raw, err := base64.RawURLEncoding.DecodeString(tok)
+			if err != nil || !strings.Contains(string(raw), `"start":"pod-00010\u0000"`) {
+				t.Errorf("continue %q (%s), want the token starting at pod-00010", tok, raw)
+			}
+			if next["namespace"] != "default" || next["limit"] != float64(10) {
+				t.Errorf("nextPage %v lost namespace or limit", next)
+			}
+		}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.style), func(t *testing.T) {
+			args := map[string]any{"endpointId": "paging." + tt.op, "parameters": tt.params}
+			before := f.pages.Count(tt.style)
+			a := callText(t, f.client, "invoke", args).ok(t)
+			next := a.nextPage()
+			tt.check(t, next)
+			// The parameters given back fetch the second page.
+			b := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging." + tt.op, "parameters": next}).ok(t)
+			if first, second := a.m["body"].(map[string]any)[tt.path].([]any), b.m["body"].(map[string]any)[tt.path].([]any); len(second) == 0 || cmp.Equal(first[0], second[0]) {
+				t.Errorf("nextPage did not move on: %v then %v", first[0], second[0])
+			}
+			// pages walks to the end, and asks for no more than there are.
+			w := callText(t, f.client, "invoke", withArgs(args, "pages", invoke.MaxPages)).ok(t)
+			if got := f.pages.Count(tt.style) - before; got != 2+tt.pages {
+				t.Errorf("upstream saw %d requests, want %d", got, 2+tt.pages)
+			}
+			if w.m["nextPage"] != nil {
+				t.Errorf("nextPage %v after the last page", w.m["nextPage"])
+			}
+			list, _ := w.m["body"].(map[string]any)[tt.path].([]any)
+			if len(list) != items {
+				t.Fatalf("walk joined %d items, want %d: %.300s", len(list), items, w.text)
+			}
+			seen := map[string]bool{}
+			for _, it := range list {
+				seen[string(mustJSON(it))] = true
+			}
+			if len(seen) != items {
+				t.Errorf("walk holds %d distinct items of %d", len(seen), items)
+			}
+		})
+	}
+}
+
+func TestE2EAnswersBelongToTheirPrincipal(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{http: &HTTPOptions{Tokens: map[string]Principal{
+		"tok-a": {Subject: "ada", Org: "acme"},
+		"tok-b": {Subject: "bob", Org: "acme"},
+	}}})
+	ca, cb := f.httpClient(t, "tok-a"), f.httpClient(t, "tok-b")
+	a := callText(t, ca, "invoke", listPulls).ok(t)
+	id := a.m["responseId"].(string)
+	callText(t, ca, "read_response", map[string]any{"responseId": id, "jq": "length"}).ok(t)
+
+	other := callText(t, cb, "read_response", map[string]any{"responseId": id}).code(t, CodeNotFound)
+	random := callText(t, cb, "read_response", map[string]any{"responseId": "r_" + base64.RawURLEncoding.EncodeToString([]byte("0123456789abcdef"))}).code(t, CodeNotFound)
+	if other["message"] != random["message"] || other["hint"] != random["hint"] {
+		t.Errorf("another principal's id answers differently from an unknown one:\n%v\n%v", other, random)
+	}
+	if strings.Contains(fmt.Sprint(other), "ada") {
+		t.Errorf("the answer names the owner: %v", other)
+	}
+	// Still there for its owner.
+	callText(t, ca, "read_response", map[string]any{"responseId": id, "offset": 0, "limit": 1, "maxBytes": invoke.MaxResultBytes}).ok(t)
+}
+
+func TestE2EEvictedAnswerSaysSo(t *testing.T) {
+	// A GitHub page deflates to a few KB (its 30 items are copies); room
+	// for a handful.
+	f := newPagingFixture(t, pagingOptions{server: Options{Answers: invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{MaxBytes: 96 << 10})}})
+	var ids []string
+	for page := 1; page <= 40; page++ {
+		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls",
+			"parameters": map[string]any{"owner": "rails", "repo": "rails", "page": page%4 + 1}}).ok(t)
+		id, _ := a.m["responseId"].(string)
+		if id == "" {
+			t.Fatalf("call %d: not stored: %.300s", page, a.text)
+		}
+		ids = append(ids, id)
+	}
+	e := callText(t, f.client, "read_response", map[string]any{"responseId": ids[0]}).code(t, CodeNotFound)
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "evicted") {
+		t.Errorf("message %q does not say evicted", msg)
+	}
+	callText(t, f.client, "read_response", map[string]any{"responseId": ids[len(ids)-1], "jq": "length"}).ok(t)
+}
+
+func TestE2EBadInput(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"jq definition", withArgs(listPulls, "jq", "def f: .; f")},
+		{"jq range", withArgs(listPulls, "jq", "range(1e9)")},
+		{"jq does not compile", withArgs(listPulls, "jq", ".[ | ")},
+		{"maxBytes 0", withArgs(listPulls, "maxBytes", 0)},
+		{"maxBytes -1", withArgs(listPulls, "maxBytes", -1)},
+		{"maxBytes 1e9", withArgs(listPulls, "maxBytes", 1e9)},
+		{"maxBytes string", withArgs(listPulls, "maxBytes", "16384")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			callText(t, f.client, "invoke", tt.args).code(t, CodeValidationFailed)
+		})
+	}
+	if got := len(f.pages.Requests()); got != 0 {
+		t.Errorf("upstream got %d requests, want none", got)
+	}
+	for _, tt := range []struct{ name, id string }{
+		{"random", "r_" + base64.RawURLEncoding.EncodeToString([]byte("fedcba9876543210"))},
+		{"10 KB", "r_" + strings.Repeat("A", 10<<10)},
+		{"empty-looking", "r_"},
+	} {
+		t.Run("read "+tt.name, func(t *testing.T) {
+			a := callText(t, f.client, "read_response", map[string]any{"responseId": tt.id})
+			a.code(t, CodeNotFound)
+			if len(a.text) > 2048 {
+				t.Errorf("not_found for a %d-byte id is %d bytes", len(tt.id), len(a.text))
+			}
+		})
+	}
+	t.Run("read_response jq not allowed", func(t *testing.T) {
+		a := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "length")).ok(t)
+		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "jq": "def f: .; f"}).code(t, CodeValidationFailed)
+		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "maxBytes": 1e9}).code(t, CodeValidationFailed)
+	})
+}
+
+// odd upstream answers, each served for GitHub repository name.
+func oddUpstream() map[string]func(http.ResponseWriter, *http.Request) {
+	return map[string]func(http.ResponseWriter, *http.Request){
+		"notjson": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"items": [1, 2, <html>oops</html>`)
+		},
+		"huge": func(w http.ResponseWriter, r *http.Request) {
+			// 50 MB of a JSON array of objects, streamed.
+			w.Header().Set("Content-Type", "application/json")
+			item := []byte(`{"id":1,"title":"` + strings.Repeat("x", 1000) + `"},`)
+			io.WriteString(w, "[")
+			for written := 0; written < 50<<20; written += len(item) {
+				if _, err := w.Write(item); err != nil {
+					return // the client stopped reading at its limit
+				}
+			}
+			io.WriteString(w, `{"id":0}]`)
+		},
+		"elsewhere": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Link", `<http://203.0.113.7/github/repos/rails/elsewhere/pulls?page=2>; rel="next"`)
+			io.WriteString(w, `[{"number":1}]`)
+		},
+		"file": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Link", `<file:///etc/passwd?page=2>; rel="next"`)
+			io.WriteString(w, `[{"number":1}]`)
+		},
+		"bigheader": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Padding", strings.Repeat("p", 1<<20))
+			w.Header().Set("Link", "<"+strings.Repeat("l", 512<<10)+">; rel=\"next\"")
+			io.WriteString(w, `[{"number":1}]`)
+		},
+		"badutf8": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte("[{\"number\":1,\"title\":\"caf\xff\xfe \xc3\"}]"))
+		},
+	}
+}
+
+func TestE2EHostileUpstream(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{odd: oddUpstream(), client: invoke.Options{MaxResponseBytes: 8 << 20}})
+	call := func(t *testing.T, repo string) answer {
+		t.Helper()
+		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": repo}}).ok(t)
+		if !utf8.ValidString(a.text) {
+			t.Errorf("answer is not valid UTF-8")
+		}
+		if len(a.text) > invoke.DefaultResultBytes {
+			t.Errorf("answer is %d bytes, over the budget", len(a.text))
+		}
+		return a
+	}
+	t.Run("claims JSON and is not", func(t *testing.T) {
+		a := call(t, "notjson")
+		if s, ok := a.m["body"].(string); !ok || !strings.Contains(s, "<html>oops") {
+			t.Errorf("body %v, want the text as it came", a.m["body"])
+		}
+		if note, _ := a.m["note"].(string); !strings.Contains(note, "not valid JSON") {
+			t.Errorf("note %q does not say the JSON is invalid", note)
+		}
+	})
+	t.Run("50 MB body", func(t *testing.T) {
+		a := call(t, "huge")
+		if a.m["truncated"] != true {
+			t.Errorf("not truncated: %.500s", a.text)
+		}
+		if size, _ := a.m["size"].(float64); size > 8<<20 {
+			t.Errorf("kept %v bytes, over max_response_bytes", size)
+		}
+		if id, _ := a.m["responseId"].(string); id == "" {
+			t.Error("a truncated answer was not stored")
+		}
+	})
+	for _, repo := range []string{"elsewhere", "file"} {
+		t.Run("Link to "+repo, func(t *testing.T) {
+			if a := call(t, repo); a.m["nextPage"] != nil {
+				t.Errorf("nextPage %v from a Link off the origin", a.m["nextPage"])
+			}
+		})
+	}
+	t.Run("1 MiB header", func(t *testing.T) {
+		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "bigheader"}}).ok(t)
+		if len(a.text) > 64<<10 {
+			t.Errorf("answer is %d bytes, want under 64 KiB", len(a.text))
+		}
+		if a.m["nextPage"] != nil {
+			t.Errorf("nextPage from a junk Link: %v", a.m["nextPage"])
+		}
+		if body, _ := a.m["body"].([]any); len(body) != 1 {
+			t.Errorf("body %v, want the one item", a.m["body"])
+		}
+	})
+	t.Run("invalid UTF-8 in a string", func(t *testing.T) {
+		a := call(t, "badutf8")
+		body, _ := a.m["body"].([]any)
+		if len(body) != 1 {
+			t.Fatalf("body %v, want the one item", a.m["body"])
+		}
+		title, _ := body[0].(map[string]any)["title"].(string)
+		if !strings.HasPrefix(title, "caf") || !utf8.ValidString(title) {
+			t.Errorf("title %q", title)
+		}
+	})
+}
