@@ -2,14 +2,10 @@ package invoke
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -31,6 +27,9 @@ type authPlan struct {
 	// needed names a scheme the call declares but nothing is configured
 	// for; an upstream 401 then becomes an AuthError naming its key.
 	needed, neededKey string
+	// sent records the OAuth2 access tokens the call sent; nil when it
+	// uses no oauth2 step.
+	sent *sentTokens
 }
 
 func (p authPlan) headerNames() []string {
@@ -187,6 +186,9 @@ func (c *Client) planAuth(ctx context.Context, e *spec.Endpoint) (authPlan, erro
 		if ok {
 			plan.steps = steps
 			plan.needed, plan.neededKey = "", ""
+			if plan.usesOAuth() {
+				plan.sent = &sentTokens{}
+			}
 			return plan, nil
 		}
 	}
@@ -227,10 +229,11 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 		case "http":
 			req.Header.Set("Authorization", st.name+" "+st.cred.Token)
 		case "oauth2":
-			tok, err := c.c.tokens.get(ctx, hc, c.endpoint.Spec, st, c.endpoint.BaseURL)
+			key, tok, err := c.c.tokens.get(ctx, hc, c.endpoint.Spec, st, c.endpoint.BaseURL)
 			if err != nil {
 				return err
 			}
+			c.auth.sent.add(key, tok)
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 	}
@@ -280,118 +283,13 @@ func (c *Call) secrets() []string {
 			add(after) // "Bearer <token>": the token alone
 		}
 	}
-	c.c.tokens.mu.Lock()
-	for k, t := range c.c.tokens.tokens {
-		if strings.HasPrefix(k, c.endpoint.Spec+"\x00") {
-			add(t.value)
-		}
+	for _, t := range c.c.tokens.values(c.endpoint.Spec) {
+		add(t)
 	}
-	c.c.tokens.mu.Unlock()
+	for _, t := range c.auth.sent.list() {
+		add(t.value) // it may have left the cache since
+	}
 	return secretForms(raw)
-}
-
-// oauthToken is a cached client-credentials access token.
-type oauthToken struct {
-	value   string
-	expires time.Time // zero: until refused
-}
-
-// maxTokenResponse bounds a token endpoint's answer.
-const maxTokenResponse = 64 << 10
-
-func (t *tokenCache) get(ctx context.Context, hc *http.Client, specName string, st authStep, baseURL string) (string, error) {
-	key := specName + "\x00" + st.scheme + "\x00" + st.cred.ClientID
-	now := time.Now()
-	t.mu.Lock()
-	if tok, ok := t.tokens[key]; ok && (tok.expires.IsZero() || now.Before(tok.expires)) {
-		t.mu.Unlock()
-		return tok.value, nil
-	}
-	t.mu.Unlock()
-
-	tok, err := fetchToken(ctx, hc, specName, st, baseURL, now)
-	if err != nil {
-		return "", err
-	}
-	t.mu.Lock()
-	if t.tokens == nil {
-		t.tokens = map[string]*oauthToken{}
-	}
-	t.tokens[key] = tok
-	t.mu.Unlock()
-	return tok.value, nil
-}
-
-// forget drops a cached token, so the next call fetches a new one.
-func (t *tokenCache) forget(specName, scheme string) {
-	t.mu.Lock()
-	for k := range t.tokens {
-		if strings.HasPrefix(k, specName+"\x00"+scheme+"\x00") {
-			delete(t.tokens, k)
-		}
-	}
-	t.mu.Unlock()
-}
-
-func fetchToken(ctx context.Context, hc *http.Client, specName string, st authStep, baseURL string, now time.Time) (*oauthToken, error) {
-	fail := func(reason string) error {
-		return &AuthError{Spec: specName, Scheme: st.scheme, Key: "specs[" + specName + "].auth." + st.scheme + ".client_id", Refused: true, StatusCode: 0, Reason: reason}
-	}
-	tu, err := url.Parse(st.tokenURL)
-	if err != nil {
-		return nil, fail("the token URL is not valid")
-	}
-	if !tu.IsAbs() {
-		b, err := url.Parse(baseURL)
-		if err != nil {
-			return nil, fail("the token URL is not valid")
-		}
-		tu = b.ResolveReference(tu)
-	}
-	if tu.Scheme != "https" && tu.Scheme != "http" {
-		return nil, fail("the token URL must be http(s)")
-	}
-	form := url.Values{"grant_type": {"client_credentials"}}
-	if len(st.cred.Scopes) > 0 {
-		form.Set("scope", strings.Join(st.cred.Scopes, " "))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tu.String(), strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, fail("the token URL is not valid")
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(st.cred.ClientID), url.QueryEscape(st.cred.ClientSecret))
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fail("the token endpoint " + tu.Host + " could not be reached")
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
-	if err != nil {
-		return nil, fail("reading the token response failed")
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fail("the token endpoint answered " + strconv.Itoa(resp.StatusCode))
-	}
-	var body struct {
-		AccessToken string          `json:"access_token"`
-		ExpiresIn   json.RawMessage `json:"expires_in"`
-	}
-	if err := json.Unmarshal(data, &body); err != nil || body.AccessToken == "" {
-		return nil, fail("the token response has no access_token")
-	}
-	tok := &oauthToken{value: body.AccessToken}
-	if secs, err := strconv.ParseFloat(strings.Trim(string(body.ExpiresIn), `"`), 64); err == nil && secs > 0 {
-		life := time.Duration(secs * float64(time.Second))
-		// Refresh shortly before expiry: a tenth of the lifetime, at most 60s.
-		early := min(life/10, time.Minute)
-		tok.expires = now.Add(life - early)
-	}
-	return tok, nil
 }
 
 func principalName(p Principal) string {

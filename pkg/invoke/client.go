@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/specgate/specgate/pkg/spec"
@@ -232,10 +231,4 @@ func (c *Client) allowedHostsFor(own string, e *spec.Endpoint) []string {
 		hosts = append(hosts, strings.ToLower(h))
 	}
 	return hosts
-}
-
-// tokenCache holds OAuth2 client-credentials tokens by spec and scheme.
-type tokenCache struct {
-	mu     sync.Mutex
-	tokens map[string]*oauthToken
 }

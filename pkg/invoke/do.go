@@ -112,11 +112,7 @@ func hostAllowed(hostname, hostport string, allowed []string) bool {
 func (c *Call) Do(ctx context.Context) (*Result, error) {
 	res, err := c.do(ctx)
 	if c.auth.usesOAuth() && res != nil && res.StatusCode == http.StatusUnauthorized {
-		for _, st := range c.auth.steps {
-			if st.kind == "oauth2" {
-				c.c.tokens.forget(c.endpoint.Spec, st.scheme)
-			}
-		}
+		c.forgetSentTokens()
 		res, err = c.do(ctx)
 	}
 	return res, err

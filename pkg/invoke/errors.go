@@ -133,7 +133,8 @@ type AuthError struct {
 	EnvVars []string
 	// StatusCode is the upstream's answer, or 0 when nothing was sent.
 	StatusCode int
-	// Refused is true when the upstream refused credentials that were sent.
+	// Refused is true when the upstream refused credentials that were sent,
+	// or, with StatusCode 0, when the OAuth2 token endpoint gave no token.
 	Refused bool
 	// Reason is a short extra explanation (never a value).
 	Reason string
@@ -142,6 +143,8 @@ type AuthError struct {
 func (e *AuthError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.Refused && e.StatusCode == 0:
+		fmt.Fprintf(&b, "no access token could be fetched for %s scheme %q", e.Spec, e.Scheme)
 	case e.Refused:
 		fmt.Fprintf(&b, "upstream answered %d: it refused the credentials for %s scheme %q", e.StatusCode, e.Spec, e.Scheme)
 	case e.StatusCode != 0:
