@@ -9,6 +9,7 @@
 //	specgate inspect [flags] ID         show one endpoint's contract
 //	specgate invoke  [flags] ID         call one endpoint
 //	specgate check   [flags]            load the config and specs, report problems
+//	specgate mock    --spec S --http ADDR  serve a mock of the spec's upstream
 //
 // Run "specgate help" or "specgate CMD -h" for the flags.
 package main
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdInvoke(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
+	case "mock":
+		err = cmdMock(ctx, args[1:], stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "specgate", version)
 		return 0
@@ -86,6 +89,9 @@ Usage:
   specgate inspect [flags] ID       show one endpoint's contract
   specgate invoke  [flags] ID       call one endpoint (--params JSON, --body JSON)
   specgate check   [flags]          load the config and specs and report problems
+  specgate mock    --spec S --http ADDR [--requests-per-window N --window D] [--cooldown D]
+                                    serve a mock of the spec's upstream (answers from its
+                                    examples and schemas, with an optional quota)
   specgate version
 
 Common flags:

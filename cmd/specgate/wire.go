@@ -62,6 +62,10 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 				Timeout:           time.Duration(cfg.SpecFetchTimeout),
 			}
 			start := time.Now()
+			cache := cache
+			if sc.Mock.On {
+				cache = spec.Cache{} // its base URL, a fresh loopback port, changes at every start
+			}
 			res, err := cache.Load(ctx, sc.Location, opts)
 			if err != nil {
 				results[i] = result{err: err}
@@ -198,6 +202,9 @@ func newClient(cfg *config.Config) *invoke.Client {
 		sc := &cfg.Specs[i]
 		set := cfg.ForSpec(sc)
 		block := set.BlockPrivateNetworks
+		if sc.Mock.On {
+			block = false // the spec's mock listens on loopback
+		}
 		allowCred := set.AllowCredentialHeaders
 		so := invoke.SpecOptions{
 			Timeout:                     set.CallTimeout,

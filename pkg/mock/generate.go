@@ -154,7 +154,7 @@ func (g *generator) value(s *openapi3.Schema, hint string) (any, bool) {
 	case "object":
 		return g.object(s)
 	case "array":
-		return g.array(s)
+		return g.array(s, hint)
 	case "integer":
 		return g.integer(s), true
 	case "number":
@@ -457,7 +457,7 @@ func (g *generator) extra(s *openapi3.Schema, name string) (any, bool) {
 	return name, true
 }
 
-func (g *generator) array(s *openapi3.Schema) (any, bool) {
+func (g *generator) array(s *openapi3.Schema, hint string) (any, bool) {
 	defer g.descend()()
 	n := int(s.MinItems)
 	if n == 0 && g.depth <= optionalDepth && g.nodes < maxNodes {
@@ -472,7 +472,7 @@ func (g *generator) array(s *openapi3.Schema) (any, bool) {
 		if i >= n || p == nil || p.Value == nil {
 			break
 		}
-		v, ok := g.value(p.Value, "")
+		v, ok := g.value(p.Value, hint)
 		if !ok {
 			return nil, false
 		}
@@ -487,7 +487,7 @@ func (g *generator) array(s *openapi3.Schema) (any, bool) {
 		var ok bool
 		// Unique items get a few tries at a value not yet in the array.
 		for try := 0; try < 8; try++ {
-			if v, ok = g.value(s.Items.Value, ""); !ok || !s.UniqueItems || !containsJSON(out, v) {
+			if v, ok = g.value(s.Items.Value, hint); !ok || !s.UniqueItems || !containsJSON(out, v) {
 				break
 			}
 		}
@@ -533,12 +533,6 @@ func bounds(s *openapi3.Schema, step float64) (lo, hi float64) {
 	if v := s.ExclusiveMax.Value; v != nil {
 		hi = min(hi, *v-step)
 	}
-	switch s.Format {
-	case "int32":
-		lo, hi = max(lo, math.MinInt32), min(hi, math.MaxInt32)
-	case "int64":
-		lo, hi = max(lo, -(1<<53)), min(hi, 1<<53)
-	}
 	switch {
 	case math.IsInf(lo, -1) && math.IsInf(hi, 1):
 		lo, hi = 1, 1000
@@ -549,6 +543,13 @@ func bounds(s *openapi3.Schema, step float64) (lo, hi float64) {
 		}
 	case math.IsInf(hi, 1):
 		hi = lo + 1000
+	}
+	switch s.Format {
+	case "int32":
+		lo, hi = max(lo, math.MinInt32), min(hi, math.MaxInt32)
+	case "int64":
+		// Exact in a float64, as JSON decoders read numbers.
+		lo, hi = max(lo, -(1<<53)), min(hi, 1<<53)
 	}
 	return lo, hi
 }
