@@ -37,5 +37,8 @@ lint: ## gofmt and go vet must be clean; staticcheck too where it is installed
 tidy-check: ## go mod tidy leaves no diff
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
 
-run: build ## serve the bundled specs/ over streamable HTTP
+run: build ## serve the bundled Petstore, answered by its mock (no network needed), over streamable HTTP
+	@echo 'Try: search "find pet by id", then invoke petstore.getPetById with {"petId": 1}.'
+	@echo 'The Petstore is answered by a mock allowing 5 requests per 10s: call it often and see'
+	@echo 'specgate pace you (rate_limit_status). Delete the mock: line of specs/demo.yaml for the real API.'
 	$(BIN) serve --http $(LISTEN) --config specs/demo.yaml

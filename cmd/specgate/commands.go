@@ -107,9 +107,14 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	srvRef.Store(srv)
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
 	go func() {
-		l, err := loadSpecs(ctx, cfg, c.cacheDir(), log)
+		// Specs served by a mock load pointed at it.
+		lcfg, err := startMocks(ctx, cfg, log)
+		var l *loaded
 		if err == nil {
-			err = registerEndpoints(cfg, limiter, l.cat, upstream)
+			l, err = loadSpecs(ctx, lcfg, c.cacheDir(), log)
+		}
+		if err == nil {
+			err = registerEndpoints(lcfg, limiter, l.cat, upstream)
 			for _, w := range limiter.LoopbackNearMisses() {
 				log.Warn(w)
 			}
@@ -432,6 +437,9 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printCuration(stdout, cur)
 		for _, w := range s.Warnings {
 			fmt.Fprintf(stdout, "     warning: %s\n", w)
+		}
+		if sc.Mock.On && sc.BaseURL != "" {
+			fmt.Fprintf(stdout, "     warning: base_url is ignored: the spec is served by its mock\n")
 		}
 		for _, k := range unknown {
 			fmt.Fprintf(stdout, "     warning: endpoints.%s matches no endpoint\n", k)

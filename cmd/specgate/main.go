@@ -10,6 +10,7 @@
 //	specgate invoke  [flags] ID         call one endpoint
 //	specgate check   [flags]            load the config and specs, report problems
 //	specgate init    SPEC|URL [--out FILE] [--force]   write a config for a spec
+//	specgate mock    --spec S --http ADDR  serve a mock of the spec's upstream
 //
 // Run "specgate help" or "specgate CMD -h" for the flags.
 package main
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "init":
 		err = cmdInit(ctx, args[1:], stdout, stderr)
+	case "mock":
+		err = cmdMock(ctx, args[1:], stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "specgate", version)
 		return 0
@@ -90,6 +93,9 @@ Usage:
   specgate invoke  [flags] ID       call one endpoint (--params JSON, --body JSON)
   specgate check   [flags]          load the config and specs and report problems
   specgate init    SPEC|URL [--out FILE] [--force]   write a commented config for a spec
+  specgate mock    --spec S --http ADDR [--requests-per-window N --window D] [--cooldown D]
+                                    serve a mock of the spec's upstream (answers from its
+                                    examples and schemas, with an optional quota)
   specgate version
 
 Common flags:

@@ -66,6 +66,10 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 				Timeout:           time.Duration(cfg.SpecFetchTimeout),
 			}
 			start := time.Now()
+			cache := cache
+			if sc.Mock.On {
+				cache = spec.Cache{} // its base URL, a fresh loopback port, changes at every start
+			}
 			stop := watchSlow(slowLoadAfter, func(d time.Duration) {
 				log.Info("spec still loading", "spec", opts.Name, "location", sc.Location, "after", d)
 			})
@@ -209,6 +213,9 @@ func newClient(cfg *config.Config) *invoke.Client {
 		sc := &cfg.Specs[i]
 		set := cfg.ForSpec(sc)
 		block := set.BlockPrivateNetworks
+		if sc.Mock.On {
+			block = false // the spec's mock listens on loopback
+		}
 		allowCred := set.AllowCredentialHeaders
 		allowOverride := set.AllowOverrideHeaders
 		so := invoke.SpecOptions{

@@ -176,6 +176,44 @@ type Spec struct {
 	// Endpoints override settings per endpoint, keyed by operationId or by
 	// full endpoint id ("getPetById" or "petstore.getPetById").
 	Endpoints map[string]Endpoint `yaml:"endpoints" json:"endpoints,omitempty"`
+	// Mock serves the spec from a mock of its upstream, started in-process
+	// on a loopback port; base_url is then ignored. Written `mock: true`, or
+	// as a mapping to give the mock a quota. Default off.
+	Mock Mock `yaml:"mock" json:"mock,omitzero"`
+}
+
+// Mock is a spec's in-process mock upstream. Unset fields are nil: no such
+// quota.
+type Mock struct {
+	// On reports that the spec is served from its mock: `mock: true` or a
+	// mapping. Not a key of its own.
+	On bool `yaml:"-" json:"on"`
+	// RequestsPerWindow admits at most this many requests in any sliding
+	// Window; more get 429 with Retry-After. Positive; requires Window.
+	RequestsPerWindow *int `yaml:"requests_per_window" json:"requests_per_window,omitempty"`
+	// Window is the sliding window of RequestsPerWindow.
+	Window *Duration `yaml:"window" json:"window,omitempty"`
+	// Cooldown is the least time between two requests to one operation.
+	Cooldown *Duration `yaml:"cooldown" json:"cooldown,omitempty"`
+}
+
+// UnmarshalYAML accepts true or false, or a mapping of the quota keys
+// (which turns the mock on).
+func (m *Mock) UnmarshalYAML(unmarshal func(any) error) error {
+	var on bool
+	if err := unmarshal(&on); err == nil {
+		*m = Mock{On: on}
+		return nil
+	}
+	type mockFields Mock // no methods: no recursion
+	var f mockFields
+	// The callback form, unlike yaml.Node.Decode, keeps KnownFields.
+	if err := unmarshal(&f); err != nil {
+		return err
+	}
+	*m = Mock(f)
+	m.On = true
+	return nil
 }
 
 // Endpoint overrides settings for one endpoint; nil fields fall back to the

@@ -414,8 +414,11 @@ func friendly(msg string, keys lineKeys) string {
 	if m := reUnknown.FindStringSubmatch(msg); m != nil {
 		out := fmt.Sprintf("line %s: unknown key %q", m[1], m[2])
 		typeName := m[3]
-		if typeName == "upstreamFields" {
+		switch typeName {
+		case "upstreamFields":
 			typeName = "Upstream" // the defaults-first decode in Upstream.UnmarshalYAML
+		case "mockFields":
+			typeName = "Mock" // the mapping form in Mock.UnmarshalYAML
 		}
 		if s := suggest(m[2], knownKeys(typeName)); s != "" {
 			out += fmt.Sprintf(" (did you mean %q?)", s)

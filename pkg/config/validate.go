@@ -176,6 +176,7 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 			v.httpURL(ak+".token_url", cred.TokenURL)
 		}
 	}
+	v.mock(key+".mock", &s.Mock)
 	for _, id := range sortedKeys(s.Endpoints) {
 		e := s.Endpoints[id]
 		ek := joinKey(key+".endpoints", id)
@@ -188,6 +189,35 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		if e.CallTimeout != nil {
 			v.positive(ek+".call_timeout", *e.CallTimeout)
 		}
+	}
+}
+
+// mock checks a spec's mock quota: each dimension is off while left out, so
+// a written 0 is a mistake rather than "off".
+func (v *validator) mock(key string, m *Mock) {
+	if !m.On {
+		return
+	}
+	if n := m.RequestsPerWindow; n != nil {
+		if *n <= 0 {
+			v.addf(key+".requests_per_window", "must be positive (got %d); leave it out for no request quota", *n)
+		} else if *n > maxCount {
+			v.addf(key+".requests_per_window", "must be at most %d (got %d)", maxCount, *n)
+		}
+		if m.Window == nil {
+			v.add(key+".window", `is required with requests_per_window (the sliding window, e.g. "10s")`)
+		}
+	}
+	if w := m.Window; w != nil {
+		if *w <= 0 {
+			v.addf(key+".window", "must be positive (got %s)", *w)
+		}
+		if m.RequestsPerWindow == nil {
+			v.add(key+".window", "needs requests_per_window (how many requests each window admits)")
+		}
+	}
+	if c := m.Cooldown; c != nil && *c <= 0 {
+		v.addf(key+".cooldown", "must be positive (got %s); leave it out for no cooldown", *c)
 	}
 }
 

@@ -180,7 +180,7 @@ func (h *hydrator) get(ctx context.Context, e *Endpoint) (*Operation, error) {
 		}
 	}
 	h.mu.Unlock()
-	entry.once.Do(func() { entry.op, entry.err = hydrate(ctx, e) })
+	entry.once.Do(func() { entry.op, entry.err = hydrate(ctx, e, false) })
 	return entry.op, entry.err
 }
 
@@ -196,22 +196,35 @@ func (h *hydrator) touch(id string) {
 
 var refPattern = regexp.MustCompile(`"\$ref"\s*:\s*"(#/components/[^"]+)"`)
 
+// FullOperation is Operation with the responses kept: what a mock of the
+// upstream needs to answer. It is not cached (responses on specs like
+// Stripe's reach most of the components); callers keep what they reuse.
+func (e *Endpoint) FullOperation(ctx context.Context) (*Operation, error) {
+	if e.spec == nil {
+		return nil, fmt.Errorf("endpoint %s has no spec", e.ID)
+	}
+	return hydrate(ctx, e, true)
+}
+
 // hydrate builds a minimal document holding the operation and the
-// components it reaches, and resolves it with kin-openapi.
-func hydrate(ctx context.Context, e *Endpoint) (*Operation, error) {
+// components it reaches, and resolves it with kin-openapi. Without
+// responses, the operation's responses are replaced by an empty default.
+func hydrate(ctx context.Context, e *Endpoint, responses bool) (*Operation, error) {
 	s := e.spec
 	// Load leaves such operations out; checking again keeps kin-openapi's
 	// resolver and validator away from them whatever built the endpoint.
 	if why := newDepthChecker(s).problem(e.raw); why != "" {
 		return nil, fmt.Errorf("rebuilding %s: %s", e.ID, why)
 	}
-	// Request validation needs parameters and the body, not responses,
-	// which on specs like Stripe's reach most of the components.
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(e.raw, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("rebuilding %s: the operation is not an object", e.ID)
 	}
-	fields["responses"] = json.RawMessage(`{"default":{"description":""}}`)
+	// Request validation needs parameters and the body, not responses,
+	// which on specs like Stripe's reach most of the components.
+	if _, ok := fields["responses"]; !responses || !ok {
+		fields["responses"] = json.RawMessage(`{"default":{"description":""}}`)
+	}
 	delete(fields, "callbacks")
 	opRaw, err := json.Marshal(fields)
 	if err != nil {

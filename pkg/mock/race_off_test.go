@@ -1,0 +1,5 @@
+//go:build !race
+
+package mock
+
+const raceDetector = false
