@@ -111,26 +111,29 @@ type ReadResult struct {
 }
 
 func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, bad := stringArg(req, "responseId")
-	if bad != nil {
+	var a ReadResponseArgs
+	if bad := decodeArgs("read_response", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
-	args := req.GetArguments()
+	if bad := requireString("responseId", a.ResponseID); bad != nil {
+		return bad, nil
+	}
+	id := a.ResponseID
 	var jq *invoke.JQ
 	var maxBytes int
-	if r := s.parseShapeArgs(args, &jq, &maxBytes); r != nil {
+	if r := s.parseShapeArgs(a.JQ, a.MaxBytes, &jq, &maxBytes); r != nil {
 		return r, nil
 	}
 	opt := invoke.RenderOptions{ResponseID: id, JQ: jq, JQLimits: s.jqLimits(), Strict: true}
-	if v, ok := args["offset"]; ok && v != nil {
-		n, ok := intArg(v, 0, 1<<40)
+	if a.Offset != nil {
+		n, ok := intArg(*a.Offset, 0, 1<<40)
 		if !ok {
 			return argError("offset must be a whole number, 0 or more"), nil
 		}
 		opt.Window, opt.Offset = true, n
 	}
-	if v, ok := args["limit"]; ok && v != nil {
-		n, ok := intArg(v, 1, 1<<40)
+	if a.Limit != nil {
+		n, ok := intArg(*a.Limit, 1, 1<<40)
 		if !ok {
 			return argError("limit must be a whole number, 1 or more"), nil
 		}
@@ -138,13 +141,6 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	}
 	if opt.Window && jq != nil {
 		return argError("give either jq or offset/limit, not both"), nil
-	}
-	for k := range args {
-		switch k {
-		case "responseId", "jq", "offset", "limit", "maxBytes":
-		default:
-			return argError("unknown argument %q: read_response takes responseId, jq, offset, limit, maxBytes", clip(k, 64)), nil
-		}
 	}
 	if s.answers == nil {
 		return errorResult(&ErrorObject{Code: CodeNotFound, Message: "answers are not stored by this specgate"}), nil

@@ -72,59 +72,28 @@ type invokeArgs struct {
 }
 
 func (s *Server) parseInvokeArgs(req mcp.CallToolRequest) (*invokeArgs, *mcp.CallToolResult) {
-	id, bad := stringArg(req, "endpointId")
-	if bad != nil {
+	var in InvokeArgs
+	if bad := decodeArgs("invoke", req.GetArguments(), &in); bad != nil {
 		return nil, bad
 	}
-	args := req.GetArguments()
-	a := &invokeArgs{id: id, pages: 1}
-	if v, ok := args["parameters"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, argError("parameters must be an object of values by parameter name")
-		}
-		a.in.Parameters = m
+	if bad := requireString("endpointId", in.EndpointID); bad != nil {
+		return nil, bad
 	}
-	if v, ok := args["headers"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, argError("headers must be an object of header values by name")
-		}
-		a.in.Headers = map[string]string{}
-		for k, hv := range m {
-			str, ok := hv.(string)
-			if !ok {
-				return nil, argError("header %q must be a string", clip(k, 64))
-			}
-			a.in.Headers[k] = str
-		}
+	if len(in.ContentType) > 256 {
+		return nil, argError("contentType must be a media type string (at most 256 bytes)")
 	}
-	if v, ok := args["requestBody"]; ok {
-		a.in.RequestBody = v
-	}
-	if v, ok := args["contentType"]; ok && v != nil {
-		str, ok := v.(string)
-		if !ok || len(str) > 256 {
-			return nil, argError("contentType must be a media type string (at most 256 bytes)")
-		}
-		a.in.ContentType = str
-	}
-	if v, ok := args["pages"]; ok && v != nil {
-		n, ok := intArg(v, 1, invoke.MaxPages)
+	a := &invokeArgs{id: in.EndpointID, pages: 1, in: invoke.Args{
+		Parameters: in.Parameters, RequestBody: in.RequestBody, Headers: in.Headers, ContentType: in.ContentType,
+	}}
+	if in.Pages != nil {
+		n, ok := intArg(*in.Pages, 1, invoke.MaxPages)
 		if !ok {
 			return nil, argError("pages must be a whole number from 1 to %d", invoke.MaxPages)
 		}
 		a.pages = n
 	}
-	if r := s.parseShapeArgs(args, &a.jq, &a.maxBytes); r != nil {
+	if r := s.parseShapeArgs(in.JQ, in.MaxBytes, &a.jq, &a.maxBytes); r != nil {
 		return nil, r
-	}
-	for k := range args {
-		switch k {
-		case "endpointId", "parameters", "requestBody", "headers", "contentType", "jq", "pages", "maxBytes":
-		default:
-			return nil, argError("unknown argument %q: invoke takes endpointId, parameters, requestBody, headers, contentType, jq, pages, maxBytes", clip(k, 64))
-		}
 	}
 	return a, nil
 }
@@ -132,27 +101,21 @@ func (s *Server) parseInvokeArgs(req mcp.CallToolRequest) (*invokeArgs, *mcp.Cal
 // parseShapeArgs reads jq and maxBytes, shared by invoke and read_response.
 // A filter that does not compile or is not allowed is refused here, before
 // anything is sent.
-func (s *Server) parseShapeArgs(args map[string]any, jq **invoke.JQ, maxBytes *int) *mcp.CallToolResult {
+func (s *Server) parseShapeArgs(src string, max *float64, jq **invoke.JQ, maxBytes *int) *mcp.CallToolResult {
 	*maxBytes = s.resultBytes()
-	if v, ok := args["maxBytes"]; ok && v != nil {
-		n, ok := intArg(v, invoke.MinResultBytes, invoke.MaxResultBytes)
+	if max != nil {
+		n, ok := intArg(*max, invoke.MinResultBytes, invoke.MaxResultBytes)
 		if !ok {
 			return argError("maxBytes must be a whole number from %d to %d", invoke.MinResultBytes, invoke.MaxResultBytes)
 		}
 		*maxBytes = n
 	}
-	if v, ok := args["jq"]; ok && v != nil {
-		src, ok := v.(string)
-		if !ok {
-			return argError("jq must be a string")
+	if strings.TrimSpace(src) != "" {
+		q, err := invoke.CompileJQ(src)
+		if err != nil {
+			return errorResult(mapError(err, s.now()))
 		}
-		if strings.TrimSpace(src) != "" {
-			q, err := invoke.CompileJQ(src)
-			if err != nil {
-				return errorResult(mapError(err, s.now()))
-			}
-			*jq = q
-		}
+		*jq = q
 	}
 	return nil
 }

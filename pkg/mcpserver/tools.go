@@ -28,8 +28,7 @@ func (s *Server) registerTools() {
 			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
 			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Next: inspect an id. "+
 			errorCodesNote+"validation_failed."),
-		mcp.WithString("query", mcp.Required(), mcp.Description("What you want to do, in plain words, optionally with filters")),
-		mcp.WithNumber("limit", mcp.Description("Hits to return, 1-50 (default 10)")),
+		inputSchema[SearchArgs](), outputSchema[SearchResult](),
 		hints(true, false, true, false),
 	), s.handleSearch)
 
@@ -37,7 +36,7 @@ func (s *Server) registerTools() {
 		mcp.WithDescription("Show one endpoint's contract: parameters (name, in, required, schema), request body types and schema, "+
 			"main responses, base URL, auth needed, and its current rate limit. Read it before invoke. "+
 			errorCodesNote+"not_found (use search)."),
-		mcp.WithString("endpointId", mcp.Required(), mcp.Description("An endpoint id from search, like petstore.getPetById")),
+		inputSchema[InspectArgs](), outputSchema[inspectResult](),
 		hints(true, false, true, false),
 	), s.handleInspect)
 
@@ -49,14 +48,7 @@ func (s *Server) registerTools() {
 			errorCodesNote+"rate_limit (specgate's limit, scope proxy), upstream_rate_limit (the API's, scope upstream), "+
 			"queue_full, queue_timeout, timeout, cancelled, validation_failed (fix arguments; costs no rate limit), "+
 			"not_found, http_error (upstream 4xx/5xx), upstream_unreachable, auth_error."),
-		mcp.WithString("endpointId", mcp.Required(), mcp.Description("The endpoint id from search or inspect")),
-		mcp.WithObject("parameters", mcp.Description("Path, query, header and cookie parameter values by name")),
-		mcp.WithAny("requestBody", mcp.Description("The request body as a JSON value (objects for JSON, form and multipart bodies)")),
-		mcp.WithObject("headers", mcp.Description("Extra request headers (credential headers are not allowed)")),
-		mcp.WithString("contentType", mcp.Description("Body media type, one of those inspect lists (default: the first)")),
-		mcp.WithString("jq", mcp.Description("A read-only jq filter applied to the JSON answer, e.g. [.[] | {id, title}]")),
-		mcp.WithNumber("pages", mcp.Description("GET only: follow the API's next pages, 1-5 (default 1); arrays are joined")),
-		mcp.WithNumber("maxBytes", mcp.Description("Answer budget in bytes, 1024-48000")),
+		inputSchema[InvokeArgs](), outputSchema[InvokeResult](),
 		hints(false, true, false, true),
 	), s.handleInvoke)
 
@@ -64,11 +56,7 @@ func (s *Server) registerTools() {
 		mcp.WithDescription("Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
 			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}. "+
 			errorCodesNote+"not_found (unknown, expired or evicted id), validation_failed, timeout (jq too slow)."),
-		mcp.WithString("responseId", mcp.Required(), mcp.Description("The responseId from invoke")),
-		mcp.WithString("jq", mcp.Description("A read-only jq filter")),
-		mcp.WithNumber("offset", mcp.Description("First item (or byte) to return")),
-		mcp.WithNumber("limit", mcp.Description("Items (or bytes) to return")),
-		mcp.WithNumber("maxBytes", mcp.Description("Answer budget, 1024-48000")),
+		inputSchema[ReadResponseArgs](), outputSchema[ReadResult](),
 		hints(true, false, true, false),
 	), s.handleReadResponse)
 
@@ -125,13 +113,17 @@ type SearchResult struct {
 }
 
 func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	query, bad := stringArg(req, "query")
-	if bad != nil {
+	var a SearchArgs
+	if bad := decodeArgs("search", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
+	if bad := requireString("query", a.Query); bad != nil {
+		return bad, nil
+	}
+	query := a.Query
 	limit := 10
-	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
-		n, ok := intArg(v, 1, 50)
+	if a.Limit != nil {
+		n, ok := intArg(*a.Limit, 1, 50)
 		if !ok {
 			return argError("limit must be a whole number from 1 to 50"), nil
 		}
@@ -162,10 +154,14 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 }
 
 func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, bad := stringArg(req, "endpointId")
-	if bad != nil {
+	var a InspectArgs
+	if bad := decodeArgs("inspect", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
+	if bad := requireString("endpointId", a.EndpointID); bad != nil {
+		return bad, nil
+	}
+	id := a.EndpointID
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil

@@ -1,0 +1,227 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// Each tool's arguments are a Go struct: decodeArgs decodes them strictly
+// (an unknown or mistyped argument is validation_failed) from one place,
+// and the tool's input schema is generated from the same struct. Numbers
+// stay json.Number inside free-form values (parameters, requestBody), so
+// large integers reach the upstream exactly.
+
+// SearchArgs are the search tool's arguments.
+type SearchArgs struct {
+	Query string   `json:"query" jsonschema:"What you want to do, in plain words, optionally with filters"`
+	Limit *float64 `json:"limit,omitempty" jsonschema:"Hits to return, 1-50 (default 10)"`
+}
+
+// InspectArgs are the inspect tool's arguments.
+type InspectArgs struct {
+	EndpointID string `json:"endpointId" jsonschema:"An endpoint id from search, like petstore.getPetById"`
+}
+
+// InvokeArgs are the invoke tool's arguments.
+type InvokeArgs struct {
+	EndpointID  string            `json:"endpointId" jsonschema:"The endpoint id from search or inspect"`
+	Parameters  map[string]any    `json:"parameters,omitempty" jsonschema:"Path, query, header and cookie parameter values by name"`
+	RequestBody any               `json:"requestBody,omitempty" jsonschema:"The request body as a JSON value (objects for JSON, form and multipart bodies)"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"Extra request headers (credential headers are not allowed)"`
+	ContentType string            `json:"contentType,omitempty" jsonschema:"Body media type, one of those inspect lists (default: the first)"`
+	JQ          string            `json:"jq,omitempty" jsonschema:"A read-only jq filter applied to the JSON answer, e.g. [.[] | {id, title}]"`
+	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow the API's next pages, 1-5 (default 1); arrays are joined"`
+	MaxBytes    *float64          `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+}
+
+// ReadResponseArgs are the read_response tool's arguments.
+type ReadResponseArgs struct {
+	ResponseID string   `json:"responseId" jsonschema:"The responseId from invoke"`
+	JQ         string   `json:"jq,omitempty" jsonschema:"A read-only jq filter"`
+	Offset     *float64 `json:"offset,omitempty" jsonschema:"First item (or byte) to return"`
+	Limit      *float64 `json:"limit,omitempty" jsonschema:"Items (or bytes) to return"`
+	MaxBytes   *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
+}
+
+// decodeArgs decodes a call's arguments into dst, a pointer to an
+// arguments struct. The problem it returns names the argument and what it
+// must be, or lists the arguments the tool takes.
+func decodeArgs(tool string, args map[string]any, dst any) *mcp.CallToolResult {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return argError("arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	err = dec.Decode(dst)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		field := te.Field
+		if i := strings.IndexByte(field, '.'); i >= 0 {
+			field = field[:i]
+		}
+		return argError("%s must be %s", clip(field, 64), argKind(dst, field))
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return argError("unknown argument %s: %s takes %s", clip(name, 64), tool, strings.Join(argNames(dst), ", "))
+	}
+	return argError("arguments could not be read: %s", clip(strings.TrimPrefix(msg, "json: "), 200))
+}
+
+// argNames lists the JSON names of an arguments struct, in order.
+func argNames(dst any) []string {
+	t := reflect.TypeOf(dst).Elem()
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// argKind says what the named argument must be, in words.
+func argKind(dst any, name string) string {
+	t := reflect.TypeOf(dst).Elem()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n != name {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch ft.Kind() {
+		case reflect.String:
+			return "a string"
+		case reflect.Float64, reflect.Int:
+			return "a number"
+		case reflect.Map:
+			if ft.Elem().Kind() == reflect.String {
+				return "an object of string values by name"
+			}
+			return "an object of values by name"
+		}
+	}
+	return "a JSON value of another type"
+}
+
+// requireString checks a required string argument is present and not blank.
+func requireString(name, v string) *mcp.CallToolResult {
+	if v == "" {
+		return argError("%s is required", name)
+	}
+	if strings.TrimSpace(v) == "" {
+		return argError("%s must not be empty", name)
+	}
+	return nil
+}
+
+// inputSchema generates a tool's input schema from its arguments struct.
+func inputSchema[T any]() mcp.ToolOption {
+	raw := schemaOf[T](false)
+	return func(t *mcp.Tool) {
+		t.InputSchema = mcp.ToolInputSchema{} // NewTool's default; the raw one replaces it
+		t.RawInputSchema = raw
+	}
+}
+
+// outputSchema generates a tool's output schema from its result struct.
+// Every field is optional and an "error" object is allowed beside them, so
+// that clients that validate structuredContent against it (the TypeScript
+// SDK does, error results included) accept both the answer and the error
+// envelope.
+func outputSchema[T any]() mcp.ToolOption {
+	return mcp.WithRawOutputSchema(schemaOf[T](true))
+}
+
+// errorSchema is the error envelope's object, kept lean: the tool
+// descriptions name the fields, and every tools/list pays for it.
+var errorSchema = &jsonschema.Schema{
+	Type:     "object",
+	Required: []string{"code", "message"},
+	Properties: map[string]*jsonschema.Schema{
+		"code":    {Type: "string"},
+		"message": {Type: "string"},
+	},
+}
+
+func schemaOf[T any](output bool) json.RawMessage {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{
+		IgnoreInvalidTypes: true,
+		// A rendered schema in inspect's contract is recursive: described
+		// as any object, not unrolled.
+		TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[spec.Schema](): {Type: "object"}},
+	})
+	if err != nil {
+		// The argument and result types are ours: a type the generator
+		// cannot describe is a programming error caught by the tests.
+		panic("mcpserver: no JSON schema for " + reflect.TypeFor[T]().String() + ": " + err.Error())
+	}
+	if output {
+		// Every tools/list pays for these: the top level is checked field by
+		// field, nested values by their JSON type only.
+		s.Required = nil
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		for name, p := range s.Properties {
+			s.Properties[name] = &jsonschema.Schema{Type: p.Type, Types: p.Types}
+		}
+		s.Properties["error"] = errorSchema
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
+	}
+	// An any-typed field's schema is the boolean true, which JSON Schema
+	// allows but MCP clients (the TypeScript SDK) refuse as a property:
+	// write it as the empty object, which means the same.
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
+	}
+	b, _ = json.Marshal(noBooleanSchemas(tree))
+	return b
+}
+
+func noBooleanSchemas(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	for k, x := range m {
+		if props, ok := x.(map[string]any); ok && (k == "properties") {
+			for name, p := range props {
+				if b, ok := p.(bool); ok && b {
+					props[name] = map[string]any{}
+				} else {
+					props[name] = noBooleanSchemas(p)
+				}
+			}
+			continue
+		}
+		if b, ok := x.(bool); ok && b && (k == "items" || k == "additionalProperties") {
+			m[k] = map[string]any{}
+			continue
+		}
+		m[k] = noBooleanSchemas(x)
+	}
+	return m
+}
