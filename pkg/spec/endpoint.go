@@ -1,5 +1,7 @@
 // Package spec loads OpenAPI 3.0, 3.1 and Swagger 2.0 descriptions into a
-// catalog of endpoints.
+// catalog of endpoints, renders an endpoint's contract for a model
+// (Endpoint.Describe, bounded in size) and caches derived catalogs on disk
+// between starts (Cache).
 //
 // A loaded Spec keeps each operation as compact JSON (references intact) plus
 // the components it may refer to, not kin-openapi's object graph: a 13 MB
