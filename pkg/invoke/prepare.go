@@ -416,7 +416,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	allowCred := c.allowCredHeadersFor(e)
 	allowOverride := c.allowOverrideHeadersFor(e)
 	keyHeaders := map[string]bool{}
-	if s := e.SpecInfo(); s != nil {
+	if s := e.Owner(); s != nil {
 		for _, sch := range s.Schemes {
 			if sch.Type == "apiKey" && sch.In == "header" && sch.Name != "" {
 				keyHeaders[http.CanonicalHeaderKey(sch.Name)] = true

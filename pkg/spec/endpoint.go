@@ -72,8 +72,15 @@ func (e *Endpoint) Idempotent() bool {
 	return false
 }
 
+// Owner returns the loaded spec the endpoint belongs to (its security
+// schemes, servers and components); the field Spec is only its name. Owner
+// is nil for an Endpoint not built by this package.
+func (e *Endpoint) Owner() *Spec { return e.spec }
+
 // SpecInfo returns the spec the endpoint belongs to.
-func (e *Endpoint) SpecInfo() *Spec { return e.spec }
+//
+// Deprecated: use Owner. Kept until pkg/invoke/auth.go moves over.
+func (e *Endpoint) SpecInfo() *Spec { return e.Owner() }
 
 // RawOperation returns the operation as compact JSON with references kept.
 func (e *Endpoint) RawOperation() json.RawMessage { return e.raw }
