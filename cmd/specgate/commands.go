@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -50,14 +49,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	for _, m := range cfg.MissingEnv {
 		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
 	}
-	// The store reports its errors to the server's metrics, which exist
-	// only once the server does.
-	var srvRef atomic.Pointer[mcpserver.Server]
-	store, err := newStore(ctx, cfg, log, func() {
-		if s := srvRef.Load(); s != nil {
-			s.ObserveStoreError("redis")
-		}
-	})
+	// The metrics come first: the store counts its errors into them, and
+	// the server is handed the same ones.
+	metrics := mcpserver.NewMetrics()
+	store, err := newStore(ctx, cfg, log, func() { metrics.ObserveStoreError("redis") })
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +98,8 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		MaxRetries:         cfg.MaxRetries,
 		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
 		ReadOnly:           allReadOnly(cfg),
+		Metrics:            metrics,
 	})
-	srvRef.Store(srv)
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
 	go func() {
 		// Specs served by a mock load pointed at it.

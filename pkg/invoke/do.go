@@ -276,7 +276,7 @@ func (c *Call) statusError(res *Result, data []byte, now time.Time) error {
 	if code == http.StatusUnauthorized || code == http.StatusForbidden {
 		if len(c.auth.steps) > 0 {
 			st := c.auth.steps[0]
-			sch := c.endpoint.SpecInfo().Schemes[st.scheme]
+			sch := c.endpoint.Owner().Schemes[st.scheme]
 			return &AuthError{Spec: c.endpoint.Spec, Scheme: st.scheme, Key: configKey(c.endpoint.Spec, st.scheme, sch),
 				StatusCode: code, Refused: true, Reason: oneLine(excerpt, 200)}
 		}

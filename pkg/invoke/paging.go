@@ -154,7 +154,7 @@ func (op pagingOp) addTypes(set pageSet) {
 		return
 	}
 	var comps map[string]map[string]json.RawMessage
-	if s := op.e.SpecInfo(); s != nil {
+	if s := op.e.Owner(); s != nil {
 		comps = s.Components
 	}
 	for _, pr := range raw.Parameters {

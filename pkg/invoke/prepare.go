@@ -98,245 +98,345 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	if e == nil {
 		return nil, &ArgError{Problems: []string{"no endpoint"}}
 	}
-	op, opErr := e.Operation(ctx)
-	if opErr != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		op = nil
+	p := &preparer{c: c, e: e, args: args}
+	if err := p.operation(ctx); err != nil {
+		return nil, err
 	}
-	var params []param
-	if op != nil {
-		params = paramsFromOperation(op)
-	} else {
-		params = paramsFromEndpoint(e)
-	}
-
-	var problems []string
-	values, declaredProblems := matchParams(params, args)
-	problems = append(problems, declaredProblems...)
-	aerr := &ArgError{Endpoint: e.ID}
-	if len(declaredProblems) > 0 {
-		for _, p := range params {
-			aerr.Declared = append(aerr.Declared, p.Name+" ("+p.In+")")
-		}
-		if len(aerr.Declared) == 0 {
-			aerr.Declared = []string{"none"}
-		}
-	}
-
-	// Credentials are chosen now, applied only when sending: a declared
-	// parameter they fill (an Authorization or API-key header, a key in the
-	// query or a cookie) needs no value from the model, and any value it
-	// gave is dropped so the configured credential alone is sent. Any other
-	// route to a name the config fills (an exploded object's keys, a Cookie
-	// header, an extra header) is refused: servers mostly read the first of
-	// two values, which would be the model's.
-	plan, authErr := c.planAuth(ctx, e)
-	reserved := c.reservedFor(e, plan)
-
-	// Extra headers from the model.
-	extra, hdrProblems := c.checkHeaders(e, params, args.Headers, values, reserved)
-	problems = append(problems, hdrProblems...)
-
-	fromConfig := c.configSupplied(e, params, plan)
-	for k := range fromConfig {
-		delete(values, k)
-	}
-
-	// Missing required parameters.
-	for _, p := range params {
-		key := p.In + "\x00" + p.Name
-		if v, ok := values[key]; p.Required && !fromConfig[key] && (!ok || v == nil) {
-			problems = append(problems, paramLabel(p.Name, p.In)+": is required")
-		}
-	}
-
-	// Base URL.
+	p.declared()
+	authErr := p.credentials(ctx)
+	p.required()
 	base, err := baseURL(e)
 	if err != nil {
 		return nil, err
 	}
-
-	// Path.
-	rawPath, pathParams, pathProblems := buildPath(e.Path, params, values)
-	problems = append(problems, pathProblems...)
-
-	// Query, headers, cookies.
-	var query []string
-	if base.RawQuery != "" {
-		query = append(query, base.RawQuery)
+	p.base = base
+	p.path()
+	p.parameters()
+	p.body()
+	p.buildURL()
+	p.checkValues()
+	p.validate(ctx)
+	if len(p.problems) > 0 {
+		return nil, &ArgError{Endpoint: e.ID, Declared: p.declaredNames, Problems: p.problems}
 	}
-	header := http.Header{}
-	var cookies []string
-	allowOverride := c.allowOverrideHeadersFor(e)
-	for _, p := range params {
-		v, ok := values[p.In+"\x00"+p.Name]
-		if !ok || v == nil {
-			continue
-		}
-		if p.JSONContent {
-			v = jsonText(v)
-		}
-		switch p.In {
-		case "query":
-			esc := escapeQuery
-			if p.AllowReserved {
-				esc = escapeQueryReserved
-			}
-			for _, kv := range serializeForm(p.Name, p.Style, p.Explode, v, esc) {
-				if name, ok := reserved.queryKey(kv.k); ok {
-					problems = append(problems, paramLabel(p.Name, p.In)+": would set the query key "+strconv.Quote(name)+", which the config fills; leave it out")
-					continue
-				}
-				query = append(query, kv.k+"="+kv.v)
-			}
-		case "header":
-			s := serializeSimple(p.Name, "simple", p.Explode, v, identity)
-			if bad := badHeaderValue(s); bad != "" {
-				problems = append(problems, paramLabel(p.Name, p.In)+": "+bad)
-				continue
-			}
-			if !validHeaderName(p.Name) {
-				problems = append(problems, paramLabel(p.Name, p.In)+": the spec's header name is not valid")
-				continue
-			}
-			if bad := reserved.header(p.Name, s, allowOverride); bad != "" {
-				problems = append(problems, paramLabel(p.Name, p.In)+": "+bad)
-				continue
-			}
-			header.Set(p.Name, s)
-		case "cookie":
-			if !validHeaderName(p.Name) {
-				problems = append(problems, paramLabel(p.Name, p.In)+": the spec's cookie name is not valid")
-				continue
-			}
-			for _, kv := range serializeForm(p.Name, "form", p.Explode, v, escapeCookie) {
-				if name, ok := reserved.cookiePair(kv.k + "=" + kv.v); ok {
-					problems = append(problems, paramLabel(p.Name, p.In)+": would set the cookie "+strconv.Quote(name)+", which the config fills; leave it out")
-					continue
-				}
-				cookies = append(cookies, kv.k+"="+kv.v)
-			}
-		}
-	}
-	for _, h := range extra {
-		header.Set(h.k, h.v)
-	}
-	if len(cookies) > 0 {
-		header.Set("Cookie", strings.Join(cookies, "; "))
-	}
-
-	// Body.
-	var body *encodedBody
-	var media *openapi3.MediaType
-	if len(e.BodyTypes) == 0 {
-		if args.RequestBody != nil {
-			problems = append(problems, "requestBody: this operation takes no request body")
-		}
-		if args.ContentType != "" {
-			problems = append(problems, "contentType: this operation takes no request body")
-		}
-	} else {
-		ct, ok := chooseContentType(e.BodyTypes, args.ContentType)
-		if !ok {
-			problems = append(problems, "contentType: "+strconv.Quote(args.ContentType)+" is not accepted; use one of: "+strings.Join(e.BodyTypes, ", "))
-		} else {
-			if op != nil && op.Op.RequestBody != nil && op.Op.RequestBody.Value != nil {
-				media = lookupMedia(op.Op.RequestBody.Value.Content, ct)
-			}
-			switch {
-			case args.RequestBody == nil && e.BodyRequired:
-				problems = append(problems, "requestBody: is required ("+ct+")")
-			case args.RequestBody != nil:
-				b, bodyProblems := encodeBody(bodyInput{contentType: ct, media: media, value: args.RequestBody, uploadsDir: c.opts.UploadsDir})
-				problems = append(problems, bodyProblems...)
-				if b != nil {
-					body = b
-				}
-			}
-		}
-	}
-
-	// The URL, checked to stay on the base URL's host and under its path.
-	target := base.Scheme + "://" + base.Host + joinBase(base, rawPath)
-	if len(query) > 0 {
-		target += "?" + strings.Join(query, "&")
-	}
-	u, perr := url.Parse(target)
-	if perr != nil || !sameOrigin(u, base) || !strings.HasPrefix(u.EscapedPath(), strings.TrimRight(base.EscapedPath(), "/")) {
-		if len(pathProblems) == 0 {
-			problems = append(problems, "parameters: the values do not form a URL on the endpoint's host")
-		}
-		u = nil
-	}
-
-	if body != nil {
-		header.Set("Content-Type", body.contentType)
-	}
-	if header.Get("Accept") == "" {
-		header.Set("Accept", "application/json, */*;q=0.8")
-	}
-
-	// Structural problems stop the request from being built; still say
-	// what is wrong with the values given, so one answer lists everything.
-	if op != nil && len(problems) > 0 {
-		for _, p := range params {
-			val, ok := values[p.In+"\x00"+p.Name]
-			if !ok || val == nil || p.Schema == nil {
-				continue
-			}
-			problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), op.Doc, false)...)
-		}
-		if args.RequestBody != nil && media != nil && media.Schema != nil && media.Schema.Value != nil {
-			problems = append(problems, checkValue("requestBody", media.Schema.Value, args.RequestBody, op.Doc, true)...)
-		}
-		problems = dedupe(problems)
-	}
-
-	// Schema validation, when the operation could be rebuilt and nothing
-	// structural is already wrong.
-	validated := false
-	if op != nil && u != nil && len(problems) == 0 {
-		req, _ := http.NewRequestWithContext(ctx, e.Method, u.String(), nil)
-		req.Header = header.Clone()
-		if body != nil {
-			data := body.data
-			req.Body = io.NopCloser(bytes.NewReader(data))
-			req.ContentLength = int64(len(data))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-		}
-		v := validation{
-			op: op, req: req, pathParams: pathParams, params: params, values: values, fromConfig: fromConfig,
-			jsonBody: body != nil && !body.hasCheck && isJSONType(body.contentType),
-			check:    nil,
-		}
-		if body != nil && body.hasCheck && media != nil && media.Schema != nil {
-			v.check, v.hasCheck, v.bodySchema = body.check, true, media.Schema.Value
-		}
-		if v.jsonBody && media != nil && media.Schema != nil {
-			v.jsonValue, v.bodySchema = body.value, media.Schema.Value
-		}
-		problems = append(problems, validate(ctx, v)...)
-		validated = true
-	}
-	if len(problems) > 0 {
-		aerr.Problems = problems
-		return nil, aerr
-	}
-
 	if authErr != nil {
 		return nil, authErr
 	}
+	return p.call(), nil
+}
 
+// preparer builds one Call, stage by stage, collecting every problem with
+// the arguments so that one answer lists them all. Its methods run in the
+// order Prepare calls them; each stage reads what the earlier ones built.
+type preparer struct {
+	c    *Client
+	e    *spec.Endpoint
+	args Args
+
+	op     *spec.Operation // nil when the operation could not be rebuilt
+	params []param
+	// values are the model's values by parameter key ("in\x00name").
+	values map[string]any
+	// declaredNames lists the declared parameters when the model used an
+	// undeclared one.
+	declaredNames []string
+	plan          authPlan
+	reserved      reservedNames
+	extra         []pair          // the model's extra headers
+	fromConfig    map[string]bool // parameter keys the credentials fill
+
+	base         *url.URL
+	rawPath      string
+	pathParams   map[string]string
+	pathProblems bool
+	query        []string
+	header       http.Header
+	encoded      *encodedBody
+	media        *openapi3.MediaType
+	u            *url.URL // nil when the values do not form a URL on the base
+	validated    bool
+
+	problems []string
+}
+
+func (p *preparer) problem(s ...string) { p.problems = append(p.problems, s...) }
+
+// operation rebuilds e's operation and reads its parameters, falling back
+// to e.Params when it cannot be rebuilt.
+func (p *preparer) operation(ctx context.Context) error {
+	op, err := p.e.Operation(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		op = nil
+	}
+	p.op = op
+	if op != nil {
+		p.params = paramsFromOperation(op)
+	} else {
+		p.params = paramsFromEndpoint(p.e)
+	}
+	return nil
+}
+
+// declared matches the model's parameter names onto the declared ones.
+func (p *preparer) declared() {
+	values, problems := matchParams(p.params, p.args)
+	p.values = values
+	p.problem(problems...)
+	if len(problems) > 0 {
+		for _, pm := range p.params {
+			p.declaredNames = append(p.declaredNames, pm.Name+" ("+pm.In+")")
+		}
+		if len(p.declaredNames) == 0 {
+			p.declaredNames = []string{"none"}
+		}
+	}
+}
+
+// credentials chooses the credentials and checks the model's extra headers
+// against them. The returned *AuthError only counts once the arguments
+// are found good.
+//
+// Credentials are chosen now, applied only when sending: a declared
+// parameter they fill (an Authorization or API-key header, a key in the
+// query or a cookie) needs no value from the model, and any value it gave
+// is dropped so the configured credential alone is sent. Any other route
+// to a name the config fills (an exploded object's keys, a Cookie header,
+// an extra header) is refused: servers mostly read the first of two
+// values, which would be the model's.
+func (p *preparer) credentials(ctx context.Context) error {
+	plan, authErr := p.c.planAuth(ctx, p.e)
+	p.plan = plan
+	p.reserved = p.c.reservedFor(p.e, plan)
+	extra, problems := p.c.checkHeaders(p.e, p.params, p.args.Headers, p.values, p.reserved)
+	p.extra = extra
+	p.problem(problems...)
+	p.fromConfig = p.c.configSupplied(p.e, p.params, plan)
+	for k := range p.fromConfig {
+		delete(p.values, k)
+	}
+	return authErr
+}
+
+// required reports required parameters the model left out.
+func (p *preparer) required() {
+	for _, pm := range p.params {
+		key := pm.In + "\x00" + pm.Name
+		if v, ok := p.values[key]; pm.Required && !p.fromConfig[key] && (!ok || v == nil) {
+			p.problem(paramLabel(pm.Name, pm.In) + ": is required")
+		}
+	}
+}
+
+// path fills the path template.
+func (p *preparer) path() {
+	rawPath, pathParams, problems := buildPath(p.e.Path, p.params, p.values)
+	p.rawPath, p.pathParams, p.pathProblems = rawPath, pathParams, len(problems) > 0
+	p.problem(problems...)
+}
+
+// parameters serializes the query, header and cookie parameters, then
+// adds the model's extra headers and the Cookie header.
+func (p *preparer) parameters() {
+	if p.base.RawQuery != "" {
+		p.query = append(p.query, p.base.RawQuery)
+	}
+	p.header = http.Header{}
+	var cookies []string
+	allowOverride := p.c.allowOverrideHeadersFor(p.e)
+	for _, pm := range p.params {
+		v, ok := p.values[pm.In+"\x00"+pm.Name]
+		if !ok || v == nil {
+			continue
+		}
+		if pm.JSONContent {
+			v = jsonText(v)
+		}
+		switch pm.In {
+		case "query":
+			p.queryParam(pm, v)
+		case "header":
+			p.headerParam(pm, v, allowOverride)
+		case "cookie":
+			cookies = p.cookieParam(pm, v, cookies)
+		}
+	}
+	for _, h := range p.extra {
+		p.header.Set(h.k, h.v)
+	}
+	if len(cookies) > 0 {
+		p.header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+}
+
+func (p *preparer) queryParam(pm param, v any) {
+	esc := escapeQuery
+	if pm.AllowReserved {
+		esc = escapeQueryReserved
+	}
+	for _, kv := range serializeForm(pm.Name, pm.Style, pm.Explode, v, esc) {
+		if name, ok := p.reserved.queryKey(kv.k); ok {
+			p.problem(paramLabel(pm.Name, pm.In) + ": would set the query key " + strconv.Quote(name) + ", which the config fills; leave it out")
+			continue
+		}
+		p.query = append(p.query, kv.k+"="+kv.v)
+	}
+}
+
+func (p *preparer) headerParam(pm param, v any, allowOverride bool) {
+	s := serializeSimple(pm.Name, "simple", pm.Explode, v, identity)
+	if bad := badHeaderValue(s); bad != "" {
+		p.problem(paramLabel(pm.Name, pm.In) + ": " + bad)
+		return
+	}
+	if !validHeaderName(pm.Name) {
+		p.problem(paramLabel(pm.Name, pm.In) + ": the spec's header name is not valid")
+		return
+	}
+	if bad := p.reserved.header(pm.Name, s, allowOverride); bad != "" {
+		p.problem(paramLabel(pm.Name, pm.In) + ": " + bad)
+		return
+	}
+	p.header.Set(pm.Name, s)
+}
+
+// cookieParam returns cookies with pm's pairs added.
+func (p *preparer) cookieParam(pm param, v any, cookies []string) []string {
+	if !validHeaderName(pm.Name) {
+		p.problem(paramLabel(pm.Name, pm.In) + ": the spec's cookie name is not valid")
+		return cookies
+	}
+	for _, kv := range serializeForm(pm.Name, "form", pm.Explode, v, escapeCookie) {
+		if name, ok := p.reserved.cookiePair(kv.k + "=" + kv.v); ok {
+			p.problem(paramLabel(pm.Name, pm.In) + ": would set the cookie " + strconv.Quote(name) + ", which the config fills; leave it out")
+			continue
+		}
+		cookies = append(cookies, kv.k+"="+kv.v)
+	}
+	return cookies
+}
+
+// body picks the content type and encodes the request body.
+func (p *preparer) body() {
+	e, args := p.e, p.args
+	if len(e.BodyTypes) == 0 {
+		if args.RequestBody != nil {
+			p.problem("requestBody: this operation takes no request body")
+		}
+		if args.ContentType != "" {
+			p.problem("contentType: this operation takes no request body")
+		}
+		return
+	}
+	ct, ok := chooseContentType(e.BodyTypes, args.ContentType)
+	if !ok {
+		p.problem("contentType: " + strconv.Quote(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
+		return
+	}
+	if p.op != nil && p.op.Op.RequestBody != nil && p.op.Op.RequestBody.Value != nil {
+		p.media = lookupMedia(p.op.Op.RequestBody.Value.Content, ct)
+	}
+	switch {
+	case args.RequestBody == nil && e.BodyRequired:
+		p.problem("requestBody: is required (" + ct + ")")
+	case args.RequestBody != nil:
+		b, problems := encodeBody(bodyInput{contentType: ct, media: p.media, value: args.RequestBody, uploadsDir: p.c.opts.UploadsDir})
+		p.problem(problems...)
+		if b != nil {
+			p.encoded = b
+		}
+	}
+}
+
+// buildURL builds the URL, checked to stay on the base URL's host and under its
+// path, and sets the Content-Type and default Accept headers.
+func (p *preparer) buildURL() {
+	base := p.base
+	target := base.Scheme + "://" + base.Host + joinBase(base, p.rawPath)
+	if len(p.query) > 0 {
+		target += "?" + strings.Join(p.query, "&")
+	}
+	u, err := url.Parse(target)
+	if err != nil || !sameOrigin(u, base) || !strings.HasPrefix(u.EscapedPath(), strings.TrimRight(base.EscapedPath(), "/")) {
+		if !p.pathProblems {
+			p.problem("parameters: the values do not form a URL on the endpoint's host")
+		}
+		u = nil
+	}
+	p.u = u
+
+	if p.encoded != nil {
+		p.header.Set("Content-Type", p.encoded.contentType)
+	}
+	if p.header.Get("Accept") == "" {
+		p.header.Set("Accept", "application/json, */*;q=0.8")
+	}
+}
+
+// checkValues says what is wrong with the values given when structural
+// problems already stop the request from being built, so one answer lists
+// everything.
+func (p *preparer) checkValues() {
+	op := p.op
+	if op == nil || len(p.problems) == 0 {
+		return
+	}
+	for _, pm := range p.params {
+		val, ok := p.values[pm.In+"\x00"+pm.Name]
+		if !ok || val == nil || pm.Schema == nil {
+			continue
+		}
+		p.problem(checkValue(paramLabel(pm.Name, pm.In), pm.Schema, coerce(val, pm.Schema), op.Doc, false)...)
+	}
+	if media := p.media; p.args.RequestBody != nil && media != nil && media.Schema != nil && media.Schema.Value != nil {
+		p.problem(checkValue("requestBody", media.Schema.Value, p.args.RequestBody, op.Doc, true)...)
+	}
+	p.problems = dedupe(p.problems)
+}
+
+// validate checks the built request against the operation's schemas, when
+// the operation could be rebuilt and nothing structural is already wrong.
+func (p *preparer) validate(ctx context.Context) {
+	if p.op == nil || p.u == nil || len(p.problems) > 0 {
+		return
+	}
+	body, media := p.encoded, p.media
+	req, _ := http.NewRequestWithContext(ctx, p.e.Method, p.u.String(), nil)
+	req.Header = p.header.Clone()
+	if body != nil {
+		data := body.data
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		req.ContentLength = int64(len(data))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	}
+	v := validation{
+		op: p.op, req: req, pathParams: p.pathParams, params: p.params, values: p.values, fromConfig: p.fromConfig,
+		jsonBody: body != nil && !body.hasCheck && isJSONType(body.contentType),
+		check:    nil,
+	}
+	if body != nil && body.hasCheck && media != nil && media.Schema != nil {
+		v.check, v.hasCheck, v.bodySchema = body.check, true, media.Schema.Value
+	}
+	if v.jsonBody && media != nil && media.Schema != nil {
+		v.jsonValue, v.bodySchema = body.value, media.Schema.Value
+	}
+	p.problem(validate(ctx, v)...)
+	p.validated = true
+}
+
+// call returns the built Call; the arguments must have been found good.
+func (p *preparer) call() *Call {
+	c, e, u := p.c, p.e, p.u
 	call := &Call{
 		c:         c,
 		endpoint:  e,
 		method:    e.Method,
 		url:       u,
-		header:    header,
-		validated: validated,
-		auth:      plan,
+		header:    p.header,
+		validated: p.validated,
+		auth:      p.plan,
 		timeout:   c.timeoutFor(e),
 		maxBytes:  c.maxBytesFor(e),
 		blockPriv: c.blockPrivateFor(e),
@@ -344,14 +444,14 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 		ownScheme: u.Scheme,
 	}
 	call.allowed = c.allowedHostsFor(u.Host, e)
-	if body != nil {
-		call.body, call.hasBody = body.data, true
+	if p.encoded != nil {
+		call.body, call.hasBody = p.encoded.data, true
 	}
-	call.credHeaders = append(call.credHeaders, plan.headerNames()...)
+	call.credHeaders = append(call.credHeaders, p.plan.headerNames()...)
 	for name := range c.specOptions(e.Spec).Headers {
 		call.credHeaders = append(call.credHeaders, http.CanonicalHeaderKey(name))
 	}
-	return call, nil
+	return call
 }
 
 // matchParams maps the model's parameter names onto declared parameters.
@@ -416,7 +516,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	allowCred := c.allowCredHeadersFor(e)
 	allowOverride := c.allowOverrideHeadersFor(e)
 	keyHeaders := map[string]bool{}
-	if s := e.SpecInfo(); s != nil {
+	if s := e.Owner(); s != nil {
 		for _, sch := range s.Schemes {
 			if sch.Type == "apiKey" && sch.In == "header" && sch.Name != "" {
 				keyHeaders[http.CanonicalHeaderKey(sch.Name)] = true

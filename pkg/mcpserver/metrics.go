@@ -14,9 +14,13 @@ import (
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
-// metrics are a Server's Prometheus collectors, in a registry of its own so
-// that two Servers in one process (tests) never clash.
-type metrics struct {
+// Metrics are a Server's Prometheus collectors, in a registry of its own so
+// that two Servers in one process (tests) never clash. They are built
+// before the Server (NewMetrics) so that parts made earlier, such as the
+// limiter store's error hook, count into them too; the Server is handed
+// them through Options.Metrics. One Metrics serves one Server. Metrics are
+// safe for concurrent use.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	calls        *prometheus.CounterVec
@@ -27,10 +31,14 @@ type metrics struct {
 	refusals     *prometheus.CounterVec
 	inbound      *prometheus.CounterVec
 	degradedHook atomic.Pointer[func() (bool, string)]
+	// limiter is the Server's, its queues read when scraped; nil until the
+	// Server is built with one.
+	limiter atomic.Pointer[ratelimit.Limiter]
 }
 
-func newMetrics(l *ratelimit.Limiter) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// NewMetrics returns a fresh set of collectors in a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "specgate_tool_calls_total",
 		Help: "Tool calls by tool, endpoint (invoke only), outcome code (ok or an error code) and scope.",
@@ -74,39 +82,50 @@ func newMetrics(l *ratelimit.Limiter) *metrics {
 			return 0
 		}),
 	)
-	if l != nil {
-		m.reg.MustRegister(queueDepthCollector{l: l, desc: prometheus.NewDesc("specgate_queue_depth",
-			"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil)})
-	}
+	m.reg.MustRegister(queueDepthCollector{m: m, desc: prometheus.NewDesc("specgate_queue_depth",
+		"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil)})
 	return m
 }
 
-// queueDepthCollector reads the limiter's queues when scraped.
+// queueDepthCollector reads the limiter's queues when scraped. Without a
+// limiter it yields nothing, and the registry leaves the family out.
 type queueDepthCollector struct {
-	l    *ratelimit.Limiter
+	m    *Metrics
 	desc *prometheus.Desc
 }
 
 func (c queueDepthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c queueDepthCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, u := range c.l.StatusAt(time.Now(), nil).Upstreams {
+	l := c.m.limiter.Load()
+	if l == nil {
+		return
+	}
+	for _, u := range l.StatusAt(time.Now(), nil).Upstreams {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(u.QueueDepth), u.Key)
 	}
 }
 
-// Registry returns the Prometheus registry of the server's metrics, for
-// serving elsewhere or adding collectors.
-func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+// Registry returns the Prometheus registry of the metrics, for serving
+// elsewhere or adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // ObserveStoreError counts an error of the limiter store; op names what
 // failed (for example "admit" or "connect"). Give it to the store as its
 // error hook.
-func (s *Server) ObserveStoreError(op string) { s.metrics.storeErrors.WithLabelValues(op).Inc() }
+func (m *Metrics) ObserveStoreError(op string) { m.storeErrors.WithLabelValues(op).Inc() }
+
+// Registry returns the Prometheus registry of the server's metrics, for
+// serving elsewhere or adding collectors.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.Registry() }
+
+// ObserveStoreError counts an error of a store in the server's metrics;
+// see Metrics.ObserveStoreError.
+func (s *Server) ObserveStoreError(op string) { s.metrics.ObserveStoreError(op) }
 
 // observeAttempt records one attempt of a governed call: how long it waited
 // in the queue, its time on the wire and whether the upstream answered 429.
-func (m *metrics) observeAttempt(upstream string, queueWait, latency time.Duration, res *invoke.Result) {
+func (m *Metrics) observeAttempt(upstream string, queueWait, latency time.Duration, res *invoke.Result) {
 	m.queueWait.WithLabelValues(upstream).Observe(queueWait.Seconds())
 	m.upstream.WithLabelValues(upstream).Observe(latency.Seconds())
 	if res != nil && res.StatusCode == http.StatusTooManyRequests {
@@ -114,7 +133,7 @@ func (m *metrics) observeAttempt(upstream string, queueWait, latency time.Durati
 	}
 }
 
-func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
+func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // toolMiddleware charges the caller's tool-call budget when the HTTP
 // transport set one, and counts every call by tool, endpoint, code and

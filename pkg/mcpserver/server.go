@@ -69,6 +69,9 @@ type Options struct {
 	// ReadOnly says every spec is served read-only (GET, HEAD and OPTIONS
 	// only), so the instructions tell the model. Default false: nothing said.
 	ReadOnly bool
+	// Metrics are where the server counts; build them first to share them
+	// with parts made before the server. If nil, NewMetrics().
+	Metrics *Metrics
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -101,13 +104,19 @@ type Server struct {
 	answers invoke.AnswerStore
 	audMu   sync.Mutex
 	// metrics are the Prometheus collectors HTTPHandlerWith serves.
-	metrics *metrics
+	metrics *Metrics
 }
 
 // New returns a Server with its tools registered. Call Publish when the
 // catalog is loaded.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats(), metrics: newMetrics(opts.Limiter)}
+	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats(), metrics: opts.Metrics}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if opts.Limiter != nil {
+		s.metrics.limiter.Store(opts.Limiter)
+	}
 	s.answers = opts.Answers
 	if s.answers == nil {
 		s.answers = invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{Now: opts.Now})

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,7 +88,7 @@ func stringArg(req mcp.CallToolRequest, name string) (string, *mcp.CallToolResul
 
 // notReady answers a tool call made while the catalog is unavailable.
 func (s *Server) notReady(err error) *mcp.CallToolResult {
-	if err == context.Canceled || err == context.DeadlineExceeded {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorResult(mapError(err, s.now()))
 	}
 	return errorResult(&ErrorObject{Code: CodeNotFound, Message: "no spec could be loaded: " + err.Error(),

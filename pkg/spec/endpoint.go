@@ -1,5 +1,7 @@
 // Package spec loads OpenAPI 3.0, 3.1 and Swagger 2.0 descriptions into a
-// catalog of endpoints.
+// catalog of endpoints, renders an endpoint's contract for a model
+// (Endpoint.Describe, bounded in size) and caches derived catalogs on disk
+// between starts (Cache).
 //
 // A loaded Spec keeps each operation as compact JSON (references intact) plus
 // the components it may refer to, not kin-openapi's object graph: a 13 MB
@@ -70,8 +72,15 @@ func (e *Endpoint) Idempotent() bool {
 	return false
 }
 
+// Owner returns the loaded spec the endpoint belongs to (its security
+// schemes, servers and components); the field Spec is only its name. Owner
+// is nil for an Endpoint not built by this package.
+func (e *Endpoint) Owner() *Spec { return e.spec }
+
 // SpecInfo returns the spec the endpoint belongs to.
-func (e *Endpoint) SpecInfo() *Spec { return e.spec }
+//
+// Deprecated: use Owner. Kept until pkg/invoke/auth.go moves over.
+func (e *Endpoint) SpecInfo() *Spec { return e.Owner() }
 
 // RawOperation returns the operation as compact JSON with references kept.
 func (e *Endpoint) RawOperation() json.RawMessage { return e.raw }

@@ -373,8 +373,15 @@ func jsonErrorText(err error) string {
 	if errors.As(err, &se) {
 		return fmt.Sprintf("syntax error at offset %d: %s", se.Offset, se.Error())
 	}
-	return oneLine(strings.ReplaceAll(strings.ReplaceAll(err.Error(), " Go struct", ""), "Bis", ""))
+	return oneLine(kinBisType.ReplaceAllString(strings.ReplaceAll(err.Error(), " Go struct", ""), "$1"))
 }
+
+// kinBisType matches the internal types kin-openapi decodes through
+// ("type SchemaBis Schema" in its UnmarshalJSON methods, to skip the custom
+// decoder): their names leak into encoding/json messages ("field
+// SchemaBis.type"), and the reader knows the type as Schema. Only these
+// names are matched, so a word such as "Bismuth" in a message survives.
+var kinBisType = regexp.MustCompile(`\b(Components|Contact|Discriminator|Encoding|Example|ExternalDocs|Info|License|Link|MediaType|OAuthFlow|OAuthFlows|Operation|Parameter|PathItem|RequestBody|Response|Schema|SecurityScheme|Server|ServerVariable|T|Tag|XML)Bis\b`)
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")

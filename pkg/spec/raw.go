@@ -310,7 +310,10 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 		}
 	}
 
-	if sec, ok := field[[]map[string][]string](op, "security"); ok || op["security"] != nil {
+	// "security": null is no security field at all, as kin-openapi reads
+	// it: the document's requirements apply. Read as "none", it would send
+	// the call without the credentials it needs.
+	if sec, ok := field[[]map[string][]string](op, "security"); ok || (op["security"] != nil && string(op["security"]) != "null") {
 		e.Security = securityNames(sec)
 	} else {
 		e.Security = securityNames(docSecurity)
