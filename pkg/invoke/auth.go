@@ -144,7 +144,7 @@ func (c *Client) planAuth(ctx context.Context, e *spec.Endpoint) (authPlan, erro
 	if len(e.Security) == 0 {
 		return plan, nil
 	}
-	s := e.SpecInfo()
+	s := e.Owner()
 	var schemes map[string]spec.SecurityScheme
 	if s != nil {
 		schemes = s.Schemes

@@ -77,11 +77,6 @@ func (e *Endpoint) Idempotent() bool {
 // is nil for an Endpoint not built by this package.
 func (e *Endpoint) Owner() *Spec { return e.spec }
 
-// SpecInfo returns the spec the endpoint belongs to.
-//
-// Deprecated: use Owner. Kept until pkg/invoke/auth.go moves over.
-func (e *Endpoint) SpecInfo() *Spec { return e.Owner() }
-
 // RawOperation returns the operation as compact JSON with references kept.
 func (e *Endpoint) RawOperation() json.RawMessage { return e.raw }
 
