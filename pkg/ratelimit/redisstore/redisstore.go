@@ -327,15 +327,13 @@ func (s *Store) ping(ctx context.Context) error {
 	return s.c.Ping(ctx).Err()
 }
 
-// pingSlot pings the node that owns key's slot.
+// pingSlot asks the cluster about key, as a script on its slot would go: to the node that
+// serves the slot now (following MOVED and ASK), which must also see the cluster up
+// (a restarted node answers CLUSTERDOWN until it has rejoined).
 func (s *Store) pingSlot(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	n, err := s.cluster.MasterForKey(ctx, key)
-	if err != nil {
-		return err
-	}
-	return n.Ping(ctx).Err()
+	return s.cluster.Exists(ctx, key).Err()
 }
 
 func (s *Store) probe(every time.Duration) {

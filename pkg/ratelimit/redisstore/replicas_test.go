@@ -371,3 +371,87 @@ func TestReplicasFallbackAfterAnAgedSpentWindowAdmitsTheShares(t *testing.T) {
 		t.Errorf("%d of 15 admitted on the fallback 3.8s after the spent window, want each replica's share, %d in all", admitted, want)
 	}
 }
+
+// TestReplicasSurviveClusterNodeKilledAndBack: three replicas under load on a Redis
+// Cluster, two upstreams on different masters. One master is killed and restarted: calls
+// to the upstream on it run on each replica's fallback share meanwhile, calls to the
+// other never leave the cluster, and the shared budget holds again once the node is back.
+func TestReplicasSurviveClusterNodeKilledAndBack(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	probe := newTestStore(t, cl, 0)
+	a, b, na, _ := upstreamsOnTwoNodes(t, cl, probe)
+	const (
+		share  = 0.34
+		limit  = 9 // share: 3 per replica
+		window = 400 * time.Millisecond
+	)
+	r := newReplicas(t, cl, 3, share, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "a.get", Upstream: a}, {ID: "b.get", Upstream: b}},
+		Budgets: []ratelimit.Budget{
+			{Match: a, Requests: limit, Window: window, WindowPad: -1, OnLimit: ratelimit.Reject},
+			{Match: b, Requests: limit, Window: window, WindowPad: -1, OnLimit: ratelimit.Reject},
+		},
+	})
+	stop := make(chan struct{})
+	r.run(stop, "a.get", "b.get")
+	time.Sleep(500 * time.Millisecond) // the replicas under load for real
+	cl.Node(na).Stop()
+	killed := time.Now()
+	time.Sleep(time.Second)
+	cl.Node(na).Restart()
+	restarted := time.Now()
+	for _, st := range r.sts {
+		waitUntil(t, 10*time.Second, func() bool { return st.Available(a) })
+	}
+	t.Logf("back on the cluster %v after the restart", time.Since(restarted).Round(time.Millisecond))
+	time.Sleep(800 * time.Millisecond)
+	close(stop)
+	r.wg.Wait()
+
+	var fallbackA, fallbackB int
+	var sharedA, sharedB []time.Time
+	perReplica := map[int][]admission{}
+	for _, x := range r.got {
+		switch {
+		case x.endpoint == "b.get" && x.server.IsZero():
+			fallbackB++
+		case x.endpoint == "b.get":
+			sharedB = append(sharedB, x.server)
+		case x.server.IsZero():
+			fallbackA++
+			perReplica[x.replica] = append(perReplica[x.replica], x)
+		case x.local.After(restarted):
+			sharedA = append(sharedA, x.server)
+		}
+	}
+	if fallbackA == 0 {
+		t.Fatal("no call to the dead node's upstream ran on the fallback share")
+	}
+	if fallbackB != 0 {
+		t.Errorf("%d calls to the upstream on a live node ran on the fallback share, want 0", fallbackB)
+	}
+	for i, as := range perReplica {
+		for j, x := range as {
+			n := 0
+			for _, y := range as[:j+1] {
+				if y.local.After(x.local.Add(-window)) {
+					n++
+				}
+			}
+			if n > part(share, limit) {
+				t.Errorf("replica %d: %d fallback calls in a window at %v, want <= %d", i, n, x.local.Sub(killed), part(share, limit))
+			}
+		}
+	}
+	if n := overAdmissions(sharedB, limit, window); n != 0 {
+		t.Errorf("upstream on a live node: %d over-admissions", n)
+	}
+	if len(sharedA) == 0 {
+		t.Error("no call to the restarted node's upstream went through the cluster after it came back")
+	}
+	if n := overAdmissions(sharedA, limit, window); n != 0 {
+		t.Errorf("after the node came back: %d over-admissions", n)
+	}
+	t.Logf("%s on the dead node: %d on the fallback, %d shared after restart; %s: %d shared",
+		a, fallbackA, len(sharedA), b, len(sharedB))
+}
