@@ -167,8 +167,7 @@ func (s *Server) registerGovernanceTools() {
 			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
 			"refusals by code and scope (proxy: specgate's limits; upstream: the API's), upstream 429s, latency. "+
 			errorCodesNote+"not_found."),
-		mcp.WithString("endpointId", mcp.Description("Only this endpoint and its upstream")),
-		mcp.WithString("spec", mcp.Description("Only this spec's endpoints and upstreams")),
+		inputSchema[StatusArgs](), outputSchema[StatusResult](),
 		hints(true, false, true, false),
 	), s.handleStatus)
 	if s.opts.AllowRuntimeTuning && s.opts.Limiter != nil {
@@ -176,27 +175,20 @@ func (s *Server) registerGovernanceTools() {
 			mcp.WithDescription("Change a limit now, until restart: an endpoint's cooldown (endpointId + rateLimitInterval, e.g. \"5s\", \"0s\" for none) "+
 				"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent). "+
 				errorCodesNote+"validation_failed, not_found."),
-			mcp.WithString("endpointId", mcp.Description("The endpoint whose cooldown to set")),
-			mcp.WithString("rateLimitInterval", mcp.Description("The new cooldown, a duration like 5s")),
-			mcp.WithString("upstream", mcp.Description("The upstream (host:port or group) whose budget to set")),
-			mcp.WithNumber("requestsPerWindow", mcp.Description("Requests allowed per window")),
-			mcp.WithString("window", mcp.Description("The window, a duration like 1m")),
-			mcp.WithString("minInterval", mcp.Description("Minimum time between requests, like 200ms")),
-			mcp.WithNumber("maxConcurrent", mcp.Description("Requests in flight at most")),
+			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](),
 			hints(false, false, true, false),
 		), s.handleSetRateLimit)
 	}
 	s.mcp.AddTool(mcp.NewTool("begin_task",
 		mcp.WithDescription("Start measuring a long task; returns a taskId for end_task."),
-		mcp.WithString("name", mcp.Required(), mcp.Description("A name for the task")),
+		inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](),
 		hints(false, false, false, false),
 	), s.handleBeginTask)
 	s.mcp.AddTool(mcp.NewTool("end_task",
 		mcp.WithDescription("End a task and review it: wall time, upstream time, calls, refusals by scope and code, queue wait, "+
 			"the serial estimate, and the round at which the given concurrency would hit each configured limit. "+
 			errorCodesNote+"not_found, validation_failed."),
-		mcp.WithString("taskId", mcp.Required(), mcp.Description("The id begin_task returned")),
-		mcp.WithNumber("concurrency", mcp.Description("Parallel calls to plan for (default 1)")),
+		inputSchema[EndTaskArgs](), outputSchema[TaskReview](),
 		hints(false, false, false, false),
 	), s.handleEndTask)
 }

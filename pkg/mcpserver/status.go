@@ -71,9 +71,11 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if s.opts.Limiter == nil {
 		return jsonResult(StatusResult{At: s.now().UTC().Format(time.RFC3339Nano), Upstreams: []UpstreamStatus{}, Note: "rate governance is off"}), nil
 	}
-	args := req.GetArguments()
-	endpointID, _ := args["endpointId"].(string)
-	specName, _ := args["spec"].(string)
+	var a StatusArgs
+	if bad := decodeArgs("rate_limit_status", req.GetArguments(), &a); bad != nil {
+		return bad, nil
+	}
+	endpointID, specName := a.EndpointID, a.Spec
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil

@@ -12,10 +12,14 @@ import (
 )
 
 func (s *Server) handleBeginTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name, bad := stringArg(req, "name")
-	if bad != nil {
+	var a BeginTaskArgs
+	if bad := decodeArgs("begin_task", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
+	if bad := requireString("name", a.Name); bad != nil {
+		return bad, nil
+	}
+	name := a.Name
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
 	if len(s.stats.tasks) >= 64 {
@@ -24,7 +28,7 @@ func (s *Server) handleBeginTask(ctx context.Context, req mcp.CallToolRequest) (
 	s.stats.seq++
 	id := "task-" + strconv.Itoa(s.stats.seq)
 	s.stats.tasks[id] = &task{name: name, start: s.now(), refusals: map[string]int64{}, eps: map[string]bool{}}
-	return jsonResult(map[string]any{"taskId": id, "name": name}), nil
+	return jsonResult(TaskStarted{TaskID: id, Name: name}), nil
 }
 
 // TaskReview is end_task's answer.
@@ -44,13 +48,17 @@ type TaskReview struct {
 }
 
 func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, bad := stringArg(req, "taskId")
-	if bad != nil {
+	var a EndTaskArgs
+	if bad := decodeArgs("end_task", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
+	if bad := requireString("taskId", a.TaskID); bad != nil {
+		return bad, nil
+	}
+	id := a.TaskID
 	conc := 1
-	if v, ok := req.GetArguments()["concurrency"]; ok && v != nil {
-		n, ok := intArg(v, 1, 1000)
+	if a.Concurrency != nil {
+		n, ok := intArg(*a.Concurrency, 1, 1000)
 		if !ok {
 			return argError("concurrency must be a whole number from 1 to 1000"), nil
 		}

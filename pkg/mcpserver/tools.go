@@ -70,22 +70,6 @@ func argError(format string, a ...any) *mcp.CallToolResult {
 	return errorResult(&ErrorObject{Code: CodeValidationFailed, Message: msg, Problems: []string{msg}, Hint: "Fix the arguments, then call again."})
 }
 
-// stringArg reads a required string argument.
-func stringArg(req mcp.CallToolRequest, name string) (string, *mcp.CallToolResult) {
-	v, ok := req.GetArguments()[name]
-	if !ok || v == nil {
-		return "", argError("%s is required", name)
-	}
-	str, ok := v.(string)
-	if !ok {
-		return "", argError("%s must be a string", name)
-	}
-	if strings.TrimSpace(str) == "" {
-		return "", argError("%s must not be empty", name)
-	}
-	return str, nil
-}
-
 // notReady answers a tool call made while the catalog is unavailable.
 func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -14,19 +14,15 @@ import (
 // or an upstream's budget, until restart.
 func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
-	for k := range args {
-		switch k {
-		case "endpointId", "rateLimitInterval", "upstream", "requestsPerWindow", "window", "minInterval", "maxConcurrent":
-		default:
-			return argError("unknown argument %q: set_rate_limit takes endpointId with rateLimitInterval, or upstream with requestsPerWindow, window, minInterval, maxConcurrent", k), nil
-		}
+	var a SetRateLimitArgs
+	if bad := decodeArgs("set_rate_limit", args, &a); bad != nil {
+		return bad, nil
 	}
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	id, _ := args["endpointId"].(string)
-	up, _ := args["upstream"].(string)
+	id, up := a.EndpointID, a.Upstream
 	switch {
 	case id != "" && up != "":
 		return argError("give endpointId or upstream, not both: change one limit per call"), nil
@@ -58,7 +54,7 @@ func (s *Server) setCooldown(st *state, args map[string]any, id string) *mcp.Cal
 	if err := s.opts.Limiter.SetCooldown(id, d); err != nil {
 		return argError("%s", err.Error())
 	}
-	return jsonResult(map[string]any{"endpointId": id, "cooldown": d.String()})
+	return jsonResult(SetRateLimitResult{EndpointID: id, Cooldown: d.String()})
 }
 
 // setBudget changes the budget of upstream up by the values in args, the
@@ -109,7 +105,8 @@ func (s *Server) setBudget(st *state, args map[string]any, up string) *mcp.CallT
 	if err := s.opts.Limiter.SetBudget(b); err != nil {
 		return argError("%s", err.Error())
 	}
-	return jsonResult(map[string]any{"upstream": up, "limits": budgetLimits(b)})
+	limits := budgetLimits(b)
+	return jsonResult(SetRateLimitResult{Upstream: up, Limits: &limits})
 }
 
 // tuningDuration reads the optional duration args[name]; a result is set when

@@ -51,6 +51,49 @@ type ReadResponseArgs struct {
 	MaxBytes   *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
 }
 
+// StatusArgs are the rate_limit_status tool's arguments.
+type StatusArgs struct {
+	EndpointID string `json:"endpointId,omitempty" jsonschema:"Only this endpoint and its upstream"`
+	Spec       string `json:"spec,omitempty" jsonschema:"Only this spec's endpoints and upstreams"`
+}
+
+// SetRateLimitArgs are the set_rate_limit tool's arguments.
+type SetRateLimitArgs struct {
+	EndpointID        string   `json:"endpointId,omitempty" jsonschema:"The endpoint whose cooldown to set"`
+	RateLimitInterval *string  `json:"rateLimitInterval,omitempty" jsonschema:"The new cooldown, a duration like 5s"`
+	Upstream          string   `json:"upstream,omitempty" jsonschema:"The upstream (host:port or group) whose budget to set"`
+	RequestsPerWindow *float64 `json:"requestsPerWindow,omitempty" jsonschema:"Requests allowed per window"`
+	Window            *string  `json:"window,omitempty" jsonschema:"The window, a duration like 1m"`
+	MinInterval       *string  `json:"minInterval,omitempty" jsonschema:"Minimum time between requests, like 200ms"`
+	MaxConcurrent     *float64 `json:"maxConcurrent,omitempty" jsonschema:"Requests in flight at most"`
+}
+
+// SetRateLimitResult is set_rate_limit's answer: the endpoint's new
+// cooldown, or the upstream's new limits.
+type SetRateLimitResult struct {
+	EndpointID string          `json:"endpointId,omitempty"`
+	Cooldown   string          `json:"cooldown,omitempty"`
+	Upstream   string          `json:"upstream,omitempty"`
+	Limits     *UpstreamLimits `json:"limits,omitempty"`
+}
+
+// BeginTaskArgs are the begin_task tool's arguments.
+type BeginTaskArgs struct {
+	Name string `json:"name" jsonschema:"A name for the task"`
+}
+
+// TaskStarted is begin_task's answer.
+type TaskStarted struct {
+	TaskID string `json:"taskId"`
+	Name   string `json:"name"`
+}
+
+// EndTaskArgs are the end_task tool's arguments.
+type EndTaskArgs struct {
+	TaskID      string   `json:"taskId" jsonschema:"The id begin_task returned"`
+	Concurrency *float64 `json:"concurrency,omitempty" jsonschema:"Parallel calls to plan for (default 1)"`
+}
+
 // decodeArgs decodes a call's arguments into dst, a pointer to an
 // arguments struct. The problem it returns names the argument and what it
 // must be, or lists the arguments the tool takes.

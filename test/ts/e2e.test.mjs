@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -164,5 +165,62 @@ test("TypeScript SDK client: a large page is previewed, stored, and read back wi
   } finally {
     await client.close();
     upstream.server.close();
+  }
+});
+
+// Every tool declares an output schema; the SDK validates structuredContent
+// against it on every answer, error results included. Call each tool once
+// for a success and once for an error.
+test("TypeScript SDK client: every tool, success and error, passes its output schema", async () => {
+  const upstream = await startUpstream();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ts-"));
+  const client = new Client({ name: "ts-e2e-schemas", version: "1.0.0" });
+  try {
+  const config = path.join(dir, "specgate.yaml");
+  fs.writeFileSync(config, [
+    "allow_runtime_tuning: true",
+    "rate_limit_interval: 1h",
+    "specs:",
+    "  - name: petstore-v3",
+    `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
+    `    base_url: ${JSON.stringify(upstream.url)}`,
+    "",
+  ].join("\n"));
+  const transport = new StdioClientTransport({ command: bin, args: ["serve", "--config", config, "--no-cache"], stderr: "ignore" });
+    await client.connect(transport);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    assert.deepEqual(names, ["begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "search", "set_rate_limit"]);
+    for (const t of tools) {
+      assert.equal(t.outputSchema?.type, "object", `${t.name} declares no output schema`);
+    }
+    const call = async (name, args, wantError) => {
+      // callTool throws when structuredContent does not match the schema.
+      const res = await client.callTool({ name, arguments: args });
+      assert.equal(Boolean(res.isError), wantError, `${name} ${JSON.stringify(args)}: ${JSON.stringify(res)}`);
+      assert.ok(res.structuredContent, `${name} sent no structuredContent`);
+      return res.structuredContent;
+    };
+    const id = "petstore-v3.getPetById";
+    await call("search", { query: "find a pet by its id" }, false);
+    assert.equal((await call("search", { query: "pets", limit: 99 }, true)).error.code, "validation_failed");
+    await call("inspect", { endpointId: id }, false);
+    assert.equal((await call("inspect", { endpointId: "petstore-v3.nope" }, true)).error.code, "not_found");
+    const ok = await call("invoke", { endpointId: id, parameters: { petId: 7 } }, false);
+    assert.equal(ok.statusCode, 200);
+    assert.equal((await call("invoke", { endpointId: id, parameters: { petId: 8 } }, true)).error.code, "rate_limit");
+    await call("read_response", { responseId: ok.responseId, jq: ".name" }, false);
+    assert.equal((await call("read_response", { responseId: "r_AAAAAAAAAAAAAAAAAAAAAA" }, true)).error.code, "not_found");
+    await call("rate_limit_status", { endpointId: id }, false);
+    assert.equal((await call("rate_limit_status", { spec: "nope" }, true)).error.code, "not_found");
+    await call("set_rate_limit", { endpointId: id, rateLimitInterval: "5s" }, false);
+    assert.equal((await call("set_rate_limit", { endpointId: id, rateLimitInterval: "soon" }, true)).error.code, "validation_failed");
+    const task = await call("begin_task", { name: "schemas" }, false);
+    await call("end_task", { taskId: task.taskId, concurrency: 2 }, false);
+    assert.equal((await call("end_task", { taskId: task.taskId }, true)).error.code, "not_found");
+  } finally {
+    await client.close();
+    upstream.server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
