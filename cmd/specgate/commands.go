@@ -21,6 +21,7 @@ import (
 	"github.com/specgate/specgate/pkg/mcpserver"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
+	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -394,6 +395,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	failed := false
+	var served []*spec.Spec
 	for _, m := range cfg.MissingEnv {
 		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
 	}
@@ -427,6 +429,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if n := cur.Excluded(); n > 0 {
 			excluded = fmt.Sprintf(", %d excluded", n)
 		}
+		served = append(served, s)
 		fmt.Fprintf(stdout, "ok   %s: %d endpoints%s (%s %s, base URL %s) in %s\n", name, len(s.Endpoints), excluded, formatName(s.Version),
 			s.Title, orNone(s.BaseURL), time.Since(start).Round(time.Millisecond))
 		printCuration(stdout, cur)
@@ -445,10 +448,33 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
+	if e := cfg.Search.Embeddings; e != nil && len(served) > 0 {
+		checkSemantic(ctx, stdout, e, served, c.cacheDir())
+	}
 	if failed {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// checkSemantic embeds the served endpoints (or reads their vectors from
+// the cache) as serve would, and says whether semantic search is on.
+func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, specs []*spec.Spec, cacheDir string) {
+	cat, err := spec.NewCatalog(specs...)
+	if err == nil {
+		var ix *search.Index
+		if ix, err = search.New(cat, search.Options{}); err == nil {
+			defer ix.Close()
+			start := time.Now()
+			if err = ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, nil)); err == nil {
+				st := ix.Semantic()
+				fmt.Fprintf(stdout, "ok   semantic search: model %s, %d endpoint vectors of %d dimensions (%d from the cache) in %s\n",
+					e.Model, st.Endpoints, st.Dimensions, st.Cached, time.Since(start).Round(time.Millisecond))
+				return
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "warning: semantic search is off (search answers lexically): %v\n", err)
 }
 
 func unknownEndpointKeys(sc *config.Spec, s *spec.Spec) []string {

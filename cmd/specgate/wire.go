@@ -130,10 +130,40 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 		return nil, fmt.Errorf("building the search index: %w", err)
 	}
 	out.ix = ix
+	if e := cfg.Search.Embeddings; e != nil {
+		start := time.Now()
+		if err := ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, log)); err != nil {
+			log.Warn("semantic search off until the embeddings endpoint answers; searching lexically", "model", e.Model, "reason", err.Error())
+		} else {
+			st := ix.Semantic()
+			log.Info("semantic search on", "model", e.Model, "endpoints", st.Endpoints, "dimensions", st.Dimensions,
+				"cached", st.Cached, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
 	// Loading a large spec leaves garbage behind; give it back now rather
 	// than at the next GC cycle.
 	debug.FreeOSMemory()
 	return out, nil
+}
+
+// semanticOptions turns search.embeddings into the index's options.
+func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger) search.SemanticOptions {
+	weight := 1.0
+	if e.Weight != nil {
+		weight = *e.Weight
+		if weight == 0 {
+			weight = -1 // 0 in the file: vectors kept, ranking lexical
+		}
+	}
+	return search.SemanticOptions{
+		Embedder:  &search.HTTPEmbedder{URL: e.URL, Model: e.Model, APIKey: e.APIKey.Reveal()},
+		Model:     e.Model,
+		BatchSize: e.BatchSize,
+		Timeout:   time.Duration(e.Timeout),
+		Weight:    weight,
+		CacheDir:  cacheDir,
+		Logger:    log,
+	}
 }
 
 // upstreamKey returns the upstream an endpoint's calls count against: the

@@ -107,6 +107,8 @@ type Config struct {
 	HTTP HTTP `yaml:"http" json:"http"`
 	// Store says where limiter state lives.
 	Store Store `yaml:"store" json:"store"`
+	// Search tunes endpoint search.
+	Search Search `yaml:"search" json:"search"`
 
 	// Source is the path Load read, for messages. Not a key in the file.
 	Source string `yaml:"-" json:"-"`
@@ -439,6 +441,43 @@ type Inbound struct {
 	// full, new ones are refused rather than evicting active ones.
 	// Default 10000.
 	MaxTracked int `yaml:"max_tracked" json:"max_tracked"`
+}
+
+// Search tunes endpoint search.
+type Search struct {
+	// Embeddings, when set, adds a vector ranking from an embeddings model
+	// to the lexical one. Off (nil) by default.
+	Embeddings *Embeddings `yaml:"embeddings" json:"embeddings,omitempty"`
+}
+
+// Defaults of search.embeddings, applied when the section is present.
+const (
+	DefaultEmbeddingsBatch   = 64
+	DefaultEmbeddingsTimeout = 2 * time.Second
+)
+
+// Embeddings names an OpenAI-compatible embeddings endpoint: a POST of
+// {model, input: [...]} answered with {data: [{index, embedding}]}. Only
+// spec text and search queries are sent to it.
+type Embeddings struct {
+	// URL is the endpoint, e.g. http://127.0.0.1:11434/v1/embeddings.
+	// Required.
+	URL string `yaml:"url" json:"url"`
+	// Model is the model name sent with every request. Required.
+	Model string `yaml:"model" json:"model"`
+	// APIKey is sent as a bearer token when set.
+	APIKey Secret `yaml:"api_key" json:"api_key,omitzero"`
+	// APIKeyFile reads APIKey from a file.
+	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty"`
+	// BatchSize is how many endpoint texts one request embeds. Default 64;
+	// 1 to 2048.
+	BatchSize int `yaml:"batch_size" json:"batch_size"`
+	// Timeout bounds one request; a query whose vector does not come within
+	// it is answered lexically. Default 2s.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// Weight is the vector ranking's share in the fused ranking, against
+	// the lexical ranking's 1. Default 1; 0 to 10.
+	Weight *float64 `yaml:"weight" json:"weight,omitempty"`
 }
 
 // Store says where cooldowns, budgets and learned limits live.

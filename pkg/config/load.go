@@ -114,6 +114,16 @@ func parse(data []byte, name, dir string, lookup func(string) (string, bool)) (*
 		return fail(problems...)
 	}
 
+	if e := c.Search.Embeddings; e != nil {
+		// A section that is present takes its defaults here: Default
+		// cannot, since the section is off when absent.
+		if e.BatchSize == 0 {
+			e.BatchSize = DefaultEmbeddingsBatch
+		}
+		if e.Timeout == 0 {
+			e.Timeout = Duration(DefaultEmbeddingsTimeout)
+		}
+	}
 	l := &loader{lookup: lookup, dir: dir}
 	l.walk(reflect.ValueOf(c).Elem(), "")
 	if dir != "" {

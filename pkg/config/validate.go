@@ -57,6 +57,7 @@ func (c *Config) Validate() error {
 
 	v.http(&c.HTTP)
 	v.store(&c.Store)
+	v.embeddings(c.Search.Embeddings)
 
 	if len(v.problems) == 0 {
 		return nil
@@ -392,6 +393,31 @@ func (v *validator) store(s *Store) {
 	}
 	if math.IsNaN(s.FallbackShare) || s.FallbackShare <= 0 || s.FallbackShare > 1 {
 		v.addf("store.fallback_share", "must be in (0, 1] (got %v)", s.FallbackShare)
+	}
+}
+
+func (v *validator) embeddings(e *Embeddings) {
+	if e == nil {
+		return
+	}
+	const key = "search.embeddings"
+	if e.URL == "" {
+		v.add(key+".url", "is required: an OpenAI-compatible /v1/embeddings endpoint")
+	} else if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(key+".url", "must be an http:// or https:// URL")
+	}
+	if strings.TrimSpace(e.Model) == "" {
+		v.add(key+".model", "is required: the embeddings model name, e.g. nomic-embed-text")
+	}
+	if e.BatchSize < 1 || e.BatchSize > 2048 {
+		v.addf(key+".batch_size", "must be from 1 to 2048 (got %d)", e.BatchSize)
+	}
+	v.positive(key+".timeout", e.Timeout)
+	if e.Weight != nil && (math.IsNaN(*e.Weight) || *e.Weight < 0 || *e.Weight > 10) {
+		v.addf(key+".weight", "must be from 0 to 10 (got %v)", *e.Weight)
+	}
+	if e.APIKey.IsConfigured() && e.APIKeyFile != "" {
+		v.add(key+".api_key", "and api_key_file are both set: keep one")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
 )
 
 // StatusResult is the rate_limit_status answer.
@@ -17,7 +18,10 @@ type StatusResult struct {
 	Store     *StoreStatus     `json:"store,omitempty"`
 	Endpoints []EndpointStatus `json:"endpoints,omitempty"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
-	Note      string           `json:"note"`
+	// SemanticSearch says whether search ranks by meaning too (when
+	// search.embeddings is configured), and why not.
+	SemanticSearch *search.SemanticStatus `json:"semanticSearch,omitempty"`
+	Note           string                 `json:"note"`
 }
 
 // StoreStatus says where limits live and whether the shared store answers.
@@ -98,6 +102,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	ls := s.opts.Limiter.StatusAt(now, match)
 	out := StatusResult{At: now.UTC().Format(time.RFC3339Nano), Store: &StoreStatus{Backend: ls.Store},
 		Note: "proxy refusals are specgate's own limits (raising them helps); upstream refusals are the API's (raising specgate's limits does not help)."}
+	out.SemanticSearch = st.ix.Semantic()
 	if ls.Degraded {
 		out.Store.Degraded, out.Store.Reason = true, ls.DegradedReason
 		out.Store.Since = ls.DegradedSince.UTC().Format(time.RFC3339Nano)

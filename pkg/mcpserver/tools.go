@@ -27,7 +27,8 @@ func (s *Server) registerTools() {
 	s.mcp.AddTool(mcp.NewTool("search",
 		mcp.WithDescription("Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
 			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
-			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Next: inspect an id. "+
+			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Use the API's own nouns (customer, pull request, pod); "+
+			"when the first phrasing misses, try a second one. Next: inspect an id. "+
 			errorCodesNote+"validation_failed."),
 		inputSchema[SearchArgs](), outputSchema[SearchResult](),
 		hints(true, false, true, false),
@@ -118,7 +119,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	hits, err := st.ix.Search(query, limit)
+	hits, err := st.ix.SearchContext(ctx, search.ParseQuery(query), limit)
 	if err != nil {
 		return argError("query not understood: %s", err.Error()), nil
 	}

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
@@ -145,4 +146,29 @@ func (q Query) bleveFilter() query.Query {
 		return all[0]
 	}
 	return bleve.NewConjunctionQuery(all...)
+}
+
+// matcher returns the filters as a test of one hit, or nil when there are
+// none: what bleveFilter asks of bleve, asked of the vector ranking.
+func (q Query) matcher() func(*Hit) bool {
+	if len(q.Methods)+len(q.Tags)+len(q.Specs)+len(q.PathPrefixes) == 0 {
+		return nil
+	}
+	return func(h *Hit) bool {
+		if len(q.Methods) > 0 && !slices.ContainsFunc(q.Methods, func(m string) bool { return strings.EqualFold(m, h.Method) }) {
+			return false
+		}
+		if len(q.Tags) > 0 && !slices.ContainsFunc(q.Tags, func(t string) bool {
+			return slices.ContainsFunc(h.Tags, func(ht string) bool { return strings.ToLower(ht) == strings.ToLower(t) })
+		}) {
+			return false
+		}
+		if len(q.Specs) > 0 && !slices.Contains(q.Specs, h.Spec) {
+			return false
+		}
+		if len(q.PathPrefixes) > 0 && !slices.ContainsFunc(q.PathPrefixes, func(p string) bool { return strings.HasPrefix(h.Path, p) }) {
+			return false
+		}
+		return true
+	}
 }

@@ -86,7 +86,7 @@ var irregularPast = map[string]string{
 // synonyms.
 func (ix *Index) plan(text string) *plan {
 	p := &plan{}
-	words := rewritePhrases(splitWords(text, nil))
+	words := ix.compounds(rewritePhrases(splitWords(text, nil)))
 	seen := map[string]int{}
 	addConcept := func(terms []qterm) {
 		var kept []qterm
@@ -251,6 +251,56 @@ func (ix *Index) plan(text string) *plan {
 	return p
 }
 
+// compounds reads query words the way the index split the spec's: a word
+// no endpoint has is split into two that endpoints do have ("pullrequest"
+// into pull request), and two adjacent words are joined when only the
+// joined form is known ("star gazers" into stargazers).
+func (ix *Index) compounds(words []string) []string {
+	known := func(w string) bool {
+		st := stemWord(w)
+		_, ok := ix.terms[st]
+		return st != "" && ok
+	}
+	out := make([]string, 0, len(words))
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if stopWords[w] || known(w) {
+			out = append(out, w)
+			continue
+		}
+		if i+1 < len(words) && !stopWords[words[i+1]] && known(w+words[i+1]) {
+			out = append(out, w+words[i+1])
+			i++
+			continue
+		}
+		if i > 0 && len(out) > 0 && !stopWords[out[len(out)-1]] && known(out[len(out)-1]+w) {
+			out[len(out)-1] += w
+			continue
+		}
+		best := 0
+		for cut := 3; cut <= len(w)-3 && isASCII(w); cut++ {
+			if known(w[:cut]) && known(w[cut:]) && min(cut, len(w)-cut) > min(best, len(w)-best) {
+				best = cut
+			}
+		}
+		if best > 0 {
+			out = append(out, w[:best], w[best:])
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func (ix *Index) qterm(st string, w float64) qterm {
 	t := qterm{stem: st, w: w, id: -1}
 	if id, ok := ix.terms[st]; ok {
@@ -294,22 +344,23 @@ func rewritePhrases(words []string) []string {
 // for a word every endpoint has, about 7 for a word only one has); the
 // other features are in the same units.
 var (
-	wName       = 1.0 // a concept names the operation (operationId, path)
-	wRes        = 0.7 // ... and the resource the path ends in
-	wSum        = 0.6 // a concept is in the summary
-	wDesc       = 0.2 // ... only in the opening of the description
-	wTag        = 0.3 // ... in a tag
-	wParam      = 0.1 // ... in a parameter name
-	wCov        = 1.0 // share of concepts matched, times their mean idf
-	wAct        = 2.5 // the operation's own verb is the intent's action
-	wMeth       = 2.0 // the method serves the intent's action
-	wShape      = 1.5 // collection path for list, item path for get
-	wVerb       = 1.0 // the operation's leading verb is one the intent uses
-	wExtra      = 0.8 // per name word the query leaves unexplained (idf-scaled)
-	wExtraFloor = 0.3 // ... counted at this share whatever its idf
-	wBleve      = 2.0 // bleve's own relevance, normalised to the best hit
-	wGetish     = 1.0 // no verb given: reading is the likelier intent
-	wNounShape  = 1.0 // ... a collection for a plural, an item for a singular
+	wName       = 1.0  // a concept names the operation (operationId, path)
+	wRes        = 0.7  // ... and the resource the path ends in
+	wSum        = 0.6  // a concept is in the summary
+	wDesc       = 0.2  // ... only in the opening of the description
+	wTag        = 0.3  // ... in a tag
+	wParam      = 0.1  // ... in a parameter name
+	wResp       = 0.05 // ... in what the success answer is
+	wCov        = 1.0  // share of concepts matched, times their mean idf
+	wAct        = 2.5  // the operation's own verb is the intent's action
+	wMeth       = 2.0  // the method serves the intent's action
+	wShape      = 1.5  // collection path for list, item path for get
+	wVerb       = 1.0  // the operation's leading verb is one the intent uses
+	wExtra      = 0.8  // per name word the query leaves unexplained (idf-scaled)
+	wExtraFloor = 0.3  // ... counted at this share whatever its idf
+	wBleve      = 2.0  // bleve's own relevance, normalised to the best hit
+	wGetish     = 1.0  // no verb given: reading is the likelier intent
+	wNounShape  = 1.0  // ... a collection for a plural, an item for a singular
 )
 
 // rank scores one candidate.
@@ -345,6 +396,9 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			}
 			if f&inParam != 0 {
 				v += wParam
+			}
+			if f&inResp != 0 {
+				v += wResp
 			}
 			best = max(best, v*t.w)
 		}

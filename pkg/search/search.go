@@ -17,11 +17,13 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -90,6 +92,8 @@ type Index struct {
 	terms   map[string]int32 // stem -> term id
 	idf     []float64        // by term id
 	maxIDF  float64
+	// sem is the vector ranking, when EnableSemantic was called.
+	sem atomic.Pointer[semantic]
 }
 
 // Field bits of a term in an entry.
@@ -101,6 +105,7 @@ const (
 	inTag                     // tags
 	inParam                   // parameter names
 	inVerb                    // the operationId's leading verb
+	inResp                    // what the success answer is (schema name, title)
 )
 
 // entry is what the re-ranker knows about one endpoint.
@@ -124,7 +129,9 @@ type bleveDoc struct {
 	// Text holds summary and parameter words.
 	Text string `json:"text"`
 	// Desc holds the opening of the description.
-	Desc   string   `json:"desc"`
+	Desc string `json:"desc"`
+	// Resp names what the success answer is.
+	Resp   string   `json:"resp"`
 	Method string   `json:"method"`
 	Spec   string   `json:"spec"`
 	Tag    []string `json:"tag"`
@@ -136,7 +143,7 @@ var fieldBoost = []struct {
 	field string
 	boost float64
 }{
-	{"name", 3}, {"text", 2}, {"desc", 0.6},
+	{"name", 3}, {"text", 2}, {"desc", 0.6}, {"resp", 0.15},
 }
 
 func newMapping() (mapping.IndexMapping, error) {
@@ -168,7 +175,7 @@ func newMapping() (mapping.IndexMapping, error) {
 		f.DocValues = false
 		return f
 	}
-	for _, f := range []string{"name", "text", "desc"} {
+	for _, f := range []string{"name", "text", "desc", "resp"} {
 		dm.AddFieldMappingsAt(f, text())
 	}
 	for _, f := range []string{"method", "spec", "tag", "path"} {
@@ -210,114 +217,18 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		byID:  make(map[string]int, cat.Len()),
 		terms: map[string]int32{},
 	}
-	// Stems memoised for the build: specs repeat their words a lot.
-	memo := map[string]string{}
-	stem := func(w string) string {
-		st, ok := memo[w]
-		if !ok {
-			st = stemWord(w)
-			memo[w] = st
-		}
-		return st
-	}
+	b := &builder{ix: ix, memo: map[string]string{}}
 	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
-	df := []int{}
 	batch := bi.NewBatch()
-	var words []string
 	for _, ep := range eps {
-		e := &entry{fields: map[int32]uint8{}}
-		e.hit = Hit{
-			ID:      ep.ID,
-			Method:  ep.Method,
-			Path:    ep.Path,
-			Summary: summaryLine(ep, opts.SummaryLen),
-			Spec:    ep.Spec,
-			Tags:    ep.Tags,
-		}
-		var doc bleveDoc
-		add := func(ws []string, bit uint8) string {
-			var b strings.Builder
-			for _, w := range ws {
-				st := stem(w)
-				if st == "" {
-					continue
-				}
-				if b.Len() > 0 {
-					b.WriteByte(' ')
-				}
-				b.WriteString(st)
-				id := ix.termID(st, &df)
-				if e.fields[id]&bit == 0 {
-					if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
-						e.name = append(e.name, id)
-					}
-					e.fields[id] |= bit
-				}
-			}
-			return b.String()
-		}
-		// operationId and path words name the operation.
-		words = splitWords(opTail(ep.OperationID), words[:0])
-		if len(words) > 0 {
-			if v, ok := verbs[words[0]]; ok {
-				e.act = v.act
-				e.fields[ix.termID(stem(words[0]), &df)] |= inVerb
-			}
-		}
-		words = pathWords(ep.Path, words)
-		name := add(words, inName)
-		last, item := resourceSegments(ep.Path)
-		e.item = item
-		add(splitWords(last, words[:0]), inRes)
-		sum := ep.Summary
-		if sum == "" {
-			sum = firstSentence(ep.Description)
-		}
-		words = splitWords(stripMarkup(sum), words[:0])
-		if e.act == actNone && len(words) > 0 {
-			if v, ok := verbs[words[0]]; ok {
-				e.act = v.act
-			}
-		}
-		text := add(words, inSum)
-		e.plainSum = ix.redundant(e, words, stem)
-		desc := ep.Description
-		if desc != "" {
-			desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
-			doc.Desc = add(splitWords(desc, words[:0]), inDesc)
-		}
-		words = words[:0]
-		for _, t := range ep.Tags {
-			words = splitWords(t, words)
-			doc.Tag = append(doc.Tag, strings.ToLower(t))
-		}
-		tags := add(words, inTag)
-		words = words[:0]
-		for _, p := range ep.Params {
-			words = splitWords(p.Name, words)
-		}
-		params := add(words, inParam)
-		specWords := add(splitWords(ep.Spec, words[:0]), 0)
-		doc.Name = join(name, tags, specWords)
-		doc.Text = join(text, params)
-		doc.Method = ep.Method
-		doc.Spec = ep.Spec
-		doc.Path = ep.Path
-		if e.act == actNone {
-			e.act = methodAction(ep.Method, e.item)
-		}
-		for id := range e.fields {
-			df[id]++
-		}
-		n := len(ix.entries)
-		ix.entries = append(ix.entries, e)
-		ix.byID[ep.ID] = n
-		if err := batch.Index(docKey(n), doc); err != nil {
+		doc := b.add(ep)
+		if err := batch.Index(docKey(len(ix.entries)-1), doc); err != nil {
 			bi.Close()
 			return nil, fmt.Errorf("indexing %s: %w", ep.ID, err)
 		}
 	}
+	df := b.df
 	if err := bi.Batch(batch); err != nil {
 		bi.Close()
 		return nil, fmt.Errorf("search index: %w", err)
@@ -329,6 +240,122 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
 	}
 	return ix, nil
+}
+
+// builder indexes endpoints one at a time for New.
+type builder struct {
+	ix *Index
+	// memo holds stems for the build: specs repeat their words a lot.
+	memo  map[string]string
+	df    []int // by term id: how many entries have the term
+	words []string
+}
+
+func (b *builder) stem(w string) string {
+	st, ok := b.memo[w]
+	if !ok {
+		st = stemWord(w)
+		b.memo[w] = st
+	}
+	return st
+}
+
+// add makes the entry of one endpoint, appends it to the index and
+// returns the document bleve indexes for it.
+func (b *builder) add(ep *spec.Endpoint) bleveDoc {
+	ix, opts := b.ix, b.ix.opts
+	e := &entry{fields: map[int32]uint8{}}
+	e.hit = Hit{
+		ID:      ep.ID,
+		Method:  ep.Method,
+		Path:    ep.Path,
+		Summary: summaryLine(ep, opts.SummaryLen),
+		Spec:    ep.Spec,
+		Tags:    ep.Tags,
+	}
+	var doc bleveDoc
+	add := func(ws []string, bit uint8) string {
+		var sb strings.Builder
+		for _, w := range ws {
+			st := b.stem(w)
+			if st == "" {
+				continue
+			}
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(st)
+			id := ix.termID(st, &b.df)
+			if e.fields[id]&bit == 0 {
+				if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
+					e.name = append(e.name, id)
+				}
+				e.fields[id] |= bit
+			}
+		}
+		return sb.String()
+	}
+	words := b.words[:0]
+	// operationId and path words name the operation.
+	words = splitWords(opTail(ep.OperationID), words)
+	if len(words) > 0 {
+		if v, ok := verbs[words[0]]; ok {
+			e.act = v.act
+			e.fields[ix.termID(b.stem(words[0]), &b.df)] |= inVerb
+		}
+	}
+	words = pathWords(ep.Path, words)
+	name := add(words, inName)
+	last, item := resourceSegments(ep.Path)
+	e.item = item
+	add(splitWords(last, words[:0]), inRes)
+	sum := ep.Summary
+	if sum == "" {
+		sum = firstSentence(ep.Description)
+	}
+	words = splitWords(stripMarkup(sum), words[:0])
+	if e.act == actNone && len(words) > 0 {
+		if v, ok := verbs[words[0]]; ok {
+			e.act = v.act
+		}
+	}
+	text := add(words, inSum)
+	e.plainSum = ix.redundant(e, words, b.stem)
+	if desc := ep.Description; desc != "" {
+		desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
+		doc.Desc = add(splitWords(desc, words[:0]), inDesc)
+	}
+	if about := ep.ResponseAbout(); about != "" {
+		about = truncateWords(strings.Join(strings.Fields(stripMarkup(about)), " "), opts.DescriptionLen)
+		doc.Resp = add(splitWords(about, words[:0]), inResp)
+	}
+	words = words[:0]
+	for _, t := range ep.Tags {
+		words = splitWords(t, words)
+		doc.Tag = append(doc.Tag, strings.ToLower(t))
+	}
+	tags := add(words, inTag)
+	words = words[:0]
+	for _, p := range ep.Params {
+		words = splitWords(p.Name, words)
+	}
+	params := add(words, inParam)
+	specWords := add(splitWords(ep.Spec, words[:0]), 0)
+	b.words = words
+	doc.Name = join(name, tags, specWords)
+	doc.Text = join(text, params)
+	doc.Method = ep.Method
+	doc.Spec = ep.Spec
+	doc.Path = ep.Path
+	if e.act == actNone {
+		e.act = methodAction(ep.Method, e.item)
+	}
+	for id := range e.fields {
+		b.df[id]++
+	}
+	ix.byID[ep.ID] = len(ix.entries)
+	ix.entries = append(ix.entries, e)
+	return doc
 }
 
 // opTail returns the part of an operationId after its last "/" (GitHub
@@ -443,8 +470,13 @@ func (ix *Index) termID(st string, df *[]int) int32 {
 // Len returns the number of endpoints indexed.
 func (ix *Index) Len() int { return len(ix.entries) }
 
-// Close releases the bleve index.
-func (ix *Index) Close() error { return ix.bi.Close() }
+// Close releases the bleve index and stops embedding in the background.
+func (ix *Index) Close() error {
+	if s := ix.sem.Swap(nil); s != nil {
+		s.close()
+	}
+	return ix.bi.Close()
+}
 
 // Search returns up to limit endpoints for query, best first. A limit of
 // 0 or less means DefaultLimit; callers that drop some hits (endpoints
@@ -456,14 +488,59 @@ func (ix *Index) Search(q string, limit int) ([]Hit, error) {
 // SearchQuery is Search for a query already parsed, or built by a caller
 // that holds filters apart from the text.
 func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
+	return ix.SearchContext(context.Background(), q, limit)
+}
+
+// SearchContext is SearchQuery under ctx, which bounds the query's trip to
+// the embeddings endpoint when semantic search is on (as does the
+// configured timeout). Without semantic search, or while it is off, the
+// answer is the lexical ranking alone.
+func (ix *Index) SearchContext(ctx context.Context, q Query, limit int) ([]Hit, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	p := ix.plan(q.Text)
 	filter := q.bleveFilter()
 	if strings.TrimSpace(q.Text) == "" && filter == nil {
 		return nil, ErrEmptyQuery
 	}
+	p := ix.plan(q.Text)
+	lexical, err := ix.lexical(p, q, filter, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := lexical
+	if sem := ix.sem.Load(); sem != nil && sem.opts.Weight > 0 && strings.TrimSpace(q.Text) != "" {
+		if qv := sem.queryVector(ctx, q.Text); qv != nil {
+			out = ix.fuse(lexical, sem, qv, q, limit)
+		}
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	hits := make([]Hit, len(out))
+	for i, s := range out {
+		hits[i] = s.e.hit
+		hits[i].Score = math.Round(s.score*1000) / 1000
+	}
+	if ix.opts.HitBytes > 0 {
+		plain := make([]bool, len(out))
+		for i, s := range out {
+			plain[i] = s.e.plainSum
+		}
+		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
+	}
+	return hits, nil
+}
+
+// scored is a candidate with its score.
+type scored struct {
+	e     *entry
+	n     int // the entry's index
+	score float64
+}
+
+// lexical is the lexical ranking: bleve's candidates ordered by rank.
+func (ix *Index) lexical(p *plan, q Query, filter query.Query, limit int) ([]scored, error) {
 	var bq query.Query
 	text := ix.textQuery(p)
 	switch {
@@ -487,10 +564,6 @@ func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	type scored struct {
-		e     *entry
-		score float64
-	}
 	top := 0.0
 	for _, m := range res.Hits {
 		top = max(top, m.Score)
@@ -506,30 +579,49 @@ func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
 		if text != nil {
 			s = ix.rank(p, e, m.Score/top)
 		}
-		out = append(out, scored{e, s})
+		out = append(out, scored{e, n, s})
 	}
+	sortScored(out)
+	return out, nil
+}
+
+func sortScored(out []scored) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].score != out[j].score {
 			return out[i].score > out[j].score
 		}
 		return out[i].e.hit.ID < out[j].e.hit.ID
 	})
-	if len(out) > limit {
-		out = out[:limit]
+}
+
+// fuse merges the lexical ranking with the endpoints nearest to the
+// query's vector by reciprocal rank fusion: each ranking gives a hit
+// weight/(fusionK+rank), the lexical one with weight 1. Filters hold for
+// the vector side as they do for bleve's.
+func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, limit int) []scored {
+	set := sem.vecs.Load()
+	if set == nil || len(set.data)/set.dims != len(ix.entries) {
+		return lexical
 	}
-	hits := make([]Hit, len(out))
-	for i, s := range out {
-		hits[i] = s.e.hit
-		hits[i].Score = math.Round(s.score*1000) / 1000
+	keep := q.matcher()
+	var admit func(int) bool
+	if keep != nil {
+		admit = func(i int) bool { return keep(&ix.entries[i].hit) }
 	}
-	if ix.opts.HitBytes > 0 {
-		plain := make([]bool, len(out))
-		for i, s := range out {
-			plain[i] = s.e.plainSum
-		}
-		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
+	near := set.nearest(qv, max(vectorCandidates, limit), admit)
+	fused := map[int]float64{}
+	for r, s := range lexical {
+		fused[s.n] += 1 / float64(fusionK+r+1)
 	}
-	return hits, nil
+	for r, n := range near {
+		fused[n] += sem.opts.Weight / float64(fusionK+r+1)
+	}
+	out := make([]scored, 0, len(fused))
+	for n, f := range fused {
+		out = append(out, scored{ix.entries[n], n, f})
+	}
+	sortScored(out)
+	return out
 }
 
 func (ix *Index) docIndex(key string) (int, bool) {
