@@ -198,10 +198,11 @@ type Server struct {
 	auth []string
 	seen []string
 
-	mode Mode
-	ln   net.Listener
-	srv  *http.Server
-	stop chan struct{}
+	mode  Mode
+	close sync.Once
+	ln    net.Listener
+	srv   *http.Server
+	stop  chan struct{}
 }
 
 // Start serves the stand-in on a free loopback port until Close.
@@ -239,8 +240,10 @@ func (s *Server) Texts() []string {
 
 // Close stops the server; requests left hanging are released.
 func (s *Server) Close() {
-	close(s.stop)
-	s.srv.Close()
+	s.close.Do(func() {
+		close(s.stop)
+		s.srv.Close()
+	})
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

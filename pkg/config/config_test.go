@@ -776,3 +776,31 @@ specs:
 		t.Errorf("Validate = %v, want specs[b].include[0] named", err)
 	}
 }
+
+func TestEmbeddingsConfig(t *testing.T) {
+	c, err := Parse([]byte("search:\n  embeddings: {url: \"http://127.0.0.1:11434/v1/embeddings\", model: nomic-embed-text}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Search.Embeddings
+	if e == nil || e.BatchSize != 64 || time.Duration(e.Timeout) != 2*time.Second || e.Weight != nil {
+		t.Fatalf("defaults: %+v", e)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := Parse([]byte("specs: []\n")); c.Search.Embeddings != nil {
+		t.Fatal("embeddings on without the section")
+	}
+	c, err = Parse([]byte("search:\n  embeddings: {url: \"ftp://x\", batch_size: 5000, weight: -1, timeout: -1s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, want := range []string{"search.embeddings.url", "search.embeddings.model", "search.embeddings.batch_size",
+		"search.embeddings.weight", "search.embeddings.timeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want a problem with %s", err, want)
+		}
+	}
+}

@@ -30,6 +30,14 @@ func TestExampleLoadsWithDefaults(t *testing.T) {
 	got, want := *c, *Default()
 	got.Specs, got.Upstreams, got.HTTP.Auth.Tokens = nil, nil, nil
 	got.Source, got.MissingEnv = "", nil
+	// The example shows search.embeddings, which is off by default, with
+	// its defaults.
+	emb := got.Search.Embeddings
+	got.Search.Embeddings = nil
+	if emb == nil || emb.BatchSize != DefaultEmbeddingsBatch || time.Duration(emb.Timeout) != DefaultEmbeddingsTimeout ||
+		emb.Weight == nil || *emb.Weight != 1 || emb.Model != "nomic-embed-text" {
+		t.Errorf("search.embeddings = %+v", emb)
+	}
 	if !reflect.DeepEqual(got, want) {
 		gj, wj := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want)
 		t.Errorf("example differs from Default():\n got %s\nwant %s", gj, wj)

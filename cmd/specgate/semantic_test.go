@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/internal/embedtest"
+)
+
+// TestSemanticSearchEndToEnd serves with search.embeddings pointed at the
+// stand-in embeddings server, through the built binary and mcp-go's
+// client: search ranks by meaning, rate_limit_status says so, only spec
+// text and queries reach the embeddings endpoint (never an API
+// credential), and with the endpoint gone search still answers,
+// lexically, and says why.
+func TestSemanticSearchEndToEnd(t *testing.T) {
+	bin := specgateBinary(t)
+	emb, err := embedtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	const apiKey, embKey = "PETSTORE-KEY-a1b2c3", "EMBED-KEY-z9y8x7"
+	cfg := writeConfig(t, `search:
+  embeddings:
+    url: `+emb.URL+`
+    model: stand-in
+    api_key: ${EMB_KEY}
+specs:
+  - name: petstore
+    location: `+petstorePath(t)+`
+    base_url: http://127.0.0.1:9/api/v3
+    auth:
+      api_key: {value: "${PET_KEY}"}
+`)
+	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir(), "PET_KEY=" + apiKey, "EMB_KEY=" + embKey},
+		[]string{"serve", "--config", cfg})
+	c := client.NewClient(tr)
+	ctx := t.Context()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			t.Fatalf("%s: %v", name, out)
+		}
+		return out
+	}
+	first := func(res map[string]any) string {
+		eps := res["endpoints"].([]any)
+		if len(eps) == 0 {
+			return ""
+		}
+		return eps[0].(map[string]any)["id"].(string)
+	}
+	if got := first(call("search", map[string]any{"query": "get rid of an animal"})); got != "petstore.deletePet" {
+		t.Errorf("hybrid search: first %s", got)
+	}
+	st := call("rate_limit_status", map[string]any{})["semanticSearch"].(map[string]any)
+	if st["on"] != true || st["model"] != "stand-in" || st["endpoints"] != float64(19) {
+		t.Errorf("semanticSearch = %v", st)
+	}
+	for _, in := range emb.Texts() {
+		if strings.Contains(in, apiKey) || strings.Contains(in, embKey) {
+			t.Fatalf("a credential went to the embeddings endpoint: %q", in)
+		}
+	}
+	for _, a := range emb.Authorizations() {
+		if a != "Bearer "+embKey {
+			t.Fatalf("embeddings Authorization %q", a)
+		}
+	}
+	emb.Close()
+	if got := first(call("search", map[string]any{"query": "find pets by status"})); got != "petstore.findPetsByStatus" {
+		t.Errorf("lexical search with the endpoint gone: first %s", got)
+	}
+	st = call("rate_limit_status", map[string]any{})["semanticSearch"].(map[string]any)
+	if st["on"] != false || !strings.Contains(st["reason"].(string), "failed a query") {
+		t.Errorf("semanticSearch after the endpoint went = %v", st)
+	}
+	if strings.Contains(mustString(st), embKey) {
+		t.Fatal("the status shows the key")
+	}
+}
+
+func mustString(v any) string { return string(mustJSON(v)) }
