@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specgate/specgate/internal/embedtest"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -108,7 +109,23 @@ func (r evalReport) String() string {
 
 // runEval indexes each spec of the set on its own, as a user loading one
 // API would, and scores every query.
-func runEval(t testing.TB, file string) evalReport {
+func runEval(t testing.TB, file string) evalReport { return runEvalWith(t, file, false) }
+
+// standInEmbedder embeds in process with the stand-in's vectors
+// (internal/embedtest): no HTTP, no model.
+type standInEmbedder struct{}
+
+func (standInEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = embedtest.Vector(t)
+	}
+	return out, nil
+}
+
+// runEvalWith is runEval; with hybrid, each index also ranks by the
+// stand-in's vectors.
+func runEvalWith(t testing.TB, file string, hybrid bool) evalReport {
 	t.Helper()
 	set := loadSet(t, file)
 	indexes := map[string]*Index{}
@@ -119,6 +136,11 @@ func runEval(t testing.TB, file string) evalReport {
 			t.Fatal(err)
 		}
 		defer ix.Close()
+		if hybrid {
+			if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		indexes[name] = ix
 	}
 	r := evalReport{PerSpec: map[string][2]int{}}
@@ -337,4 +359,77 @@ func TestHoldout2(t *testing.T) {
 	if r.Bytes20Max > 4096 {
 		t.Errorf("largest 20-hit answer is %d bytes, want ≤ 4096", r.Bytes20Max)
 	}
+}
+
+// TestHonest reports, without failing on recall, the figures for
+// testdata/honest.json: tasks written per API from what it is for, before
+// its spec was read, and labelled afterwards; never used to tune anything.
+// The hybrid figure uses the stand-in embedder (internal/embedtest), a
+// hashing bag of words with a few synonym groups, not a language model.
+func TestHonest(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
+	}
+	lex := runEvalWith(t, "honest.json", false)
+	t.Logf("honest set, lexical\n%s", lex)
+	hyb := runEvalWith(t, "honest.json", true)
+	t.Logf("honest set, hybrid with the stand-in embedder\n%s", hyb)
+	if lex.N < 100 {
+		t.Errorf("honest set has %d queries, want at least 100", lex.N)
+	}
+}
+
+// BenchmarkHonest reports recall on the honest set, lexical and hybrid
+// (stand-in embedder); its timing is not the point.
+func BenchmarkHonest(b *testing.B) {
+	for _, hybrid := range []bool{false, true} {
+		name := "lexical"
+		if hybrid {
+			name = "hybrid-standin"
+		}
+		b.Run(name, func(b *testing.B) {
+			var r evalReport
+			for b.Loop() {
+				r = runEvalWith(b, "honest.json", hybrid)
+			}
+			b.ReportMetric(r.R1, "recall@1")
+			b.ReportMetric(r.R5, "recall@5")
+			b.ReportMetric(r.R20, "recall@20")
+			b.ReportMetric(r.MRR10, "MRR@10")
+		})
+	}
+}
+
+// BenchmarkSearchSemantic measures one search of 20 hits on github-full
+// with semantic search on, the query's vector already in the LRU: the
+// lexical ranking, the cosine over every endpoint vector and the fusion,
+// without the embeddings call. It reports the median and the memory the
+// endpoint vectors take.
+func BenchmarkSearchSemantic(b *testing.B) {
+	set := loadEvalSet(b)
+	cat := sharedCatalog(b, set.Specs["github-full"], "github-full")
+	ix, queries := githubIndex(b)
+	if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range queries {
+		ix.Search(q, 20) // the query vectors into the LRU
+	}
+	var ds []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		if _, err := ix.Search(queries[i%len(queries)], 20); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		i++
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "ms-median")
+	v := ix.sem.Load().vecs.Load()
+	b.ReportMetric(float64(len(v.data)*4)/(1<<20), "vector-MB")
+	b.ReportMetric(float64(v.dims), "dims")
 }
