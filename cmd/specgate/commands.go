@@ -107,7 +107,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		lcfg, err := startMocks(ctx, cfg, log)
 		var l *loaded
 		if err == nil {
-			l, err = loadSpecs(ctx, lcfg, c.cacheDir(), log)
+			l, err = loadSpecs(ctx, lcfg, c.cacheDir(), log, limiter)
 		}
 		if err == nil {
 			err = registerEndpoints(lcfg, limiter, l.cat, upstream)

@@ -100,7 +100,7 @@ func TestServeLogsExcludedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	l, err := loadSpecs(t.Context(), cfg, "", slog.New(slog.NewTextHandler(&logs, nil)))
+	l, err := loadSpecs(t.Context(), cfg, "", slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,3 +108,67 @@ specs:
 }
 
 func mustString(v any) string { return string(mustJSON(v)) }
+
+// The embeddings endpoint is an upstream like any other: a budget written
+// for its host holds for its requests.
+func TestEmbeddingsEndpointIsGoverned(t *testing.T) {
+	bin := specgateBinary(t)
+	emb, err := embedtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	host := strings.TrimSuffix(strings.TrimPrefix(emb.URL, "http://"), "/v1/embeddings")
+	cfg := writeConfig(t, `search:
+  embeddings: {url: `+emb.URL+`, model: stand-in}
+upstreams:
+  - match: "`+host+`"
+    requests_per_window: 1
+    window: 1h
+    on_limit: reject
+specs:
+  - name: petstore
+    location: `+petstorePath(t)+`
+    base_url: http://127.0.0.1:9/api/v3
+`)
+	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, []string{"serve", "--config", cfg})
+	c := client.NewClient(tr)
+	ctx := t.Context()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", name, err, res)
+		}
+		var out map[string]any
+		json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out)
+		return out
+	}
+	// The 19 endpoints take the one request of the budget; the query's
+	// embedding is refused by specgate and search answers lexically.
+	res := call("search", map[string]any{"query": "find pets by status"})
+	if eps := res["endpoints"].([]any); len(eps) == 0 || eps[0].(map[string]any)["id"] != "petstore.findPetsByStatus" {
+		t.Fatalf("search = %v", res)
+	}
+	if n := emb.Requests.Load(); n != 1 {
+		t.Fatalf("the embeddings endpoint got %d requests, budget 1", n)
+	}
+	st := call("rate_limit_status", map[string]any{})
+	sem := st["semanticSearch"].(map[string]any)
+	if sem["on"] != false || !strings.Contains(sem["reason"].(string), "rate limited") {
+		t.Fatalf("semanticSearch = %v", sem)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -37,7 +38,10 @@ func specName(sc config.Spec) string {
 
 // loadSpecs loads every spec of cfg, a few at a time. A spec that fails is
 // reported and skipped unless it is required.
-func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger) (*loaded, error) {
+//
+// With search.embeddings, the endpoints are embedded too; limiter, when not
+// nil, governs the embeddings endpoint like any upstream.
+func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger, limiter *ratelimit.Limiter) (*loaded, error) {
 	type result struct {
 		spec *spec.Spec
 		err  error
@@ -132,7 +136,11 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 	out.ix = ix
 	if e := cfg.Search.Embeddings; e != nil {
 		start := time.Now()
-		if err := ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, log)); err != nil {
+		opts := semanticOptions(e, cacheDir, log)
+		if limiter != nil {
+			opts.Embedder.(*search.HTTPEmbedder).Gate = embeddingsGate(limiter, e.URL)
+		}
+		if err := ix.EnableSemantic(ctx, cat, opts); err != nil {
 			log.Warn("semantic search off until the embeddings endpoint answers; searching lexically", "model", e.Model, "reason", err.Error())
 		} else {
 			st := ix.Semantic()
@@ -148,7 +156,7 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 
 // semanticOptions turns search.embeddings into the index's options.
 func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger) search.SemanticOptions {
-	weight := 1.0
+	weight := 0.0 // the index's default
 	if e.Weight != nil {
 		weight = *e.Weight
 		if weight == 0 {
@@ -163,6 +171,34 @@ func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger) se
 		Weight:    weight,
 		CacheDir:  cacheDir,
 		Logger:    log,
+	}
+}
+
+// embeddingsGate admits each request to the embeddings endpoint through
+// the limiter, as a call to the upstream of its host: a budget written for
+// that host holds, and what its answers say (429s, Retry-After,
+// X-RateLimit-*) is learned as for any upstream.
+func embeddingsGate(l *ratelimit.Limiter, rawURL string) func(context.Context) (func(int, http.Header), error) {
+	key := mcpserver.HostKey(rawURL)
+	return func(ctx context.Context) (func(int, http.Header), error) {
+		t, err := l.Acquire(ctx, ratelimit.Request{Endpoint: "search.embeddings", Upstream: key})
+		if err != nil {
+			var le *ratelimit.LimitError
+			var qe *ratelimit.QueueError
+			switch {
+			case errors.As(err, &le):
+				return nil, &search.RateLimitedError{Wait: le.RetryAfter}
+			case errors.As(err, &qe):
+				return nil, &search.RateLimitedError{Wait: qe.RetryAfter}
+			}
+			return nil, err
+		}
+		return func(status int, h http.Header) {
+			if status != 0 {
+				t.Observe(status, h, nil)
+			}
+			t.Release()
+		}, nil
 	}
 }
 

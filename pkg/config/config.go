@@ -475,8 +475,9 @@ type Embeddings struct {
 	// Timeout bounds one request; a query whose vector does not come within
 	// it is answered lexically. Default 2s.
 	Timeout Duration `yaml:"timeout" json:"timeout"`
-	// Weight is the vector ranking's share in the fused ranking, against
-	// the lexical ranking's 1. Default 1; 0 to 10.
+	// Weight is the vector side's share in the fused score, against the
+	// lexical side's 1 (both scaled to [0, 1] over the candidates); 0 keeps
+	// the vectors and ranks lexically. Default 0.25; 0 to 10.
 	Weight *float64 `yaml:"weight" json:"weight,omitempty"`
 }
 

@@ -35,7 +35,7 @@ func TestExampleLoadsWithDefaults(t *testing.T) {
 	emb := got.Search.Embeddings
 	got.Search.Embeddings = nil
 	if emb == nil || emb.BatchSize != DefaultEmbeddingsBatch || time.Duration(emb.Timeout) != DefaultEmbeddingsTimeout ||
-		emb.Weight == nil || *emb.Weight != 1 || emb.Model != "nomic-embed-text" {
+		emb.Weight == nil || *emb.Weight != 0.25 || emb.Model != "nomic-embed-text" {
 		t.Errorf("search.embeddings = %+v", emb)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -109,7 +109,7 @@ func (r evalReport) String() string {
 
 // runEval indexes each spec of the set on its own, as a user loading one
 // API would, and scores every query.
-func runEval(t testing.TB, file string) evalReport { return runEvalWith(t, file, false) }
+func runEval(t testing.TB, file string) evalReport { return runEvalWith(t, file, 0) }
 
 // standInEmbedder embeds in process with the stand-in's vectors
 // (internal/embedtest): no HTTP, no model.
@@ -123,9 +123,9 @@ func (standInEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 	return out, nil
 }
 
-// runEvalWith is runEval; with hybrid, each index also ranks by the
-// stand-in's vectors.
-func runEvalWith(t testing.TB, file string, hybrid bool) evalReport {
+// runEvalWith is runEval; with a weight above 0, each index also ranks by
+// the stand-in's vectors, fused at that weight.
+func runEvalWith(t testing.TB, file string, weight float64) evalReport {
 	t.Helper()
 	set := loadSet(t, file)
 	indexes := map[string]*Index{}
@@ -136,8 +136,8 @@ func runEvalWith(t testing.TB, file string, hybrid bool) evalReport {
 			t.Fatal(err)
 		}
 		defer ix.Close()
-		if hybrid {
-			if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
+		if weight > 0 {
+			if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in", Weight: weight}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -370,9 +370,9 @@ func TestHonest(t *testing.T) {
 	if testing.Short() || raceDetector {
 		t.Skip("loads large specs: runs without -race and -short")
 	}
-	lex := runEvalWith(t, "honest.json", false)
+	lex := runEvalWith(t, "honest.json", 0)
 	t.Logf("honest set, lexical\n%s", lex)
-	hyb := runEvalWith(t, "honest.json", true)
+	hyb := runEvalWith(t, "honest.json", DefaultWeight)
 	t.Logf("honest set, hybrid with the stand-in embedder\n%s", hyb)
 	if lex.N < 100 {
 		t.Errorf("honest set has %d queries, want at least 100", lex.N)
@@ -382,15 +382,15 @@ func TestHonest(t *testing.T) {
 // BenchmarkHonest reports recall on the honest set, lexical and hybrid
 // (stand-in embedder); its timing is not the point.
 func BenchmarkHonest(b *testing.B) {
-	for _, hybrid := range []bool{false, true} {
+	for _, weight := range []float64{0, DefaultWeight} {
 		name := "lexical"
-		if hybrid {
+		if weight > 0 {
 			name = "hybrid-standin"
 		}
 		b.Run(name, func(b *testing.B) {
 			var r evalReport
 			for b.Loop() {
-				r = runEvalWith(b, "honest.json", hybrid)
+				r = runEvalWith(b, "honest.json", weight)
 			}
 			b.ReportMetric(r.R1, "recall@1")
 			b.ReportMetric(r.R5, "recall@5")

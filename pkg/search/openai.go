@@ -37,6 +37,12 @@ type HTTPEmbedder struct {
 	MaxBytes int64
 	// Now is the clock of Retry-After waits. If nil, time.Now.
 	Now func() time.Time
+	// Gate, when set, admits each request before it is sent, and done
+	// hears its answer (the status and headers; status 0 when none came).
+	// serve gates requests through the rate limiter, so an upstream budget
+	// written for the endpoint's host holds and its 429s are learned as for
+	// any upstream. A refusal should be a *RateLimitedError.
+	Gate func(ctx context.Context) (done func(status int, h http.Header), err error)
 
 	mu           sync.Mutex
 	blockedUntil time.Time
@@ -86,10 +92,29 @@ func (h *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	if client == nil {
 		client = noRedirects
 	}
+	if h.Gate != nil {
+		done, err := h.Gate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		status, header := 0, http.Header(nil)
+		defer func() { done(status, header) }()
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("embeddings request: %w", scrubURLError(err))
+		}
+		status, header = resp.StatusCode, resp.Header
+		return h.read(resp, len(texts), now)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings request: %w", scrubURLError(err))
 	}
+	return h.read(resp, len(texts), now)
+}
+
+// read checks and decodes an embeddings answer.
+func (h *HTTPEmbedder) read(resp *http.Response, n int, now func() time.Time) ([][]float32, error) {
 	defer resp.Body.Close()
 	limit := h.MaxBytes
 	if limit <= 0 {
@@ -124,10 +149,10 @@ func (h *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, errors.New("the embeddings answer is not the expected JSON ({\"data\": [{\"index\", \"embedding\"}]})")
 	}
-	if len(out.Data) != len(texts) {
-		return nil, fmt.Errorf("the embeddings endpoint gave %d vectors for %d inputs", len(out.Data), len(texts))
+	if len(out.Data) != n {
+		return nil, fmt.Errorf("the embeddings endpoint gave %d vectors for %d inputs", len(out.Data), n)
 	}
-	vs := make([][]float32, len(texts))
+	vs := make([][]float32, n)
 	for i, d := range out.Data {
 		at := i
 		if d.Index != nil {

@@ -35,9 +35,10 @@ type SemanticOptions struct {
 	Concurrency int
 	// Timeout bounds one Embed call. If 0, 2s is used.
 	Timeout time.Duration
-	// Weight is the vector ranking's share in the fused ranking, against
-	// the lexical ranking's 1. If 0, 1 is used; negative turns the vector
-	// ranking off while keeping the vectors.
+	// Weight is the vector side's share in the fused score, against the
+	// lexical side's 1 (both scaled to [0, 1] over the candidates). If 0,
+	// DefaultWeight is used; negative turns the vector ranking off while
+	// keeping the vectors.
 	Weight float64
 	// CacheDir keeps endpoint vectors between starts. If "", nothing is
 	// cached.
@@ -68,10 +69,8 @@ type SemanticStatus struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// fusionK is the rank constant of reciprocal rank fusion: a hit's share
-// is weight/(fusionK+rank). 60 is the value of the original RRF paper; it
-// keeps the head of each ranking from drowning the other.
-const fusionK = 60
+// DefaultWeight is the vector side's weight in the fused score.
+const DefaultWeight = 0.25
 
 // vectorCandidates is how many of the nearest endpoints take part in
 // fusion.
@@ -121,7 +120,7 @@ func (ix *Index) EnableSemantic(ctx context.Context, cat *spec.Catalog, opts Sem
 		opts.Timeout = 2 * time.Second
 	}
 	if opts.Weight == 0 {
-		opts.Weight = 1
+		opts.Weight = DefaultWeight
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 30 * time.Second
@@ -476,6 +475,15 @@ func (s *semantic) queryVector(ctx context.Context, text string) []float32 {
 	return qv
 }
 
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var d float32
+	for i, x := range a {
+		d += x * b[i]
+	}
+	return d
+}
+
 func isZero(v []float32) bool {
 	for _, x := range v {
 		if x != 0 {
@@ -498,11 +506,7 @@ func (set *vectorSet) nearest(qv []float32, n int, keep func(int) bool) []int {
 		if keep != nil && !keep(i) {
 			continue
 		}
-		r := set.row(i)
-		var d float32
-		for j, x := range qv {
-			d += x * r[j]
-		}
+		d := dot(qv, set.row(i))
 		if len(top) == n && d <= top[n-1].d {
 			continue
 		}
