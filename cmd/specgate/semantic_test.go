@@ -172,3 +172,26 @@ specs:
 		t.Fatalf("semanticSearch = %v", sem)
 	}
 }
+
+func TestCheckReportsSemanticSearch(t *testing.T) {
+	emb, err := embedtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	cfg := writeConfig(t, `search:
+  embeddings: {url: `+emb.URL+`, model: stand-in}
+specs:
+  - name: petstore
+    location: `+petstorePath(t)+`
+`)
+	code, out, errs := runCmd(t, "check", "--config", cfg, "--no-cache", "--validate=false")
+	if code != 0 || !strings.Contains(out, "ok   semantic search: model stand-in, 19 endpoint vectors of 384 dimensions (0 from the cache)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	emb.SetMode(embedtest.Fail)
+	code, out, errs = runCmd(t, "check", "--config", cfg, "--no-cache", "--validate=false")
+	if code != 0 || !strings.Contains(out, "warning: semantic search is off (search answers lexically): the embeddings endpoint answered HTTP 500") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -400,3 +400,26 @@ func TestCompounds(t *testing.T) {
 		t.Fatalf("compounds %v, want %v", got, want)
 	}
 }
+
+// Compound words read the same in the query as in the index, written
+// together or apart.
+func TestCompoundsOnGitHub(t *testing.T) {
+	if raceDetector {
+		t.Skip("loads a large spec: runs without -race")
+	}
+	cat := sharedCatalog(t, "github-full.json", "github-full")
+	ix, err := New(cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, q := range []string{"list the stargazers of a repository", "list the star gazers of a repository", "list the stargazer s of a repo"} {
+		hits, err := ix.Search(q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rankOf(hits, "github-full.activity/list-stargazers-for-repo"); r == 0 {
+			t.Errorf("%q: %v", q, ids(hits))
+		}
+	}
+}
