@@ -349,6 +349,12 @@ type flaky struct {
 	calls int
 }
 
+func (f *flaky) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
 func (f *flaky) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -380,13 +386,13 @@ func TestSemanticRetriedAfterFailedStart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Second) // the first retry, which fails too
 		synctest.Wait()
-		if ix.Semantic().On || f.calls != 2 {
-			t.Fatalf("after 5s: calls %d, %+v", f.calls, ix.Semantic())
+		if ix.Semantic().On || f.count() != 2 {
+			t.Fatalf("after 5s: calls %d, %+v", f.count(), ix.Semantic())
 		}
 		time.Sleep(10 * time.Second) // the second retry, after twice the wait
 		synctest.Wait()
 		if st := ix.Semantic(); !st.On || st.Endpoints != cat.Len() {
-			t.Fatalf("after 15s: calls %d, %+v", f.calls, st)
+			t.Fatalf("after 15s: calls %d, %+v", f.count(), st)
 		}
 	})
 }
