@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // maxProblems bounds the problems an ArgError lists; the rest are counted.
@@ -91,7 +93,7 @@ type UpstreamRateLimitError struct {
 func (e *UpstreamRateLimitError) Error() string {
 	s := "upstream refused the call with " + strconv.Itoa(e.StatusCode) + ": rate limited"
 	if e.RetryAfter > 0 {
-		s += "; retry in " + formatSeconds(e.RetryAfter) + " seconds"
+		s += "; retry in " + strconv.FormatFloat(ratelimit.WaitSeconds(e.RetryAfter), 'f', -1, 64) + " seconds"
 	}
 	return s
 }
@@ -171,10 +173,4 @@ func (e *AuthError) Hint() string {
 		return "set " + e.Key + " in the config"
 	}
 	return "configure credentials for this spec"
-}
-
-// formatSeconds prints d in seconds with millisecond precision, rounded up.
-func formatSeconds(d time.Duration) string {
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }
