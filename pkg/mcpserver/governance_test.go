@@ -288,6 +288,12 @@ func TestSetRateLimitTakesEffectAtOnce(t *testing.T) {
 			{map[string]any{"upstream": f.key, "window": "a minute"}, "validation_failed"},
 			{map[string]any{"upstream": f.key, "requestsPerWindow": -1}, "validation_failed"},
 			{map[string]any{}, "validation_failed"},
+			{map[string]any{"endpointId": "quota.listItems", "rateLimitInterval": "1s", "window": "1m"}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "rateLimitInterval": "1s"}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "endpointId": "quota.listItems", "requestsPerWindow": 2}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "requestsPerWindow": 1.5}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "window": 60}, "validation_failed"},
+			{map[string]any{"upstream": f.key}, "validation_failed"},
 		}
 		for _, tt := range tests {
 			f.callFail(t, "set_rate_limit", tt.args, tt.code)
