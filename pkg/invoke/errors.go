@@ -25,6 +25,9 @@ type ArgError struct {
 	// Declared names the parameters the operation declares, set when an
 	// argument was not among them.
 	Declared []string
+	// Closest pairs an undeclared name that looks like a misspelling with
+	// the declared name it is closest to: {"orderID", "orderId"}.
+	Closest [][2]string
 }
 
 func (e *ArgError) Error() string {
@@ -47,7 +50,15 @@ func (e *ArgError) Error() string {
 // Hint says what to do next.
 func (e *ArgError) Hint() string {
 	if len(e.Declared) > 0 {
-		return "Use only the declared parameters: " + strings.Join(e.Declared, ", ") + ". Call inspect for their schemas."
+		var b strings.Builder
+		for i, c := range e.Closest {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(&b, "%q is not declared: did you mean %q? ", c[0], c[1])
+		}
+		b.WriteString("Use only the declared parameters: " + strings.Join(e.Declared, ", ") + ". Call inspect for their schemas.")
+		return b.String()
 	}
 	return "Fix the arguments (call inspect for the operation's schema) and call again."
 }
