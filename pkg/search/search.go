@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
@@ -210,114 +211,16 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		byID:  make(map[string]int, cat.Len()),
 		terms: map[string]int32{},
 	}
-	// Stems memoised for the build: specs repeat their words a lot.
-	memo := map[string]string{}
-	stem := func(w string) string {
-		st, ok := memo[w]
-		if !ok {
-			st = stemWord(w)
-			memo[w] = st
-		}
-		return st
-	}
+	b := &indexer{ix: ix, memo: map[string]string{}, batch: bi.NewBatch()}
 	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
-	df := []int{}
-	batch := bi.NewBatch()
-	var words []string
 	for _, ep := range eps {
-		e := &entry{fields: map[int32]uint8{}}
-		e.hit = Hit{
-			ID:      ep.ID,
-			Method:  ep.Method,
-			Path:    ep.Path,
-			Summary: summaryLine(ep, opts.SummaryLen),
-			Spec:    ep.Spec,
-			Tags:    ep.Tags,
-		}
-		var doc bleveDoc
-		add := func(ws []string, bit uint8) string {
-			var b strings.Builder
-			for _, w := range ws {
-				st := stem(w)
-				if st == "" {
-					continue
-				}
-				if b.Len() > 0 {
-					b.WriteByte(' ')
-				}
-				b.WriteString(st)
-				id := ix.termID(st, &df)
-				if e.fields[id]&bit == 0 {
-					if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
-						e.name = append(e.name, id)
-					}
-					e.fields[id] |= bit
-				}
-			}
-			return b.String()
-		}
-		// operationId and path words name the operation.
-		words = splitWords(opTail(ep.OperationID), words[:0])
-		if len(words) > 0 {
-			if v, ok := verbs[words[0]]; ok {
-				e.act = v.act
-				e.fields[ix.termID(stem(words[0]), &df)] |= inVerb
-			}
-		}
-		words = pathWords(ep.Path, words)
-		name := add(words, inName)
-		last, item := resourceSegments(ep.Path)
-		e.item = item
-		add(splitWords(last, words[:0]), inRes)
-		sum := ep.Summary
-		if sum == "" {
-			sum = firstSentence(ep.Description)
-		}
-		words = splitWords(stripMarkup(sum), words[:0])
-		if e.act == actNone && len(words) > 0 {
-			if v, ok := verbs[words[0]]; ok {
-				e.act = v.act
-			}
-		}
-		text := add(words, inSum)
-		e.plainSum = ix.redundant(e, words, stem)
-		desc := ep.Description
-		if desc != "" {
-			desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
-			doc.Desc = add(splitWords(desc, words[:0]), inDesc)
-		}
-		words = words[:0]
-		for _, t := range ep.Tags {
-			words = splitWords(t, words)
-			doc.Tag = append(doc.Tag, strings.ToLower(t))
-		}
-		tags := add(words, inTag)
-		words = words[:0]
-		for _, p := range ep.Params {
-			words = splitWords(p.Name, words)
-		}
-		params := add(words, inParam)
-		specWords := add(splitWords(ep.Spec, words[:0]), 0)
-		doc.Name = join(name, tags, specWords)
-		doc.Text = join(text, params)
-		doc.Method = ep.Method
-		doc.Spec = ep.Spec
-		doc.Path = ep.Path
-		if e.act == actNone {
-			e.act = methodAction(ep.Method, e.item)
-		}
-		for id := range e.fields {
-			df[id]++
-		}
-		n := len(ix.entries)
-		ix.entries = append(ix.entries, e)
-		ix.byID[ep.ID] = n
-		if err := batch.Index(docKey(n), doc); err != nil {
+		if err := b.endpoint(ep); err != nil {
 			bi.Close()
 			return nil, fmt.Errorf("indexing %s: %w", ep.ID, err)
 		}
 	}
+	batch, df := b.batch, b.df
 	if err := bi.Batch(batch); err != nil {
 		bi.Close()
 		return nil, fmt.Errorf("search index: %w", err)
@@ -329,6 +232,124 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
 	}
 	return ix, nil
+}
+
+// indexer builds an Index one endpoint at a time: the stems memoised for
+// the build (specs repeat their words a lot), the document frequency of
+// each term, the bleve batch, and a words buffer reused between fields.
+type indexer struct {
+	ix    *Index
+	memo  map[string]string
+	df    []int
+	batch *bleve.Batch
+	words []string
+}
+
+func (b *indexer) stem(w string) string {
+	st, ok := b.memo[w]
+	if !ok {
+		st = stemWord(w)
+		b.memo[w] = st
+	}
+	return st
+}
+
+// add stems ws into e's terms, marking each with the field bit, and returns
+// the stems as the field's text. A name word that is not a verb joins e.name.
+func (b *indexer) add(e *entry, ws []string, bit uint8) string {
+	var sb strings.Builder
+	for _, w := range ws {
+		st := b.stem(w)
+		if st == "" {
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(st)
+		id := b.ix.termID(st, &b.df)
+		if e.fields[id]&bit == 0 {
+			if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
+				e.name = append(e.name, id)
+			}
+			e.fields[id] |= bit
+		}
+	}
+	return sb.String()
+}
+
+// endpoint indexes one endpoint: its entry for ranking and its bleve
+// document for retrieval.
+func (b *indexer) endpoint(ep *spec.Endpoint) error {
+	ix, opts := b.ix, b.ix.opts
+	e := &entry{fields: map[int32]uint8{}}
+	e.hit = Hit{
+		ID:      ep.ID,
+		Method:  ep.Method,
+		Path:    ep.Path,
+		Summary: summaryLine(ep, opts.SummaryLen),
+		Spec:    ep.Spec,
+		Tags:    ep.Tags,
+	}
+	var doc bleveDoc
+	words := b.words[:0]
+	defer func() { b.words = words }()
+	// operationId and path words name the operation.
+	words = splitWords(opTail(ep.OperationID), words)
+	if len(words) > 0 {
+		if v, ok := verbs[words[0]]; ok {
+			e.act = v.act
+			e.fields[ix.termID(b.stem(words[0]), &b.df)] |= inVerb
+		}
+	}
+	words = pathWords(ep.Path, words)
+	name := b.add(e, words, inName)
+	last, item := resourceSegments(ep.Path)
+	e.item = item
+	b.add(e, splitWords(last, words[:0]), inRes)
+	sum := ep.Summary
+	if sum == "" {
+		sum = firstSentence(ep.Description)
+	}
+	words = splitWords(stripMarkup(sum), words[:0])
+	if e.act == actNone && len(words) > 0 {
+		if v, ok := verbs[words[0]]; ok {
+			e.act = v.act
+		}
+	}
+	text := b.add(e, words, inSum)
+	e.plainSum = ix.redundant(e, words, b.stem)
+	if desc := ep.Description; desc != "" {
+		desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
+		doc.Desc = b.add(e, splitWords(desc, words[:0]), inDesc)
+	}
+	words = words[:0]
+	for _, t := range ep.Tags {
+		words = splitWords(t, words)
+		doc.Tag = append(doc.Tag, strings.ToLower(t))
+	}
+	tags := b.add(e, words, inTag)
+	words = words[:0]
+	for _, p := range ep.Params {
+		words = splitWords(p.Name, words)
+	}
+	params := b.add(e, words, inParam)
+	specWords := b.add(e, splitWords(ep.Spec, words[:0]), 0)
+	doc.Name = join(name, tags, specWords)
+	doc.Text = join(text, params)
+	doc.Method = ep.Method
+	doc.Spec = ep.Spec
+	doc.Path = ep.Path
+	if e.act == actNone {
+		e.act = methodAction(ep.Method, e.item)
+	}
+	for id := range e.fields {
+		b.df[id]++
+	}
+	n := len(ix.entries)
+	ix.entries = append(ix.entries, e)
+	ix.byID[ep.ID] = n
+	return b.batch.Index(docKey(n), doc)
 }
 
 // opTail returns the part of an operationId after its last "/" (GitHub
@@ -373,7 +394,7 @@ func join(parts ...string) string {
 	return b.String()
 }
 
-func docKey(n int) string { return fmt.Sprint(n) }
+func docKey(n int) string { return strconv.Itoa(n) }
 
 // summaryLine picks the one line a hit shows.
 func summaryLine(ep *spec.Endpoint, max int) string {
@@ -532,19 +553,10 @@ func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
 	return hits, nil
 }
 
+// docIndex is the entry of a bleve document key (docKey).
 func (ix *Index) docIndex(key string) (int, bool) {
-	n := 0
-	if key == "" {
-		return 0, false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, n < len(ix.entries)
+	n, err := strconv.Atoi(key)
+	return n, err == nil && n >= 0 && n < len(ix.entries)
 }
 
 // textQuery builds the bleve retrieval query: every query stem and its
