@@ -504,6 +504,24 @@ func TestTaskReviewNamesARoundForLearnedLimits(t *testing.T) {
 		t.Errorf("limitHitAtRound[learned requests] = %v, want 2 (all: %v)", got, rounds)
 	}
 
+	// a 429 with Retry-After alone: the block and the budget inferred from it
+	h := newGovFixture(t, govConfig{
+		upstream: upstreamtest.Options{Limit: 3, Window: time.Minute, Headers: upstreamtest.RetryAfterSeconds},
+	})
+	id = h.callOK(t, "begin_task", map[string]any{"name": "blind"})["taskId"].(string)
+	for _, ep := range quotaEndpoints[:3] {
+		h.invokeOK(t, ep)
+	}
+	h.invokeFail(t, quotaEndpoints[3], "upstream_rate_limit")
+	r = h.callOK(t, "end_task", map[string]any{"taskId": id, "concurrency": 2})
+	rounds, _ = r["limitHitAtRound"].(map[string]any)
+	if got := rounds["inferred requests "+h.key]; got != float64(2) {
+		t.Errorf("limitHitAtRound[inferred requests] = %v, want 2 (all: %v)", got, rounds)
+	}
+	if got := rounds["learned block "+h.key]; got != float64(1) {
+		t.Errorf("limitHitAtRound[learned block] = %v, want 1 while blocked (all: %v)", got, rounds)
+	}
+
 	// a learned quota the task cannot reach in a window says so
 	g := newGovFixture(t, govConfig{
 		upstream: upstreamtest.Options{Limit: 100000, Window: time.Second, Headers: upstreamtest.XRateLimit},
