@@ -115,6 +115,12 @@ func TestGoldenToolsListAndInstructions(t *testing.T) {
 	var names []string
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
+		if n := len(tool.Description); n > 2048 {
+			t.Errorf("%s: description of %d bytes, want at most 2 KB", tool.Name, n)
+		}
+	}
+	if n := len(init.Instructions); n > 2048 {
+		t.Errorf("instructions of %d bytes, want at most 2 KB", n)
 	}
 	want := []string{"begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "search", "set_rate_limit"}
 	if slices.Sort(names); !slices.Equal(names, want) {
