@@ -34,7 +34,7 @@ import (
 const (
 	replicaCount   = 3
 	replicaQuota   = 10              // upstream and budget: requests per window
-	replicaWindow  = 2 * time.Second // upstream and budget window
+	replicaWindow  = 2 * time.Second // upstream and budget window, unless a test gives its own
 	replicaCool    = time.Second     // cooldown of quota.getA
 	replicaShare   = 0.34            // store.fallback_share
 	arrivalJitter  = 100 * time.Millisecond
@@ -64,9 +64,11 @@ type hit struct {
 }
 
 // countingUpstream is the quota upstream with a record of which replica asked for what.
+// Its quota is replicaQuota per window, and the replicas' budget the same.
 type countingUpstream struct {
-	quota *upstreamtest.Server
-	ts    *httptest.Server
+	quota  *upstreamtest.Server
+	ts     *httptest.Server
+	window time.Duration
 
 	mu   sync.Mutex
 	hits []hit
@@ -83,8 +85,13 @@ func (s *statusRecorder) WriteHeader(code int) {
 }
 
 func newCountingUpstream(t testing.TB) *countingUpstream {
-	u := &countingUpstream{quota: upstreamtest.New(upstreamtest.Options{
-		Model: upstreamtest.SlidingWindow, Limit: replicaQuota, Window: replicaWindow,
+	return newCountingUpstreamWindow(t, replicaWindow)
+}
+
+// newCountingUpstreamWindow is newCountingUpstream with a quota of replicaQuota per window.
+func newCountingUpstreamWindow(t testing.TB, window time.Duration) *countingUpstream {
+	u := &countingUpstream{window: window, quota: upstreamtest.New(upstreamtest.Options{
+		Model: upstreamtest.SlidingWindow, Limit: replicaQuota, Window: window,
 		// Retry-After on a 429 only: rate-limit headers on every answer would let the
 		// replicas learn the quota from the upstream, and this test is about specgate's
 		// own cooldown and budget.
@@ -145,7 +152,7 @@ func (r *replica) running() bool {
 
 // writeReplicaConfig writes replica i's config; the replicas differ only in the
 // X-Replica header they send upstream, so the upstream can tell them apart.
-func writeReplicaConfig(t testing.TB, dir string, i int, upstreamURL, backend, redisURL, prefix string) string {
+func writeReplicaConfig(t testing.TB, dir string, i int, upstreamURL string, window time.Duration, backend, redisURL, prefix string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`max_retries: 0
 specs:
@@ -172,7 +179,7 @@ store:
   redis_url: %s
   key_prefix: "%s"
   fallback_share: %v
-`, upstreamURL, i, replicaCool, replicaQuota, replicaWindow, backend, redisURL, prefix, replicaShare)
+`, upstreamURL, i, replicaCool, replicaQuota, window, backend, redisURL, prefix, replicaShare)
 	path := filepath.Join(dir, fmt.Sprintf("replica%d.yaml", i))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -208,7 +215,7 @@ func startReplicas(t testing.TB, n int, up *countingUpstream, rd sharedRedis) []
 		case perReplicaMemory:
 			backend = "memory"
 		}
-		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, backend, rd.URL(), prefix)
+		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, up.window, backend, rd.URL(), prefix)
 		r := &replica{id: i, exited: make(chan struct{})}
 		r.cmd = exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
 		r.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
@@ -434,11 +441,11 @@ func all(fs ...func(hit) bool) func(hit) bool {
 func checkBudget(t *testing.T, up *countingUpstream) {
 	t.Helper()
 	adm := up.quota.Admissions()
-	most := upstreamtest.MaxInWindow(adm, replicaWindow)
+	most := upstreamtest.MaxInWindow(adm, up.window)
 	t.Logf("upstream: %d requests, %d admitted, %d 429s; most admitted in any %s: %d (quota %d)",
-		up.quota.Requests(), up.quota.Admitted(), up.quota.Limited(), replicaWindow, most, replicaQuota)
+		up.quota.Requests(), up.quota.Admitted(), up.quota.Limited(), up.window, most, replicaQuota)
 	if most > replicaQuota {
-		t.Errorf("over-admission: %d upstream admissions in one %s window, budget %d", most, replicaWindow, replicaQuota)
+		t.Errorf("over-admission: %d upstream admissions in one %s window, budget %d", most, up.window, replicaQuota)
 	}
 	if n := up.quota.Limited(); n != 0 {
 		t.Errorf("upstream answered %d 429s, want 0", n)
@@ -685,30 +692,51 @@ func concurrently(ctx context.Context, agents []*agent, calls int, endpoint stri
 // TestReplicasOnRedisCluster: three specgate processes on a three-master Redis Cluster
 // (every admission script touched up to seven keys with no hash tag, so the cluster
 // refused each with CROSSSLOT and every replica ran on its fallback share). Now: a
-// shared cooldown puts one call on the wire, the upstream budget admits exactly its quota
-// of concurrent calls across replicas, no store error reaches the model, and
-// rate_limit_status reports no fallback.
+// shared cooldown puts one call on the wire; an upstream budget of 10 per 3 s admits
+// exactly 10 of 15 concurrent calls across replicas; no store error reaches the model,
+// and rate_limit_status reports no fallback. The two run on their own replicas and
+// upstreams (key prefixes apart) on the one cluster, so each starts from empty windows.
 func TestReplicasOnRedisCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	up := newCountingUpstream(t)
-	rs := startReplicas(t, replicaCount, up, cl)
-	var agents []*agent
-	for _, r := range rs {
-		agents = append(agents, newAgent(t, r))
+	const window = 3 * time.Second
+	agentsOn := func(t *testing.T, up *countingUpstream) []*agent {
+		var agents []*agent
+		for _, r := range startReplicas(t, replicaCount, up, cl) {
+			agents = append(agents, newAgent(t, r))
+		}
+		return agents
 	}
-	concurrently(t.Context(), agents, 3*replicaCount, "quota.getA")
-	out := checkOutcomes(t, "cooldown", agents)
-	if n := len(up.admitted(pathIs("/a"))); n != 1 || out["quota.getA ok"] != 1 {
-		t.Errorf("getA with a shared cooldown: %d on the wire, %d ok; want exactly 1", n, out["quota.getA ok"])
-	}
-	concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
-	out = checkOutcomes(t, "budget", agents)
-	// the cooldown's call counts against the budget too
-	if got, want := out["quota.getB ok"], replicaQuota-1; got != want {
-		t.Errorf("%d of %d concurrent getB admitted across replicas, want exactly %d (the budget less getA's call)",
-			got, replicaQuota+5, want)
-	}
-	checkBudget(t, up)
+	t.Run("shared cooldown", func(t *testing.T) {
+		up := newCountingUpstreamWindow(t, window)
+		agents := agentsOn(t, up)
+		concurrently(t.Context(), agents, 3*replicaCount, "quota.getA")
+		out := checkOutcomes(t, "cooldown", agents)
+		if n := len(up.admitted(pathIs("/a"))); n != 1 || out["quota.getA ok"] != 1 {
+			t.Errorf("getA with a shared cooldown: %d on the wire, %d ok; want exactly 1", n, out["quota.getA ok"])
+		}
+		checkClusterStatus(t, agents)
+	})
+	t.Run("upstream budget", func(t *testing.T) {
+		up := newCountingUpstreamWindow(t, window)
+		agents := agentsOn(t, up)
+		concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
+		out := checkOutcomes(t, "budget", agents)
+		if got := out["quota.getB ok"]; got != replicaQuota {
+			t.Errorf("%d of %d concurrent getB admitted across replicas, want exactly the budget %d per %s",
+				got, replicaQuota+5, replicaQuota, window)
+		}
+		if n := len(up.admitted(pathIs("/b"))); n != replicaQuota {
+			t.Errorf("%d getB on the wire, want %d", n, replicaQuota)
+		}
+		checkBudget(t, up)
+		checkClusterStatus(t, agents)
+	})
+}
+
+// checkClusterStatus fails unless every agent's rate_limit_status says the store is
+// shared, not degraded, and no upstream on the fallback share.
+func checkClusterStatus(t *testing.T, agents []*agent) {
+	t.Helper()
 	for _, a := range agents {
 		st, code := a.call(t.Context(), "rate_limit_status", map[string]any{})
 		if code != "ok" {
@@ -726,14 +754,15 @@ func TestReplicasOnRedisCluster(t *testing.T) {
 	}
 }
 
-// TestReplicasFallbackAfterAnAgedSpentWindow: the replicas spend the upstream budget
-// through Redis; Redis dies 3.8s later (the window is 2s). The fallback used to forget
-// that time had passed and refused every call for a whole window more ("request budget
-// (0 per 2s) is spent"), the upstream idle. Now each replica admits its share at once,
-// and the upstream answers no 429.
+// TestReplicasFallbackAfterAnAgedSpentWindow: the replicas spend an upstream budget of 10
+// per 3 s through Redis; Redis dies 3.8 s later (the window and its pad long over). The
+// fallback used to forget that time had passed and refused every call for a whole window
+// more ("request budget (0 per 3s) is spent: try again in 3.25 seconds"), the upstream
+// idle. Now each replica admits its share at once, and the upstream answers no 429.
 func TestReplicasFallbackAfterAnAgedSpentWindow(t *testing.T) {
 	rd := redistest.Start(t)
-	up := newCountingUpstream(t)
+	const window = 3 * time.Second
+	up := newCountingUpstreamWindow(t, window)
 	rs := startReplicas(t, replicaCount, up, rd)
 	var agents []*agent
 	for _, r := range rs {
@@ -745,11 +774,19 @@ func TestReplicasFallbackAfterAnAgedSpentWindow(t *testing.T) {
 	}
 	time.Sleep(3800 * time.Millisecond) // processes keep their own clocks: the gap is real
 	rd.Stop()
+	killedAt := time.Now()
 	concurrently(t.Context(), agents, replicaQuota+5, "quota.getB")
 	out := checkOutcomes(t, "after Redis died", agents)
 	if got := out["quota.getB ok"]; got < replicaCount || got > replicaQuota {
 		t.Errorf("%d of %d admitted on the fallback share, want each replica's share at once (%d..%d)",
 			got, replicaQuota+5, replicaCount, replicaQuota)
+	}
+	share := int(math.Floor(replicaShare * replicaQuota))
+	for _, r := range rs {
+		n := len(up.admitted(all(inSpan(killedAt, time.Now()), func(h hit) bool { return h.replica == r.id })))
+		if n < 1 || n > share {
+			t.Errorf("replica %d admitted %d on its fallback share right after Redis died, want 1..%d", r.id, n, share)
+		}
 	}
 	checkBudget(t, up)
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
 // maxProblems bounds the problems an ArgError lists; the rest are counted.
@@ -23,6 +25,9 @@ type ArgError struct {
 	// Declared names the parameters the operation declares, set when an
 	// argument was not among them.
 	Declared []string
+	// Closest pairs an undeclared name that looks like a misspelling with
+	// the declared name it is closest to: {"orderID", "orderId"}.
+	Closest [][2]string
 }
 
 func (e *ArgError) Error() string {
@@ -45,7 +50,15 @@ func (e *ArgError) Error() string {
 // Hint says what to do next.
 func (e *ArgError) Hint() string {
 	if len(e.Declared) > 0 {
-		return "Use only the declared parameters: " + strings.Join(e.Declared, ", ") + ". Call inspect for their schemas."
+		var b strings.Builder
+		for i, c := range e.Closest {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(&b, "%q is not declared: did you mean %q? ", c[0], c[1])
+		}
+		b.WriteString("Use only the declared parameters: " + strings.Join(e.Declared, ", ") + ". Call inspect for their schemas.")
+		return b.String()
 	}
 	return "Fix the arguments (call inspect for the operation's schema) and call again."
 }
@@ -91,7 +104,7 @@ type UpstreamRateLimitError struct {
 func (e *UpstreamRateLimitError) Error() string {
 	s := "upstream refused the call with " + strconv.Itoa(e.StatusCode) + ": rate limited"
 	if e.RetryAfter > 0 {
-		s += "; retry in " + formatSeconds(e.RetryAfter) + " seconds"
+		s += "; retry in " + strconv.FormatFloat(ratelimit.WaitSeconds(e.RetryAfter), 'f', -1, 64) + " seconds"
 	}
 	return s
 }
@@ -171,10 +184,4 @@ func (e *AuthError) Hint() string {
 		return "set " + e.Key + " in the config"
 	}
 	return "configure credentials for this spec"
-}
-
-// formatSeconds prints d in seconds with millisecond precision, rounded up.
-func formatSeconds(d time.Duration) string {
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
 }

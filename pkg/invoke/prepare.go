@@ -117,7 +117,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	p.checkValues()
 	p.validate(ctx)
 	if len(p.problems) > 0 {
-		return nil, &ArgError{Endpoint: e.ID, Declared: p.declaredNames, Problems: p.problems}
+		return nil, &ArgError{Endpoint: e.ID, Declared: p.declaredNames, Closest: p.closest, Problems: p.problems}
 	}
 	if authErr != nil {
 		return nil, authErr
@@ -138,8 +138,10 @@ type preparer struct {
 	// values are the model's values by parameter key ("in\x00name").
 	values map[string]any
 	// declaredNames lists the declared parameters when the model used an
-	// undeclared one.
+	// undeclared one; closest pairs each undeclared name that looks like a
+	// misspelling with the declared name it is closest to.
 	declaredNames []string
+	closest       [][2]string
 	plan          authPlan
 	reserved      reservedNames
 	extra         []pair          // the model's extra headers
@@ -182,15 +184,23 @@ func (p *preparer) operation(ctx context.Context) error {
 
 // declared matches the model's parameter names onto the declared ones.
 func (p *preparer) declared() {
-	values, problems := matchParams(p.params, p.args)
+	values, unknown, problems := matchParams(p.params, p.args)
 	p.values = values
 	p.problem(problems...)
-	if len(problems) > 0 {
-		for _, pm := range p.params {
-			p.declaredNames = append(p.declaredNames, pm.Name+" ("+pm.In+")")
-		}
-		if len(p.declaredNames) == 0 {
-			p.declaredNames = []string{"none"}
+	if len(unknown) == 0 {
+		return
+	}
+	names := make([]string, 0, len(p.params))
+	for _, pm := range p.params {
+		p.declaredNames = append(p.declaredNames, pm.Name+" ("+pm.In+")")
+		names = append(names, pm.Name)
+	}
+	if len(p.declaredNames) == 0 {
+		p.declaredNames = []string{"none"}
+	}
+	for _, k := range unknown {
+		if c := closestName(k, names); c != "" {
+			p.closest = append(p.closest, [2]string{k, c})
 		}
 	}
 }
@@ -456,20 +466,20 @@ func (p *preparer) call() *Call {
 
 // matchParams maps the model's parameter names onto declared parameters.
 // Keys are "in\x00name". Undeclared names are problems.
-func matchParams(params []param, args Args) (map[string]any, []string) {
-	values := make(map[string]any, len(args.Parameters))
-	var problems []string
+func matchParams(params []param, args Args) (values map[string]any, unknown, problems []string) {
+	values = make(map[string]any, len(args.Parameters))
 	keys := make([]string, 0, len(args.Parameters))
 	for k := range args.Parameters {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var unknown []string
+	var quoted []string
 	for _, k := range keys {
 		v := args.Parameters[k]
 		p := lookupParam(params, k)
 		if p == nil {
-			unknown = append(unknown, strconv.Quote(k))
+			unknown = append(unknown, k)
+			quoted = append(quoted, strconv.Quote(k))
 			continue
 		}
 		values[p.In+"\x00"+p.Name] = v
@@ -479,9 +489,52 @@ func matchParams(params []param, args Args) (map[string]any, []string) {
 		if len(unknown) > 1 {
 			word = "parameters"
 		}
-		problems = append(problems, "unknown "+word+" "+strings.Join(unknown, ", ")+": not declared by this operation")
+		problems = append(problems, "unknown "+word+" "+strings.Join(quoted, ", ")+": not declared by this operation")
 	}
-	return values, problems
+	return values, unknown, problems
+}
+
+// closestName returns the declared name that name most likely misspells:
+// one equal to it but for case, "_", "-" and "." (order_id for orderId),
+// else one within two edits and fewer than a third of its length; "" when
+// none is that close.
+func closestName(name string, declared []string) string {
+	fold := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "").Replace(s))
+	}
+	for _, d := range declared {
+		if fold(d) == fold(name) {
+			return d
+		}
+	}
+	best, bestDist := "", 3
+	for _, d := range declared {
+		if dist := editDistance(strings.ToLower(name), strings.ToLower(d)); dist < bestDist && dist*3 < len(d) {
+			best, bestDist = d, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // lookupParam finds a parameter by name, by "in.name", or for headers by

@@ -63,6 +63,42 @@ func TestPrepareUnknownParameters(t *testing.T) {
 	}
 }
 
+// TestPrepareUndeclaredHintNamesTheClosest: the hint named the declared
+// parameters only; a misspelled one now also gets the name it misspells.
+func TestPrepareUndeclaredHintNamesTheClosest(t *testing.T) {
+	s := parseSpec(t, "pets", petDoc, "http://127.0.0.1:1")
+	c := New(Options{})
+	_, err := c.Prepare(t.Context(), endpoint(t, s, "getPet"), Args{
+		Parameters: map[string]any{"petID": "1", "limt": 5, "colour": "red"},
+	})
+	ae := asArgError(t, err)
+	want := `"limt" is not declared: did you mean "limit"? "petID" is not declared: did you mean "petId"? ` +
+		`Use only the declared parameters: petId (path), verbose (query), limit (query), X-Trace (header), session (cookie). Call inspect for their schemas.`
+	if got := ae.Hint(); got != want {
+		t.Errorf("hint:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestClosestName(t *testing.T) {
+	declared := []string{"orderId", "per_page", "since", "X-Request-ID", "q"}
+	for _, tt := range []struct{ name, want string }{
+		{"orderID", "orderId"},
+		{"order_id", "orderId"},
+		{"perPage", "per_page"},
+		{"sinse", "since"},
+		{"x_request_id", "X-Request-ID"},
+		{"color", ""},
+		{"qq", ""}, // one edit, but a third of "q" is less than one
+		{"snce", "since"},
+		{"order", "orderId"},
+		{"status", ""},
+	} {
+		if got := closestName(tt.name, declared); got != tt.want {
+			t.Errorf("closestName(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestPrepareListsEveryProblem(t *testing.T) {
 	s := parseSpec(t, "pets", petDoc, "http://127.0.0.1:1")
 	c := New(Options{})

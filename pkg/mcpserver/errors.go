@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"strconv"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 )
 
 // Error codes the model reads: a closed set, named in the tool descriptions.
+// They are defined here only: the packages below return typed errors (a
+// limit's scope, a queue's reason), and this file turns them into codes.
 const (
 	CodeRateLimit         = "rate_limit"
 	CodeUpstreamRateLimit = "upstream_rate_limit"
@@ -85,14 +86,25 @@ func jsonResult(v any) *mcp.CallToolResult {
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 }
 
-// retrySeconds turns a wait into seconds with millisecond precision, rounded
-// up and never zero: waiting exactly that long must succeed.
-func retrySeconds(d time.Duration) float64 {
-	ms := math.Ceil(float64(d) / float64(time.Millisecond))
-	if ms < 1 {
-		ms = 1
+// retrySeconds turns a wait into the seconds the model reads: waiting
+// exactly that long must succeed (ratelimit.WaitSeconds, the one rounding).
+func retrySeconds(d time.Duration) float64 { return ratelimit.WaitSeconds(d) }
+
+// limitCode is the code of a refusal by a limit of scope: rate_limit for
+// specgate's own limits, upstream_rate_limit for what the upstream said.
+func limitCode(s ratelimit.Scope) string {
+	if s == ratelimit.ScopeUpstream {
+		return CodeUpstreamRateLimit
 	}
-	return ms / 1000
+	return CodeRateLimit
+}
+
+// queueCode is the code of a call the wait queue could not hold.
+func queueCode(r ratelimit.QueueReason) string {
+	if r == ratelimit.QueueFull {
+		return CodeQueueFull
+	}
+	return CodeQueueTimeout
 }
 
 // mapError turns an error from a package into the error object the model
@@ -114,7 +126,7 @@ func mapError(err error, now time.Time) *ErrorObject {
 	case errors.As(err, &le):
 		secs := retrySeconds(le.RetryAfter)
 		obj := &ErrorObject{
-			Code:              le.Code(),
+			Code:              limitCode(le.Scope),
 			Message:           le.Error(),
 			Retryable:         true,
 			RetryAfterSeconds: secs,
@@ -137,7 +149,7 @@ func mapError(err error, now time.Time) *ErrorObject {
 	case errors.As(err, &qe):
 		secs := retrySeconds(qe.RetryAfter)
 		return &ErrorObject{
-			Code:              qe.Code,
+			Code:              queueCode(qe.Reason),
 			Message:           qe.Error(),
 			Retryable:         true,
 			RetryAfterSeconds: secs,

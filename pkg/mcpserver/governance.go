@@ -139,9 +139,9 @@ func (st *stats) refused(id string, err error) {
 	var ue *invoke.UpstreamRateLimitError
 	switch {
 	case errors.As(err, &le):
-		code, scope = le.Code(), string(le.Scope)
+		code, scope = limitCode(le.Scope), string(le.Scope)
 	case errors.As(err, &qe):
-		code = qe.Code
+		code = queueCode(qe.Reason)
 	case errors.As(err, &ue):
 		code, scope = CodeUpstreamRateLimit, "upstream"
 	}

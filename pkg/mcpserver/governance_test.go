@@ -288,6 +288,12 @@ func TestSetRateLimitTakesEffectAtOnce(t *testing.T) {
 			{map[string]any{"upstream": f.key, "window": "a minute"}, "validation_failed"},
 			{map[string]any{"upstream": f.key, "requestsPerWindow": -1}, "validation_failed"},
 			{map[string]any{}, "validation_failed"},
+			{map[string]any{"endpointId": "quota.listItems", "rateLimitInterval": "1s", "window": "1m"}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "rateLimitInterval": "1s"}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "endpointId": "quota.listItems", "requestsPerWindow": 2}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "requestsPerWindow": 1.5}, "validation_failed"},
+			{map[string]any{"upstream": f.key, "window": 60}, "validation_failed"},
+			{map[string]any{"upstream": f.key}, "validation_failed"},
 		}
 		for _, tt := range tests {
 			f.callFail(t, "set_rate_limit", tt.args, tt.code)
@@ -496,6 +502,24 @@ func TestTaskReviewNamesARoundForLearnedLimits(t *testing.T) {
 	// 2 a round against 3 a minute: the 4th call, in round 2, meets it
 	if got := rounds["learned requests "+f.key]; got != float64(2) {
 		t.Errorf("limitHitAtRound[learned requests] = %v, want 2 (all: %v)", got, rounds)
+	}
+
+	// a 429 with Retry-After alone: the block and the budget inferred from it
+	h := newGovFixture(t, govConfig{
+		upstream: upstreamtest.Options{Limit: 3, Window: time.Minute, Headers: upstreamtest.RetryAfterSeconds},
+	})
+	id = h.callOK(t, "begin_task", map[string]any{"name": "blind"})["taskId"].(string)
+	for _, ep := range quotaEndpoints[:3] {
+		h.invokeOK(t, ep)
+	}
+	h.invokeFail(t, quotaEndpoints[3], "upstream_rate_limit")
+	r = h.callOK(t, "end_task", map[string]any{"taskId": id, "concurrency": 2})
+	rounds, _ = r["limitHitAtRound"].(map[string]any)
+	if got := rounds["inferred requests "+h.key]; got != float64(2) {
+		t.Errorf("limitHitAtRound[inferred requests] = %v, want 2 (all: %v)", got, rounds)
+	}
+	if got := rounds["learned block "+h.key]; got != float64(1) {
+		t.Errorf("limitHitAtRound[learned block] = %v, want 1 while blocked (all: %v)", got, rounds)
 	}
 
 	// a learned quota the task cannot reach in a window says so

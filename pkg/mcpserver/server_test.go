@@ -285,6 +285,34 @@ func TestCooldownRefusal(t *testing.T) {
 	}
 }
 
+// TestUndeclaredArgumentHintNamesTheDeclared: mapError replaced the
+// argument error's hint with a fixed sentence; the model now reads the
+// parameters the operation declares, and the one it misspelled.
+func TestUndeclaredArgumentHintNamesTheDeclared(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	for _, tt := range []struct {
+		name   string
+		params map[string]any
+		hint   string
+	}{
+		{"undeclared", map[string]any{"orderId": 1, "color": "red"},
+			"Use only the declared parameters: orderId (path). Call inspect for their schemas."},
+		{"misspelled", map[string]any{"orderID": 1},
+			`"orderID" is not declared: did you mean "orderId"? Use only the declared parameters: orderId (path). Call inspect for their schemas.`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getOrderById", "parameters": tt.params})
+			e := errorOf(t, res)
+			if !isErr || e["code"] != CodeValidationFailed || e["hint"] != tt.hint {
+				t.Errorf("error = %v, want validation_failed with hint %q", e, tt.hint)
+			}
+		})
+	}
+	if n := f.upstream.count(); n != 0 {
+		t.Fatalf("bad calls reached the upstream %d times", n)
+	}
+}
+
 func TestBadCallsCostNothing(t *testing.T) {
 	f := newFixture(t, time.Hour)
 	tests := []struct {

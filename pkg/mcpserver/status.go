@@ -193,9 +193,7 @@ func newUpstreamStatus(u ratelimit.UpstreamStatus, now time.Time, lat *latency) 
 			us.RefusedByScope[string(k)] = v
 		}
 	}
-	if len(u.RefusedByCode) > 0 {
-		us.RefusedByCode = u.RefusedByCode
-	}
+	us.RefusedByCode = refusedByCode(u)
 	if lat != nil && lat.n > 0 {
 		us.AvgLatencyMs = float64(lat.total.Microseconds()) / float64(lat.n) / 1000
 		us.P95LatencyMs = float64(lat.p95().Microseconds()) / 1000
@@ -249,6 +247,28 @@ func budgetLimits(b ratelimit.Budget) UpstreamLimits {
 	}
 	if b.MaxConcurrent > 0 {
 		out.MaxConcurrent = b.MaxConcurrent
+	}
+	return out
+}
+
+// refusedByCode counts an upstream's refusals by the code the model read;
+// nil when there were none.
+func refusedByCode(u ratelimit.UpstreamStatus) map[string]int64 {
+	var out map[string]int64
+	add := func(code string, n int64) {
+		if n <= 0 {
+			return
+		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[code] += n
+	}
+	for scope, n := range u.RefusedByScope {
+		add(limitCode(scope), n)
+	}
+	for reason, n := range u.QueueRefused {
+		add(queueCode(reason), n)
 	}
 	return out
 }

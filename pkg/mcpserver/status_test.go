@@ -85,8 +85,22 @@ func legacyRender(u ratelimit.UpstreamStatus, now time.Time, lat *latency) legac
 			us.RefusedByScope[string(k)] = v
 		}
 	}
-	if len(u.RefusedByCode) > 0 {
-		us.RefusedByCode = u.RefusedByCode
+	// the codes were counted in ratelimit then; they are named here now
+	for scope, n := range u.RefusedByScope {
+		if us.RefusedByCode == nil {
+			us.RefusedByCode = map[string]int64{}
+		}
+		if scope == ratelimit.ScopeUpstream {
+			us.RefusedByCode["upstream_rate_limit"] += n
+		} else {
+			us.RefusedByCode["rate_limit"] += n
+		}
+	}
+	for reason, n := range u.QueueRefused {
+		if us.RefusedByCode == nil {
+			us.RefusedByCode = map[string]int64{}
+		}
+		us.RefusedByCode["queue_"+string(reason)] += n
 	}
 	if l := lat; l != nil && l.n > 0 {
 		us.AvgLatencyMs = float64(l.total.Microseconds()) / float64(l.n) / 1000
@@ -137,7 +151,7 @@ func TestUpstreamStatusJSONUnchangedByTypedStructs(t *testing.T) {
 			RequestsUsed: 40, RequestsRemaining: 60, TokensUsed: 1200, TokensRemaining: 48800, InFlight: 2,
 			NextAllowed: now.Add(150 * time.Millisecond), QueueDepth: 3, Admitted: 41,
 			RefusedByScope:     map[ratelimit.Scope]int64{ratelimit.ScopeProxy: 2, ratelimit.ScopeUpstream: 1},
-			RefusedByCode:      map[string]int64{"rate_limited": 2, "upstream_rate_limited": 1},
+			QueueRefused:       map[ratelimit.QueueReason]int64{ratelimit.QueueFull: 4, ratelimit.QueueTimeout: 5},
 			RateLimitedAnswers: 1, Fallback: true}, lat},
 		{"requests only, none left", ratelimit.UpstreamStatus{Key: "group", Configured: true,
 			Budget: ratelimit.Budget{Requests: 5, Window: 0}, RequestsUsed: 5}, nil},

@@ -13,38 +13,45 @@ import (
 // handleSetRateLimit answers set_rate_limit: runtime tuning of a cooldown
 // or an upstream's budget, until restart.
 func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	args := req.GetArguments()
 	var a SetRateLimitArgs
-	if bad := decodeArgs("set_rate_limit", args, &a); bad != nil {
+	if bad := decodeArgs("set_rate_limit", req.GetArguments(), &a); bad != nil {
 		return bad, nil
 	}
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	id, up := a.EndpointID, a.Upstream
 	switch {
-	case id != "" && up != "":
+	case a.EndpointID != "" && a.Upstream != "":
 		return argError("give endpointId or upstream, not both: change one limit per call"), nil
-	case id != "":
-		return s.setCooldown(st, args, id), nil
-	case up == "":
+	case a.EndpointID != "":
+		return s.setCooldown(st, &a), nil
+	case a.Upstream == "":
 		return argError("give endpointId (with rateLimitInterval) or upstream (with budget values)"), nil
 	}
-	return s.setBudget(st, args, up), nil
+	return s.setBudget(st, &a), nil
 }
 
-// setCooldown sets endpoint id's cooldown from args.
-func (s *Server) setCooldown(st *state, args map[string]any, id string) *mcp.CallToolResult {
+// setCooldown sets the cooldown of a.EndpointID.
+func (s *Server) setCooldown(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
+	id := a.EndpointID
 	if _, ok := st.cat.Lookup(id); !ok {
 		return s.notFound(st, id)
 	}
-	for _, k := range []string{"requestsPerWindow", "window", "minInterval", "maxConcurrent"} {
-		if _, ok := args[k]; ok {
-			return argError("%s applies to an upstream, not to endpointId", k)
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"requestsPerWindow", a.RequestsPerWindow != nil},
+		{"window", a.Window != nil},
+		{"minInterval", a.MinInterval != nil},
+		{"maxConcurrent", a.MaxConcurrent != nil},
+	} {
+		if f.set {
+			return argError("%s applies to an upstream, not to endpointId", f.name)
 		}
 	}
-	d, ok, bad := tuningDuration(args, "rateLimitInterval")
+	d, ok, bad := tuningDuration("rateLimitInterval", a.RateLimitInterval)
 	if bad != nil {
 		return bad
 	}
@@ -57,10 +64,11 @@ func (s *Server) setCooldown(st *state, args map[string]any, id string) *mcp.Cal
 	return jsonResult(SetRateLimitResult{EndpointID: id, Cooldown: d.String()})
 }
 
-// setBudget changes the budget of upstream up by the values in args, the
+// setBudget changes the budget of a.Upstream by the values a gives, the
 // others kept; an upstream of the catalog without a budget gets one.
-func (s *Server) setBudget(st *state, args map[string]any, up string) *mcp.CallToolResult {
-	if _, ok := args["rateLimitInterval"]; ok {
+func (s *Server) setBudget(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
+	up := a.Upstream
+	if a.RateLimitInterval != nil {
 		return argError("rateLimitInterval applies to an endpoint: give endpointId")
 	}
 	b, ok := s.opts.Limiter.Budget(up)
@@ -79,22 +87,22 @@ func (s *Server) setBudget(st *state, args map[string]any, up string) *mcp.CallT
 		b = ratelimit.Budget{Match: up}
 	}
 	changed := false
-	if n, ok, bad := tuningCount(args, "requestsPerWindow"); bad != nil {
+	if n, ok, bad := tuningCount("requestsPerWindow", a.RequestsPerWindow); bad != nil {
 		return bad
 	} else if ok {
 		b.Requests, changed = n, true
 	}
-	if n, ok, bad := tuningCount(args, "maxConcurrent"); bad != nil {
+	if n, ok, bad := tuningCount("maxConcurrent", a.MaxConcurrent); bad != nil {
 		return bad
 	} else if ok {
 		b.MaxConcurrent, changed = n, true
 	}
-	if d, ok, bad := tuningDuration(args, "window"); bad != nil {
+	if d, ok, bad := tuningDuration("window", a.Window); bad != nil {
 		return bad
 	} else if ok {
 		b.Window, changed = d, true
 	}
-	if d, ok, bad := tuningDuration(args, "minInterval"); bad != nil {
+	if d, ok, bad := tuningDuration("minInterval", a.MinInterval); bad != nil {
 		return bad
 	} else if ok {
 		b.MinInterval, changed = d, true
@@ -109,29 +117,26 @@ func (s *Server) setBudget(st *state, args map[string]any, up string) *mcp.CallT
 	return jsonResult(SetRateLimitResult{Upstream: up, Limits: &limits})
 }
 
-// tuningDuration reads the optional duration args[name]; a result is set when
-// it is not a duration of zero or more.
-func tuningDuration(args map[string]any, name string) (time.Duration, bool, *mcp.CallToolResult) {
-	v, ok := args[name]
-	if !ok || v == nil {
+// tuningDuration reads the optional duration argument name (nil: not
+// given); a result is set when it is not a duration of zero or more.
+func tuningDuration(name string, v *string) (time.Duration, bool, *mcp.CallToolResult) {
+	if v == nil {
 		return 0, false, nil
 	}
-	str, ok := v.(string)
-	d, err := time.ParseDuration(str)
-	if !ok || err != nil || d < 0 {
+	d, err := time.ParseDuration(*v)
+	if err != nil || d < 0 {
 		return 0, false, argError("%s must be a duration like \"5s\"", name)
 	}
 	return d, true, nil
 }
 
-// tuningCount reads the optional count args[name]; a result is set when it is
-// not a whole number from 0 to 1e9.
-func tuningCount(args map[string]any, name string) (int, bool, *mcp.CallToolResult) {
-	v, ok := args[name]
-	if !ok || v == nil {
+// tuningCount reads the optional count argument name (nil: not given); a
+// result is set when it is not a whole number from 0 to 1e9.
+func tuningCount(name string, v *float64) (int, bool, *mcp.CallToolResult) {
+	if v == nil {
 		return 0, false, nil
 	}
-	n, ok := intArg(v, 0, 1e9)
+	n, ok := intArg(*v, 0, 1e9)
 	if !ok {
 		return 0, false, argError("%s must be a whole number, 0 or more (0 turns the limit off)", name)
 	}

@@ -31,14 +31,6 @@ const (
 	KindLearned     Kind = "learned"     // learned from the upstream's answers
 )
 
-// Error codes, as in DESIGN.md's closed set.
-const (
-	CodeRateLimit         = "rate_limit"
-	CodeUpstreamRateLimit = "upstream_rate_limit"
-	CodeQueueFull         = "queue_full"
-	CodeQueueTimeout      = "queue_timeout"
-)
-
 // LimitError is a refused admission. RetryAfter is never zero, and for every kind but
 // KindConcurrency it is exact: a call made exactly RetryAfter later passes the limit that
 // refused this one (unless other calls take the room first). For KindConcurrency, and for
@@ -60,18 +52,8 @@ type LimitError struct {
 	Estimated  bool      // RetryAfter is an estimate (KindConcurrency, a probe's answer)
 }
 
-// Code is the error code the model reads: CodeRateLimit for ScopeProxy,
-// CodeUpstreamRateLimit for ScopeUpstream.
-func (e *LimitError) Code() string {
-	if e.Scope == ScopeUpstream {
-		return CodeUpstreamRateLimit
-	}
-	return CodeRateLimit
-}
-
-// RetryAfterSeconds is RetryAfter in seconds with millisecond precision, rounded up, so
-// waiting that long never falls short.
-func (e *LimitError) RetryAfterSeconds() float64 { return ceilSeconds(e.RetryAfter) }
+// RetryAfterSeconds is RetryAfter as WaitSeconds: waiting that long never falls short.
+func (e *LimitError) RetryAfterSeconds() float64 { return WaitSeconds(e.RetryAfter) }
 
 func (e *LimitError) Error() string {
 	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
@@ -91,11 +73,17 @@ func (e *LimitError) Error() string {
 	}
 }
 
-// QueueError is a call that the wait queue of an upstream could not hold: the queue was
-// full (CodeQueueFull) or the wait ran, or would run, past the queue timeout
-// (CodeQueueTimeout).
+// QueueReason says why the wait queue of an upstream could not hold a call.
+type QueueReason string
+
+const (
+	QueueFull    QueueReason = "full"    // the queue held its depth of calls already
+	QueueTimeout QueueReason = "timeout" // the wait ran, or would run, past the queue timeout
+)
+
+// QueueError is a call that the wait queue of an upstream could not hold, for Reason.
 type QueueError struct {
-	Code     string
+	Reason   QueueReason
 	Upstream string
 	Depth    int           // the queue's configured depth
 	Timeout  time.Duration // the queue's configured timeout
@@ -104,22 +92,21 @@ type QueueError struct {
 	RetryAfter time.Duration
 }
 
-// RetryAfterSeconds is RetryAfter in seconds with millisecond precision, rounded up.
-func (e *QueueError) RetryAfterSeconds() float64 { return ceilSeconds(e.RetryAfter) }
+// RetryAfterSeconds is RetryAfter as WaitSeconds.
+func (e *QueueError) RetryAfterSeconds() float64 { return WaitSeconds(e.RetryAfter) }
 
 func (e *QueueError) Error() string {
 	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
-	if e.Code == CodeQueueFull {
+	if e.Reason == QueueFull {
 		return fmt.Sprintf("wait queue for upstream %s is full (%d calls): try again in about %s seconds", e.Upstream, e.Depth, wait)
 	}
 	return fmt.Sprintf("call waited %s for upstream %s, past the queue timeout of %s: try again in about %s seconds", e.Waited.Round(time.Millisecond), e.Upstream, e.Timeout, wait)
 }
 
-// ceilSeconds rounds d up to whole milliseconds and returns seconds.
-func ceilSeconds(d time.Duration) float64 {
-	if d <= 0 {
-		return 0.001
-	}
+// WaitSeconds is a wait in seconds, rounded up to whole milliseconds and never less than
+// one: a caller that waits exactly that long never comes back too early. It is the one
+// rounding of every wait the model or a client reads.
+func WaitSeconds(d time.Duration) float64 {
 	ms := math.Ceil(float64(d) / float64(time.Millisecond))
-	return ms / 1000
+	return max(ms, 1) / 1000
 }

@@ -24,7 +24,7 @@ func ExampleLimiter_AdmitAt() {
 		t, err := l.AdmitAt(ratelimit.Request{Endpoint: id}, at)
 		var le *ratelimit.LimitError
 		if errors.As(err, &le) {
-			fmt.Printf("%s: %s (%s/%s, retry in %gs)\n", id, le.Code(), le.Scope, le.Kind, le.RetryAfterSeconds())
+			fmt.Printf("%s: refused (%s/%s, retry in %gs)\n", id, le.Scope, le.Kind, le.RetryAfterSeconds())
 			return
 		}
 		defer t.ReleaseAt(at)
@@ -36,7 +36,7 @@ func ExampleLimiter_AdmitAt() {
 	try("petstore.getPetById", now.Add(10*time.Second))
 	// Output:
 	// petstore.getPetById: admitted
-	// petstore.getPetById: rate_limit (proxy/cooldown, retry in 8.2s)
+	// petstore.getPetById: refused (proxy/cooldown, retry in 8.2s)
 	// petstore.getInventory: admitted
-	// petstore.getPetById: rate_limit (proxy/requests, retry in 50.25s)
+	// petstore.getPetById: refused (proxy/requests, retry in 50.25s)
 }

@@ -29,7 +29,7 @@ func wantLearned(t *testing.T, l *Limiter, e string, now time.Time, wait time.Du
 	t.Helper()
 	_, err := l.AdmitAt(Request{Endpoint: e}, now)
 	le := limitErr(t, err)
-	if le.Kind != KindLearned || le.Scope != ScopeUpstream || le.Code() != CodeUpstreamRateLimit {
+	if le.Kind != KindLearned || le.Scope != ScopeUpstream {
 		t.Fatalf("got %s/%s, want upstream learned", le.Scope, le.Kind)
 	}
 	if le.RetryAfter != wait || le.Source != source {

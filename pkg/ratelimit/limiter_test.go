@@ -173,8 +173,8 @@ func TestAdmitAtBudgets(t *testing.T) {
 				if le.Kind != c.wantKind || le.RetryAfter != c.wantWait {
 					t.Fatalf("call %d (%s at %v): got %s %v, want %s %v", i, c.endpoint, c.at, le.Kind, le.RetryAfter, c.wantKind, c.wantWait)
 				}
-				if le.Scope != ScopeProxy || le.Code() != CodeRateLimit {
-					t.Fatalf("call %d: scope %s code %s, want proxy rate_limit", i, le.Scope, le.Code())
+				if le.Scope != ScopeProxy {
+					t.Fatalf("call %d: scope %s, want proxy", i, le.Scope)
 				}
 				if !le.RetryAt.Equal(at(c.at).Add(le.RetryAfter)) {
 					t.Fatalf("call %d: RetryAt %v", i, le.RetryAt)
@@ -455,8 +455,8 @@ func TestStatus(t *testing.T) {
 	if u.RequestsUsed != 1 || u.RequestsRemaining != 2 || u.TokensUsed != 100 || u.InFlight != 1 || u.Admitted != 1 {
 		t.Fatalf("upstream status %+v", u)
 	}
-	if u.Refused[KindCooldown] != 1 || u.RefusedByScope[ScopeProxy] != 1 || u.RefusedByCode[CodeRateLimit] != 1 {
-		t.Fatalf("refusal counts %v %v %v", u.Refused, u.RefusedByScope, u.RefusedByCode)
+	if u.Refused[KindCooldown] != 1 || u.RefusedByScope[ScopeProxy] != 1 || len(u.QueueRefused) != 0 {
+		t.Fatalf("refusal counts %v %v %v", u.Refused, u.RefusedByScope, u.QueueRefused)
 	}
 	tk.ReleaseAt(at(2 * time.Second))
 	all := l.StatusAt(at(2*time.Second), nil)

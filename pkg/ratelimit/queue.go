@@ -30,7 +30,7 @@ func (w *waiter) nudge() {
 //     queued), when the budget says OnLimit Reject, or when the exact wait is known and
 //     longer than the queue timeout or the ctx deadline (holds learned from the upstream are
 //     bounded by the ctx deadline alone);
-//   - a *QueueError with CodeQueueFull when the queue is full, or CodeQueueTimeout when the
+//   - a *QueueError for QueueFull when the queue is full, or QueueTimeout when the
 //     wait ran, or at the head of the queue would run, past the queue timeout;
 //   - ctx.Err() when ctx ends while waiting: the call leaves the queue at once.
 //
@@ -72,7 +72,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		up.queueFull++
 		_, est := up.position(nil)
 		up.mu.Unlock()
-		return Ticket{}, &QueueError{Code: CodeQueueFull, Upstream: up.name(), Depth: b.QueueDepth,
+		return Ticket{}, &QueueError{Reason: QueueFull, Upstream: up.name(), Depth: b.QueueDepth,
 			Timeout: b.QueueTimeout, RetryAfter: max(est, time.Millisecond)}
 	}
 	w := &waiter{wake: make(chan struct{}, 1)}
@@ -161,7 +161,7 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 			up.queueTimeout++
 			_, est := up.position(nil)
 			up.mu.Unlock()
-			return outcome{done: true, err: &QueueError{Code: CodeQueueTimeout, Upstream: up.name(), Depth: b.QueueDepth,
+			return outcome{done: true, err: &QueueError{Reason: QueueTimeout, Upstream: up.name(), Depth: b.QueueDepth,
 				Timeout: b.QueueTimeout, Waited: now.Sub(start), RetryAfter: max(est, time.Millisecond)}}
 		}
 		up.mu.Unlock()
@@ -205,7 +205,7 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 		up.remove(w)
 		up.queueTimeout++
 		up.mu.Unlock()
-		return outcome{done: true, err: &QueueError{Code: CodeQueueTimeout, Upstream: up.name(), Depth: b.QueueDepth,
+		return outcome{done: true, err: &QueueError{Reason: QueueTimeout, Upstream: up.name(), Depth: b.QueueDepth,
 			Timeout: b.QueueTimeout, Waited: now.Sub(start), RetryAfter: time.Duration(rf.wait)}}
 	}
 	up.mu.Unlock()

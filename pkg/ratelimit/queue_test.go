@@ -54,7 +54,7 @@ func TestAcquireQueueTimeout(t *testing.T) {
 		start := time.Now()
 		_, err = l.Acquire(t.Context(), Request{Upstream: "u"})
 		var qe *QueueError
-		if !errors.As(err, &qe) || qe.Code != CodeQueueTimeout {
+		if !errors.As(err, &qe) || qe.Reason != QueueTimeout {
 			t.Fatalf("got %v, want queue_timeout", err)
 		}
 		if waited := time.Since(start); waited != 5*time.Second {
@@ -62,7 +62,7 @@ func TestAcquireQueueTimeout(t *testing.T) {
 		}
 		held.Release()
 		st := l.StatusAt(time.Now(), nil)
-		if st.Upstreams[0].RefusedByCode[CodeQueueTimeout] != 1 || st.Upstreams[0].QueueDepth != 0 {
+		if st.Upstreams[0].QueueRefused[QueueTimeout] != 1 || st.Upstreams[0].QueueDepth != 0 {
 			t.Fatalf("status %+v", st.Upstreams[0])
 		}
 	})
@@ -139,7 +139,7 @@ func TestAcquireQueueFullAndCancelFreesSlot(t *testing.T) {
 		synctest.Wait()
 		_, err = l.Acquire(t.Context(), Request{Upstream: "u"})
 		var qe *QueueError
-		if !errors.As(err, &qe) || qe.Code != CodeQueueFull || qe.RetryAfter <= 0 {
+		if !errors.As(err, &qe) || qe.Reason != QueueFull || qe.RetryAfter <= 0 {
 			t.Fatalf("got %v, want queue_full", err)
 		}
 		start := time.Now()

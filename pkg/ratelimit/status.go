@@ -59,8 +59,8 @@ type UpstreamStatus struct {
 	Refused map[Kind]int64
 	// RefusedByScope counts refusals by who refused: ScopeProxy or ScopeUpstream.
 	RefusedByScope map[Scope]int64
-	// RefusedByCode counts refusals by error code, queue errors included.
-	RefusedByCode map[string]int64
+	// QueueRefused counts the calls the wait queue could not hold, by reason.
+	QueueRefused map[QueueReason]int64
 	// RateLimitedAnswers counts the 429s (and rate-limit 403s) the upstream sent.
 	RateLimitedAnswers int64
 	// Fallback is true while the shared store does not answer for this upstream, so
@@ -165,7 +165,7 @@ func (u *upstream) status(now int64) UpstreamStatus {
 		Fallback:           u.store != nil && !u.store.Available(u.key),
 		Refused:            map[Kind]int64{},
 		RefusedByScope:     map[Scope]int64{},
-		RefusedByCode:      map[string]int64{},
+		QueueRefused:       map[QueueReason]int64{},
 	}
 	if b.Requests > 0 {
 		s.RequestsUsed = u.reqs.used(now, u.span)
@@ -200,19 +200,18 @@ func (u *upstream) status(now int64) UpstreamStatus {
 	for i, k := range kinds {
 		if c := u.refused[i]; c > 0 {
 			s.Refused[k] = c
-			scope, code := ScopeProxy, CodeRateLimit
+			scope := ScopeProxy
 			if k == KindLearned {
-				scope, code = ScopeUpstream, CodeUpstreamRateLimit
+				scope = ScopeUpstream
 			}
 			s.RefusedByScope[scope] += c
-			s.RefusedByCode[code] += c
 		}
 	}
 	if u.queueFull > 0 {
-		s.RefusedByCode[CodeQueueFull] = u.queueFull
+		s.QueueRefused[QueueFull] = u.queueFull
 	}
 	if u.queueTimeout > 0 {
-		s.RefusedByCode[CodeQueueTimeout] = u.queueTimeout
+		s.QueueRefused[QueueTimeout] = u.queueTimeout
 	}
 	return s
 }

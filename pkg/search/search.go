@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -400,7 +401,7 @@ func join(parts ...string) string {
 	return b.String()
 }
 
-func docKey(n int) string { return fmt.Sprint(n) }
+func docKey(n int) string { return strconv.Itoa(n) }
 
 // summaryLine picks the one line a hit shows.
 func summaryLine(ep *spec.Endpoint, max int) string {
@@ -648,19 +649,10 @@ func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, li
 	return out
 }
 
+// docIndex is the entry of a bleve document key (docKey).
 func (ix *Index) docIndex(key string) (int, bool) {
-	n := 0
-	if key == "" {
-		return 0, false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, n < len(ix.entries)
+	n, err := strconv.Atoi(key)
+	return n, err == nil && n >= 0 && n < len(ix.entries)
 }
 
 // textQuery builds the bleve retrieval query: every query stem and its

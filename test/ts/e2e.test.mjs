@@ -216,6 +216,7 @@ test("TypeScript SDK client: every tool, success and error, passes its output sc
     await call("set_rate_limit", { endpointId: id, rateLimitInterval: "5s" }, false);
     assert.equal((await call("set_rate_limit", { endpointId: id, rateLimitInterval: "soon" }, true)).error.code, "validation_failed");
     const task = await call("begin_task", { name: "schemas" }, false);
+    assert.equal((await call("begin_task", { name: " " }, true)).error.code, "validation_failed");
     await call("end_task", { taskId: task.taskId, concurrency: 2 }, false);
     assert.equal((await call("end_task", { taskId: task.taskId }, true)).error.code, "not_found");
   } finally {

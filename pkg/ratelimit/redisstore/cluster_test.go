@@ -380,8 +380,22 @@ func TestSlowRedisFallsBackWithinTheTimeoutAndCancelReachesTheStore(t *testing.T
 	if st.Available("up") || !strings.Contains(logs.String(), "no answer within the store timeout") {
 		t.Errorf("store available %v, log:\n%s\nwant degraded with a line naming the timeout", st.Available("up"), logs)
 	}
+	// while Redis stays slow, the replica never admits more than its share of the budget
+	fallback := 1
+	for range 6 {
+		if tk, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); err == nil {
+			tk.Release()
+			fallback++
+		}
+	}
+	if fallback > part(DefaultFallbackShare, 6) {
+		t.Errorf("%d admitted with Redis slow, want at most the share %d", fallback, part(DefaultFallbackShare, 6))
+	}
 	if err := admin.Do(t.Context(), "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 5*time.Second, func() bool { return st.Available("up") })
+	if !strings.Contains(logs.String(), "answers again") {
+		t.Errorf("log:\n%s\nwant a line for the recovery", logs)
+	}
 }

@@ -69,11 +69,10 @@ type limitView struct {
 	Window    time.Duration
 	Source    string
 	Estimated bool
-	Code      string
 }
 
 func view(le *ratelimit.LimitError) limitView {
-	return limitView{le.Scope, le.Kind, le.Key, le.Interval, le.Limit, le.Window, le.Source, le.Estimated, le.Code()}
+	return limitView{le.Scope, le.Kind, le.Key, le.Interval, le.Limit, le.Window, le.Source, le.Estimated}
 }
 
 // step is one admission in a scenario.
@@ -94,7 +93,7 @@ type step struct {
 func TestStoreConformance(t *testing.T) {
 	const pad = 50 * time.Millisecond
 	upRefusal := func(k ratelimit.Kind, limit int64, window time.Duration) *limitView {
-		return &limitView{Scope: ratelimit.ScopeProxy, Kind: k, Key: "up", Limit: limit, Window: window, Code: ratelimit.CodeRateLimit}
+		return &limitView{Scope: ratelimit.ScopeProxy, Kind: k, Key: "up", Limit: limit, Window: window}
 	}
 	scenarios := []struct {
 		name    string
@@ -108,7 +107,7 @@ func TestStoreConformance(t *testing.T) {
 			steps: []step{
 				{endpoint: "s.a"},
 				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
-					Interval: 300 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 300 * time.Millisecond},
+					Interval: 300 * time.Millisecond}, wantWait: 300 * time.Millisecond},
 				{endpoint: "s.a", sleep: true},
 			},
 		},
@@ -141,7 +140,7 @@ func TestStoreConformance(t *testing.T) {
 			steps: []step{
 				{endpoint: "s.a"},
 				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindInterval, Key: "up",
-					Interval: 200 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 200 * time.Millisecond},
+					Interval: 200 * time.Millisecond}, wantWait: 200 * time.Millisecond},
 				{endpoint: "s.b", sleep: true},
 			},
 		},
@@ -152,7 +151,7 @@ func TestStoreConformance(t *testing.T) {
 			steps: []step{
 				{endpoint: "s.a", keep: "a"},
 				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindConcurrency, Key: "up", Limit: 1,
-					Estimated: true, Code: ratelimit.CodeRateLimit}, wantWait: time.Second, slack: time.Second},
+					Estimated: true}, wantWait: time.Second, slack: time.Second},
 				{endpoint: "s.b", release: "a"},
 			},
 		},
@@ -163,7 +162,7 @@ func TestStoreConformance(t *testing.T) {
 			steps: []step{
 				{endpoint: "s.a"},
 				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
-					Interval: 300 * time.Millisecond, Code: ratelimit.CodeRateLimit}, wantWait: 300 * time.Millisecond},
+					Interval: 300 * time.Millisecond}, wantWait: 300 * time.Millisecond},
 			},
 		},
 		{
@@ -182,8 +181,7 @@ func TestStoreConformance(t *testing.T) {
 			steps: []step{
 				{endpoint: "s.a", observe: &ratelimit.Signal{Status: 429, RateLimited: true, RetryAt: time.Unix(0, int64(time.Second)),
 					Source: "retry-after"}},
-				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "retry-after",
-					Code: ratelimit.CodeUpstreamRateLimit}, wantWait: time.Second},
+				{endpoint: "s.b", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "retry-after"}, wantWait: time.Second},
 				{endpoint: "s.b", sleep: true},
 			},
 		},
@@ -192,8 +190,7 @@ func TestStoreConformance(t *testing.T) {
 			eps:  []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
 			steps: []step{
 				{endpoint: "s.a", observe: &ratelimit.Signal{Status: 429, RateLimited: true, Resource: "search", Source: "status"}},
-				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "status",
-					Code: ratelimit.CodeUpstreamRateLimit}, wantWait: time.Second},
+				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "up", Source: "status"}, wantWait: time.Second},
 				{endpoint: "s.b"},
 			},
 		},
