@@ -35,7 +35,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func loadSpec(t *testing.T, path string) *spec.Spec {
+func loadSpec(t testing.TB, path string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Load(t.Context(), path, spec.Options{})
 	if err != nil {
@@ -44,7 +44,7 @@ func loadSpec(t *testing.T, path string) *spec.Spec {
 	return s
 }
 
-func parseSpec(t *testing.T, doc string) *spec.Spec {
+func parseSpec(t testing.TB, doc string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Parse(t.Context(), "things.yaml", []byte(doc), spec.Options{})
 	if err != nil {
