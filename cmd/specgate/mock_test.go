@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/config"
 )
 
 // TestDemoConfigInvokesTheMock is `make run` on a machine with no network:
@@ -162,5 +165,33 @@ func TestMockCommandFlagErrors(t *testing.T) {
 		if code := run(t.Context(), args, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
 		}
+	}
+}
+
+// TestMockIgnoresBaseURL: a spec served by its mock calls the mock even
+// with a base_url, and both serve and check say it is ignored.
+func TestMockIgnoresBaseURL(t *testing.T) {
+	body := "specs:\n  - name: petstore\n    location: " + petstorePath(t) + "\n    base_url: https://petstore.example/api/v3\n    mock: true\n"
+	cfg, err := config.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	out, err := startMocks(t.Context(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Specs[0].BaseURL; !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/api/v3$`).MatchString(got) {
+		t.Errorf("base URL %q is not the loopback mock", got)
+	}
+	if cfg.Specs[0].BaseURL != "https://petstore.example/api/v3" {
+		t.Errorf("the loaded config was changed: base_url %q", cfg.Specs[0].BaseURL)
+	}
+	if !strings.Contains(logs.String(), `msg="base_url is ignored: the spec is served by its mock" spec=petstore`) {
+		t.Errorf("serve did not warn:\n%s", logs.String())
+	}
+	code, stdout, stderr := runCmd(t, "check", "--config", writeConfig(t, body), "--no-cache", "--validate=false")
+	if code != 0 || !strings.Contains(stdout, "warning: base_url is ignored: the spec is served by its mock") {
+		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -331,9 +331,19 @@ func newClient(cfg *config.Config) *invoke.Client {
 	return invoke.New(opts)
 }
 
-// credentialsFunc reports whether a scheme of a spec has credentials.
-func credentialsFunc(cfg *config.Config) func(specName, scheme string) bool {
-	return func(name, scheme string) bool {
+// credentialsFunc reports whether a scheme of a spec has credentials for
+// the caller: its by_principal entry when it has one, else the plain form,
+// as a call would choose them.
+func credentialsFunc(cfg *config.Config) func(ctx context.Context, specName, scheme string) bool {
+	anySet := func(secrets []config.Secret) bool {
+		for _, s := range secrets {
+			if s.IsSet() {
+				return true
+			}
+		}
+		return false
+	}
+	return func(ctx context.Context, name, scheme string) bool {
 		sc := cfg.SpecByName(name)
 		if sc == nil {
 			return false
@@ -342,11 +352,13 @@ func credentialsFunc(cfg *config.Config) func(specName, scheme string) bool {
 		if !ok {
 			return false
 		}
-		for _, s := range c.Secrets() {
-			if s.IsSet() {
-				return true
+		if p, ok := invoke.PrincipalFrom(ctx); ok {
+			for _, e := range c.ByPrincipal {
+				if e.Subject == p.Subject && e.Org == p.Org {
+					return anySet(e.Secrets())
+				}
 			}
 		}
-		return false
+		return anySet(c.Secrets())
 	}
 }

@@ -168,10 +168,19 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		v.secretPair(ak, "token", cred.Token, cred.TokenFile)
 		v.secretPair(ak, "password", cred.Password, cred.PasswordFile)
 		v.secretPair(ak, "client_secret", cred.ClientSecret, cred.ClientSecretFile)
+		seen := map[[2]string]int{}
 		for i, e := range cred.ByPrincipal {
+			ek := fmt.Sprintf("%s.by_principal[%d]", ak, i)
 			if e.Subject == "" {
-				v.add(fmt.Sprintf("%s.by_principal[%d].subject", ak, i), "is required")
+				v.add(ek+".subject", "is required")
+				continue
 			}
+			// The first entry would win: a second one for the same principal
+			// is a mistake, not an alternative.
+			if j, dup := seen[[2]string{e.Subject, e.Org}]; dup {
+				v.addf(ek, "is for the same subject and org as by_principal[%d]", j)
+			}
+			seen[[2]string{e.Subject, e.Org}] = i
 		}
 		if cred.TokenURL != "" {
 			v.httpURL(ak+".token_url", cred.TokenURL)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/specgate/specgate/pkg/spec"
 )
 
 // Principal is who a call is made for: the subject and organisation the
@@ -72,12 +74,26 @@ func (cr Credential) forPrincipal(ctx context.Context) (Credential, bool) {
 // Two calls with the same fingerprint send the same credentials, so a
 // result cache keyed on it never serves one principal's answer to another
 // with different upstream keys. "" when the call sends none.
-func (c *Call) CredentialFingerprint() string {
-	if len(c.auth.steps) == 0 {
+func (c *Call) CredentialFingerprint() string { return c.auth.fingerprint() }
+
+// CredentialFingerprint is the fingerprint of the credentials a call to e
+// made with ctx (its principal) would send, as Call.CredentialFingerprint,
+// known before the call is prepared. "" when it would send none, or when
+// the call would fail with an AuthError.
+func (c *Client) CredentialFingerprint(ctx context.Context, e *spec.Endpoint) string {
+	plan, err := c.planAuth(ctx, e)
+	if err != nil {
+		return ""
+	}
+	return plan.fingerprint()
+}
+
+func (p authPlan) fingerprint() string {
+	if len(p.steps) == 0 {
 		return ""
 	}
 	h := sha256.New()
-	for _, st := range c.auth.steps {
+	for _, st := range p.steps {
 		for _, s := range []string{st.scheme, st.cred.Value, st.cred.Token, st.cred.Username, st.cred.Password, st.cred.ClientID, st.cred.ClientSecret} {
 			h.Write([]byte(s))
 			h.Write([]byte{0})

@@ -45,3 +45,38 @@ func TestCredentialFingerprint(t *testing.T) {
 		t.Errorf("a call without credentials has a fingerprint")
 	}
 }
+
+// TestClientCredentialFingerprint: the fingerprint known before a call is
+// the one the prepared call has, and it tells principals with different
+// keys apart.
+func TestClientCredentialFingerprint(t *testing.T) {
+	s := parseSpec(t, "a", authDoc, "https://api.example")
+	h := endpoint(t, s, "h")
+	c := New(Options{Specs: map[string]SpecOptions{"a": {Auth: map[string]Credential{"hdr": {
+		Value: "default-key",
+		ByPrincipal: []PrincipalCredential{
+			{Subject: "ada", Org: "acme", Credential: Credential{Value: "ada-key"}},
+			{Subject: "ada@acme", Credential: Credential{Value: "other-key"}},
+		},
+	}}}}})
+	t.Cleanup(c.Close)
+	fingerprint := func(p Principal) string {
+		t.Helper()
+		ctx := WithPrincipal(t.Context(), p)
+		call, err := c.Prepare(ctx, h, Args{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.CredentialFingerprint(ctx, h), call.CredentialFingerprint(); got != want || got == "" {
+			t.Fatalf("%v: before the call %q, the call's %q", p, got, want)
+		}
+		return call.CredentialFingerprint()
+	}
+	ada, other, carol := fingerprint(Principal{Subject: "ada", Org: "acme"}), fingerprint(Principal{Subject: "ada@acme"}), fingerprint(Principal{Subject: "carol"})
+	if ada == other || ada == carol || other == carol {
+		t.Errorf("fingerprints ada %s, ada@acme %s, carol (the default) %s: want three", ada, other, carol)
+	}
+	if got := c.CredentialFingerprint(t.Context(), endpoint(t, s, "open")); got != "" {
+		t.Errorf("an endpoint without security has fingerprint %q", got)
+	}
+}

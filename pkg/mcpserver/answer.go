@@ -17,11 +17,12 @@ import (
 // (stdio, HTTP without auth).
 const localPrincipal = "local"
 
-// principalOf returns who is calling: the HTTP transport's principal, else
-// the one local user.
+// principalOf returns the key of who is calling: the HTTP transport's
+// principal (never "local": a principal's key holds a "/"), else the one
+// local user.
 func principalOf(ctx context.Context) string {
-	if p, ok := ctx.Value(principalKey{}).(string); ok && p != "" {
-		return p
+	if c, ok := ctx.Value(principalKey{}).(caller); ok && c.key != "" {
+		return c.key
 	}
 	return localPrincipal
 }

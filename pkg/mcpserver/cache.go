@@ -34,10 +34,12 @@ type cachedAnswer struct {
 	size       int64
 }
 
-// cacheKey identifies a call by principal, endpoint and arguments;
-// encoding/json sorts map keys, so equal arguments give equal keys. The
-// principal is part of it: no caller is served another's answer.
-func cacheKey(principal, id string, in invoke.Args, pages int) string {
+// cacheKey identifies a call by principal, the fingerprint of the upstream
+// credentials it sends, endpoint and arguments; encoding/json sorts map
+// keys, so equal arguments give equal keys. The principal and the
+// credentials are part of it: no caller is served an answer fetched for
+// another, or with other credentials.
+func cacheKey(principal, credentials, id string, in invoke.Args, pages int) string {
 	b, _ := json.Marshal(struct {
 		P map[string]any    `json:"p,omitempty"`
 		B any               `json:"b,omitempty"`
@@ -45,7 +47,7 @@ func cacheKey(principal, id string, in invoke.Args, pages int) string {
 		C string            `json:"c,omitempty"`
 		N int               `json:"n,omitempty"`
 	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType, pages})
-	return principal + "\x00" + id + "\x00" + string(b)
+	return principal + "\x00" + credentials + "\x00" + id + "\x00" + string(b)
 }
 
 func (c *resultCache) get(key string, ttl time.Duration, now time.Time) (cachedAnswer, time.Duration, bool) {
@@ -95,13 +97,19 @@ type auditRecord struct {
 	Cached        bool   `json:"cached,omitempty"`
 }
 
-// principalKey is the context key of the caller's principal, set by the
-// HTTP transport when it knows who is calling.
+// principalKey is the context key of the caller, set by the HTTP
+// transport when it knows who is calling.
 type principalKey struct{}
 
-// WithPrincipal returns ctx carrying the name of the caller.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
+// caller is who is calling: name for the audit log, key for what belongs
+// to the caller (stored answers, cached results). The key is unambiguous
+// where the name is not: subject "ada@acme" without an org and subject
+// "ada" of org "acme" are both named ada@acme.
+type caller struct{ name, key string }
+
+// WithPrincipal returns ctx carrying p as the caller.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, caller{name: p.String(), key: p.Key()})
 }
 
 func (s *Server) audit(ctx context.Context, rec auditRecord) {
@@ -109,8 +117,8 @@ func (s *Server) audit(ctx context.Context, rec auditRecord) {
 		return
 	}
 	rec.Time = s.now().UTC().Format(time.RFC3339Nano)
-	if p, ok := ctx.Value(principalKey{}).(string); ok {
-		rec.Principal = p
+	if c, ok := ctx.Value(principalKey{}).(caller); ok {
+		rec.Principal = c.name
 	}
 	line, err := json.Marshal(rec)
 	if err != nil {

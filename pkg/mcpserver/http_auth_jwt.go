@@ -358,8 +358,17 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string, now time.Time) (
 		jwt.WithLeeway(v.opts.Leeway),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
+	keys := src.kf.KeyfuncCtx(context.WithValue(ctx, nowKey{}, now))
 	claims := jwt.MapClaims{}
-	if _, err := p.ParseWithClaims(token, claims, src.kf.KeyfuncCtx(context.WithValue(ctx, nowKey{}, now))); err != nil {
+	if _, err := p.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		// RFC 7515 §4.1.11: a token whose crit names an extension the
+		// recipient does not understand is invalid. golang-jwt ignores
+		// crit, and specgate understands no extension.
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errors.New("crit header: no extension is supported")
+		}
+		return keys(t)
+	}); err != nil {
 		return Principal{}, invalid("%v", err)
 	}
 	sub := claimString(claims[v.opts.SubjectClaim])

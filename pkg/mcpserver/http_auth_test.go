@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/MicahParks/jwkset"
@@ -282,6 +285,15 @@ func TestJWTBadTokensRefusedQuickly(t *testing.T) {
 			return sign(t, "RS256", "rsa-1", keyRSA, with("nbf", f.clock.Now().Add(time.Minute).Unix()))
 		}},
 		{name: "signed by another key", token: func() string { return sign(t, "RS256", "rsa-1", keyRSA2, good()) }},
+		{name: "crit header", token: func() string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, good())
+			tok.Header["kid"], tok.Header["crit"], tok.Header["exp-policy"] = "rsa-1", []string{"exp-policy"}, "lax"
+			s, err := tok.SignedString(keyRSA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
 		{name: "JWKS unreachable", token: unknownKid, mode: "down"},
 		{name: "JWKS slow", token: unknownKid, mode: "slow"},
 		{name: "JWKS huge", token: unknownKid, mode: "huge"},
@@ -370,6 +382,139 @@ func TestJWTKeyRotation(t *testing.T) {
 	if _, err := v.Verify(t.Context(), sign(t, "RS256", "rsa-2", keyRSA2, claimsFor(ti.URL, at)), at); err != nil {
 		t.Errorf("known key while the issuer is down: %v", err)
 	}
+}
+
+// TestJWTUnknownKidSentAThousandTimes: 1,000 tokens naming key ids the
+// issuer never had, from 10 callers at one instant, cost the issuer one
+// JWKS fetch and are all refused, none waiting for another's fetch.
+func TestJWTUnknownKidSentAThousandTimes(t *testing.T) {
+	v, ti := newJWTSetup(t)
+	if _, err := v.Verify(t.Context(), sign(t, "ES256", "ec-ES256", keyEC["ES256"], claimsFor(ti.URL, t0)), t0); err != nil {
+		t.Fatal(err)
+	}
+	before := ti.fetches.Load()
+	at := t0.Add(time.Minute) // the gate is open: one fetch may happen
+	tok := func(i int) string {
+		return sign(t, "ES256", "unknown-"+strconv.Itoa(i), keyEC["ES256"], claimsFor(ti.URL, at))
+	}
+	toks := make([]string, 1000)
+	for i := range toks {
+		toks[i] = tok(i)
+	}
+	var wg sync.WaitGroup
+	var accepted atomic.Int64
+	start := time.Now()
+	for g := range 10 {
+		wg.Go(func() {
+			for i := g; i < len(toks); i += 10 {
+				if _, err := v.Verify(context.Background(), toks[i], at); !errors.Is(err, ErrInvalidToken) {
+					accepted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d unknown-kid tokens were not refused", n)
+	}
+	if got := ti.fetches.Load() - before; got > 1 {
+		t.Errorf("1,000 unknown-kid tokens cost %d JWKS fetches, want at most 1", got)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("refusing them took %v", el)
+	}
+}
+
+// memIssuer is an issuer served in memory, for tests inside a synctest
+// bubble: its metadata and JWKS, counting JWKS fetches.
+type memIssuer struct {
+	mu      sync.Mutex
+	keys    []testKey
+	down    bool
+	fetches int
+}
+
+const memIssuerURL = "https://id.example"
+
+func (m *memIssuer) RoundTrip(r *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	answer := func(status int, body []byte) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(bytes.NewReader(body)), Request: r}, nil
+	}
+	switch r.URL.Path {
+	case "/.well-known/oauth-authorization-server":
+		return answer(http.StatusOK, []byte(`{"issuer":"`+memIssuerURL+`","jwks_uri":"`+memIssuerURL+`/jwks"}`))
+	case "/jwks":
+		m.fetches++
+		if m.down {
+			return answer(http.StatusServiceUnavailable, []byte(`{}`))
+		}
+		return answer(http.StatusOK, jwksJSON(m.keys...))
+	}
+	return answer(http.StatusNotFound, nil)
+}
+
+func (m *memIssuer) set(down bool, keys ...testKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down = down
+	if keys != nil {
+		m.keys = keys
+	}
+}
+
+func (m *memIssuer) fetched() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fetches
+}
+
+// TestJWTKeysRefreshPeriodically: the JWKS is fetched again every Refresh,
+// so a key the issuer adds is known before any token names it, and a
+// failed refresh keeps the keys at hand.
+func TestJWTKeysRefreshPeriodically(t *testing.T) {
+	testKeys(t)
+	synctest.Test(t, func(t *testing.T) {
+		iss := &memIssuer{keys: []testKey{{"ec-1", keyEC["ES256"]}}}
+		v, err := NewJWTVerifier(JWTOptions{Issuer: memIssuerURL, Audience: testAudience, Refresh: time.Minute,
+			Client: &http.Client{Transport: iss}, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if err := v.Provision(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := iss.fetched(); got != 1 {
+			t.Fatalf("fetches after provisioning = %d, want 1", got)
+		}
+		iss.set(false, testKey{"ec-1", keyEC["ES256"]}, testKey{"ec-2", keyEC["ES384"]})
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if got := iss.fetched(); got != 2 {
+			t.Fatalf("fetches after one refresh interval = %d, want 2", got)
+		}
+		// The added key is known: its token passes without an unknown-kid fetch.
+		tok := sign(t, "ES384", "ec-2", keyEC["ES384"], claimsFor(memIssuerURL, t0))
+		if _, err := v.Verify(t.Context(), tok, t0); err != nil {
+			t.Fatalf("token of the refreshed key: %v", err)
+		}
+		if got := iss.fetched(); got != 2 {
+			t.Errorf("fetches after verifying = %d, want still 2", got)
+		}
+		// The issuer fails: the refresh fails, the keys stay.
+		iss.set(true)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := iss.fetched(); got != 3 {
+			t.Fatalf("fetches after a second interval = %d, want 3", got)
+		}
+		if _, err := v.Verify(t.Context(), tok, t0); err != nil {
+			t.Errorf("token of a known key after a failed refresh: %v", err)
+		}
+	})
 }
 
 func TestJWTDiscoveryOpenIDConfiguration(t *testing.T) {

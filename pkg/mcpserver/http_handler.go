@@ -283,7 +283,7 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 	if h.auth {
-		ctx = WithPrincipal(ctx, p.String())
+		ctx = WithPrincipal(ctx, p)
 		ctx = invoke.WithPrincipal(ctx, invoke.Principal{Subject: p.Subject, Org: p.Org})
 	}
 	if h.opts.ToolCallsPerWindow > 0 {

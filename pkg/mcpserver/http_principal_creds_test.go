@@ -2,11 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -14,12 +16,16 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/spec"
 )
 
-// TestHTTPPerPrincipalUpstreamKeys: two principals call the same endpoint
-// over streamable HTTP; each call carries that principal's upstream key, a
-// principal without one gets auth_error naming by_principal, and the
-// upstream never sees the MCP bearer token.
+// TestHTTPPerPrincipalUpstreamKeys: principals call the same endpoint over
+// streamable HTTP with cache_ttl on; each call carries that principal's
+// upstream key, an identical call by another principal goes upstream with
+// that one's key (even when both are named ada@acme in logs), a repeat by
+// the same principal is served from its cache, a principal without a key
+// gets auth_error naming by_principal, and the upstream never sees the MCP
+// bearer token.
 func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 	var mu sync.Mutex
 	var seen []http.Header
@@ -40,15 +46,19 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 		Auth: map[string]invoke.Credential{"api_key": {ByPrincipal: []invoke.PrincipalCredential{
 			{Subject: "ada", Org: "acme", Credential: invoke.Credential{Value: "ada-upstream-key"}},
 			{Subject: "bob", Credential: invoke.Credential{Value: "bob-upstream-key"}},
+			{Subject: "ada@acme", Credential: invoke.Credential{Value: "other-ada-upstream-key"}},
 		}}},
 	}}})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l})
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l,
+		CacheTTL: func(*spec.Endpoint) time.Duration { return time.Hour }})
 	srv.Publish(cat, ix, nil)
 	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
 		"mcp-token-ada":   {Subject: "ada", Org: "acme"},
 		"mcp-token-bob":   {Subject: "bob"},
 		"mcp-token-carol": {Subject: "carol", Org: "acme"},
+		// Named ada@acme too, but another principal: subject "ada@acme", no org.
+		"mcp-token-other-ada": {Subject: "ada@acme"},
 	}}))
 	t.Cleanup(ts.Close)
 
@@ -78,11 +88,25 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 		return b.String()
 	}
 
-	if r := call("mcp-token-ada"); r.IsError {
-		t.Fatalf("ada: %s", text(r))
+	cached := func(r *mcp.CallToolResult) bool {
+		t.Helper()
+		var out struct {
+			Cached bool `json:"cached"`
+		}
+		if err := json.Unmarshal([]byte(text(r)), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Cached
 	}
-	if r := call("mcp-token-bob"); r.IsError {
-		t.Fatalf("bob: %s", text(r))
+	for _, who := range []string{"ada", "bob", "other-ada"} {
+		r := call("mcp-token-" + who)
+		if r.IsError || cached(r) {
+			t.Fatalf("%s: %s, want a fresh answer", who, text(r))
+		}
+	}
+	// ada again: her own cached answer, nothing sent.
+	if r := call("mcp-token-ada"); r.IsError || !cached(r) {
+		t.Errorf("ada's repeat: %s, want her cached answer", text(r))
 	}
 	r := call("mcp-token-carol")
 	if !r.IsError || !strings.Contains(text(r), "auth_error") || !strings.Contains(text(r), "specs[petstore].auth.api_key.by_principal") {
@@ -91,14 +115,13 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 {
-		t.Fatalf("upstream saw %d calls, want 2", len(seen))
+	if len(seen) != 3 {
+		t.Fatalf("upstream saw %d calls, want 3", len(seen))
 	}
-	if got := seen[0].Get("api_key"); got != "ada-upstream-key" {
-		t.Errorf("ada's call sent api_key %q", got)
-	}
-	if got := seen[1].Get("api_key"); got != "bob-upstream-key" {
-		t.Errorf("bob's call sent api_key %q", got)
+	for i, want := range []string{"ada-upstream-key", "bob-upstream-key", "other-ada-upstream-key"} {
+		if got := seen[i].Get("api_key"); got != want {
+			t.Errorf("call %d sent api_key %q, want %q", i, got, want)
+		}
 	}
 	for i, h := range seen {
 		for name, vals := range h {

@@ -146,7 +146,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	var key string
 	if ttl > 0 {
-		key = cacheKey(principal, e.ID, a.in, a.pages)
+		key = cacheKey(principal, s.opts.Client.CredentialFingerprint(ctx, e), e.ID, a.in, a.pages)
 		if hit, age, ok := s.cache.get(key, ttl, s.now()); ok {
 			if ans, err := s.answers.Get(ctx, principal, hit.responseID); err == nil {
 				out := s.answerResult(ctx, ans, hit.responseID, a, &InvokeResult{

@@ -64,8 +64,9 @@ type Options struct {
 	// JQTimeout bounds one jq run. If zero, 1s.
 	JQTimeout time.Duration
 	// Credentials reports, for inspect, whether the credentials a scheme of a
-	// spec needs are configured. If nil, nothing is reported.
-	Credentials func(specName, scheme string) bool
+	// spec needs are configured for the caller ctx carries (see
+	// invoke.PrincipalFrom). If nil, nothing is reported.
+	Credentials func(ctx context.Context, specName, scheme string) bool
 	// ReadOnly says every spec is served read-only (GET, HEAD and OPTIONS
 	// only), so the instructions tell the model. Default false: nothing said.
 	ReadOnly bool

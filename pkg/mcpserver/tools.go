@@ -163,7 +163,7 @@ func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest) (*m
 		for i := range c.Security {
 			ok := true
 			for _, name := range c.Security[i].Schemes {
-				ok = ok && s.opts.Credentials(e.Spec, name.Name)
+				ok = ok && s.opts.Credentials(ctx, e.Spec, name.Name)
 			}
 			out.AuthConfigured = append(out.AuthConfigured, ok)
 		}

@@ -35,7 +35,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func loadSpec(t *testing.T, path string) *spec.Spec {
+func loadSpec(t testing.TB, path string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Load(t.Context(), path, spec.Options{})
 	if err != nil {
@@ -44,7 +44,7 @@ func loadSpec(t *testing.T, path string) *spec.Spec {
 	return s
 }
 
-func parseSpec(t *testing.T, doc string) *spec.Spec {
+func parseSpec(t testing.TB, doc string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Parse(t.Context(), "things.yaml", []byte(doc), spec.Options{})
 	if err != nil {
@@ -487,5 +487,73 @@ func TestFromPattern(t *testing.T) {
 	}
 	if _, ok := fromPattern(`^a{5}$`, 0, 3); ok {
 		t.Error("a pattern longer than maxLength gave a value")
+	}
+}
+
+// TestExamplesServed: an answer comes from the media type's example, else
+// its first named example, else the schema's example, else values made
+// from the schema, which use property examples where given.
+func TestExamplesServed(t *testing.T) {
+	const doc = `
+openapi: 3.0.3
+info: {title: ex, version: "1"}
+servers: [{url: "/"}]
+paths:
+  /media:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, properties: {a: {type: integer}}}
+              example: {a: 1}
+              examples: {zz: {value: {a: 9}}}
+  /named:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, properties: {a: {type: integer}}}
+              examples: {second: {value: {a: 3}}, first: {value: {a: 2}}}
+  /schema:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, properties: {a: {type: integer}}, example: {a: 4}}
+  /props:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [name, tags]
+                properties:
+                  name: {type: string, example: doggie}
+                  tags: {type: array, items: {type: string, example: good}}
+`
+	srv := newMock(t, parseSpec(t, doc), Options{})
+	for path, want := range map[string]string{
+		"/media":  `{"a":1}`,
+		"/named":  `{"a":2}`,
+		"/schema": `{"a":4}`,
+	} {
+		if a := do(t, "GET", srv.URL+path, "", ""); a.status != 200 || strings.TrimSpace(string(a.body)) != want {
+			t.Errorf("GET %s = %d %s, want %s", path, a.status, a.body, want)
+		}
+	}
+	a := do(t, "GET", srv.URL+"/props", "", "")
+	m := a.json(t)
+	tags, _ := m["tags"].([]any)
+	if m["name"] != "doggie" || len(tags) == 0 || tags[0] != "good" {
+		t.Errorf("GET /props = %s, want the property examples", a.body)
 	}
 }

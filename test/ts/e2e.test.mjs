@@ -1,6 +1,7 @@
 // End-to-end: the official TypeScript MCP SDK client drives the built
-// specgate binary over stdio against a local upstream that records every
-// request it receives.
+// specgate binary over stdio, and over streamable HTTP with JWTs from a
+// loopback issuer, against local upstreams that record every request they
+// receive.
 //
 // SPECGATE_BIN names the binary (default ../../bin/specgate).
 import { test } from "node:test";
@@ -12,6 +13,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { spawn } from "node:child_process";
+import { SignJWT, exportJWK, generateKeyPair } from "jose";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -23,7 +27,7 @@ function startUpstream() {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
-      received.push({ method: req.method, url: req.url, body });
+      received.push({ method: req.method, url: req.url, headers: req.headers, body });
       if (req.url.startsWith("/api/v3/pet/") && req.method === "GET") {
         const id = Number(req.url.split("/").pop());
         res.writeHead(200, { "content-type": "application/json", "x-ratelimit-remaining": "99" });
@@ -67,6 +71,17 @@ test("TypeScript SDK client: search, inspect, invoke, cooldown", async () => {
         assert.equal(typeof a[hint], "boolean", `${t.name} lacks ${hint}`);
       }
     }
+
+    // prompts/list and prompts/get: the operator's flows, with live data.
+    const { prompts } = await client.listPrompts();
+    assert.deepEqual(prompts.map((p) => p.name).sort(), ["diagnose_429", "review_task", "setup_limits"]);
+    const setup = await client.getPrompt({ name: "setup_limits", arguments: { spec: "petstore-v3" } });
+    assert.equal(setup.messages.length, 1);
+    assert.equal(setup.messages[0].role, "user");
+    assert.match(setup.messages[0].content.text, /petstore-v3/);
+    const diagnose = await client.getPrompt({ name: "diagnose_429", arguments: { endpointId: "petstore-v3.getPetById" } });
+    assert.match(diagnose.messages[0].content.text, /rate_limit_status/);
+    await assert.rejects(client.getPrompt({ name: "setup_limits", arguments: { spec: "nosuch" } }), /no spec "nosuch"/);
 
     const found = structured(await client.callTool({ name: "search", arguments: { query: "find a pet by its id", limit: 5 } }));
     const ids = found.endpoints.map((e) => e.id);
@@ -223,5 +238,137 @@ test("TypeScript SDK client: every tool, success and error, passes its output sc
     await client.close();
     upstream.server.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// A loopback authorization server: RFC 8414 metadata and a JWKS holding one
+// RS256 key; sign() issues tokens for the resource with jose.
+async function startIssuer(resource) {
+  const { publicKey, privateKey } = await generateKeyPair("RS256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  let url;
+  const server = http.createServer((req, res) => {
+    res.setHeader("content-type", "application/json");
+    if (req.url === "/.well-known/oauth-authorization-server") {
+      res.end(JSON.stringify({ issuer: url, jwks_uri: `${url}/jwks` }));
+    } else if (req.url === "/jwks") {
+      res.end(JSON.stringify({ keys: [jwk] }));
+    } else {
+      res.writeHead(404);
+      res.end("{}");
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${server.address().port}`;
+  const sign = (sub, org) => new SignJWT({ org, scope: "specgate:read specgate:invoke" })
+    .setProtectedHeader({ alg: "RS256", kid: "k1" })
+    .setIssuer(url).setAudience(resource).setSubject(sub)
+    .setIssuedAt().setExpirationTime("1h")
+    .sign(privateKey);
+  return { server, url, sign };
+}
+
+// serveHTTP starts `specgate serve --http 127.0.0.1:0` and resolves with
+// its /mcp URL once it prints it.
+function serveHTTP(args, env) {
+  const child = spawn(bin, ["serve", "--http", "127.0.0.1:0", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  const url = new Promise((resolve, reject) => {
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+      const m = stderr.match(/serving MCP \(streamable HTTP\) at (\S+)/);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`specgate exited ${code}: ${stderr}`)));
+  });
+  return { child, url, stderr: () => stderr };
+}
+
+// Two principals with their own upstream keys, over streamable HTTP with
+// JWTs: each call carries its caller's key, an identical call by the
+// second goes upstream with the second's key (cache_ttl is on), a repeat
+// by the first is served from the first's cache, a principal without a key
+// gets auth_error, and the upstream never sees a JWT.
+test("TypeScript SDK client over HTTP: each principal calls with its own upstream key", async () => {
+  const upstream = await startUpstream();
+  const resource = "https://specgate.test/mcp";
+  const issuer = await startIssuer(resource);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ts-"));
+  const config = path.join(dir, "specgate.yaml");
+  fs.writeFileSync(config, [
+    "cache_ttl: 1h",
+    "disable_ratelimiter: true",
+    "specs:",
+    "  - name: petstore",
+    `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
+    `    base_url: ${JSON.stringify(upstream.url)}`,
+    "    auth:",
+    "      api_key:",
+    "        by_principal:",
+    '          - {subject: ada, org: acme, value: "${ADA_PETSTORE_KEY}"}',
+    '          - {subject: bob, org: acme, value: "${BOB_PETSTORE_KEY}"}',
+    "http:",
+    "  auth:",
+    `    resource: ${resource}`,
+    `    jwt: {issuer: ${JSON.stringify(issuer.url)}}`,
+    "",
+  ].join("\n"));
+  const keys = { ada: "ada-upstream-key-1f2e", bob: "bob-upstream-key-3d4c" };
+  const served = serveHTTP(["--config", config, "--no-cache"], { ADA_PETSTORE_KEY: keys.ada, BOB_PETSTORE_KEY: keys.bob });
+  const clients = [];
+  try {
+    const mcpURL = await served.url;
+
+    // Without a token: a 401 that points to the metadata, which names the issuer.
+    const bare = await fetch(mcpURL, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    assert.equal(bare.status, 401);
+    assert.equal(bare.headers.get("www-authenticate"), 'Bearer resource_metadata="https://specgate.test/.well-known/oauth-protected-resource/mcp"');
+    const md = await (await fetch(new URL("/.well-known/oauth-protected-resource/mcp", mcpURL))).json();
+    assert.equal(md.resource, resource);
+    assert.deepEqual(md.authorization_servers, [issuer.url]);
+
+    const tokens = { ada: await issuer.sign("ada", "acme"), bob: await issuer.sign("bob", "acme"), carol: await issuer.sign("carol", "acme") };
+    const connect = async (who) => {
+      const client = new Client({ name: `ts-e2e-${who}`, version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(mcpURL), { requestInit: { headers: { Authorization: `Bearer ${tokens[who]}` } } }));
+      clients.push(client);
+      return client;
+    };
+    const ada = await connect("ada");
+    const bob = await connect("bob");
+    const carol = await connect("carol");
+    const getPet = { name: "invoke", arguments: { endpointId: "petstore.getPetById", parameters: { petId: 7 } } };
+
+    const first = await ada.callTool(getPet);
+    assert.ok(!first.isError, JSON.stringify(first));
+    assert.equal(structured(first).cached, undefined);
+    const second = await bob.callTool(getPet);
+    assert.ok(!second.isError, JSON.stringify(second));
+    assert.equal(structured(second).cached, undefined, "bob was served ada's cached answer");
+    const repeat = await ada.callTool(getPet);
+    assert.ok(!repeat.isError, JSON.stringify(repeat));
+    assert.equal(structured(repeat).cached, true, "ada's repeat was not served from her cache");
+
+    const refused = await carol.callTool(getPet);
+    assert.equal(refused.isError, true);
+    const err = structured(refused).error;
+    assert.equal(err.code, "auth_error");
+    assert.ok(JSON.stringify(err).includes("specs[petstore].auth.api_key.by_principal"), JSON.stringify(err));
+
+    assert.equal(upstream.received.length, 2, JSON.stringify(upstream.received));
+    assert.deepEqual(upstream.received.map((r) => r.headers.api_key), [keys.ada, keys.bob]);
+    for (const r of upstream.received) {
+      assert.equal(r.headers.authorization, undefined);
+      const seen = JSON.stringify(r);
+      for (const tok of Object.values(tokens)) assert.ok(!seen.includes(tok), "the upstream saw an MCP client's JWT");
+      assert.doesNotMatch(seen, /eyJ[\w-]+\.[\w-]+\./, "the upstream saw a JWT");
+    }
+    for (const key of Object.values(keys)) assert.ok(!served.stderr().includes(key), "an upstream key reached the log");
+  } finally {
+    for (const c of clients) await c.close();
+    served.child.kill();
+    upstream.server.close();
+    issuer.server.close();
   }
 });
