@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -469,7 +470,7 @@ func matchParams(params []param, args Args) (map[string]any, []string) {
 		v := args.Parameters[k]
 		p := lookupParam(params, k)
 		if p == nil {
-			unknown = append(unknown, strconv.Quote(k))
+			unknown = append(unknown, k)
 			continue
 		}
 		values[p.In+"\x00"+p.Name] = v
@@ -479,9 +480,35 @@ func matchParams(params []param, args Args) (map[string]any, []string) {
 		if len(unknown) > 1 {
 			word = "parameters"
 		}
-		problems = append(problems, "unknown "+word+" "+strings.Join(unknown, ", ")+": not declared by this operation")
+		problems = append(problems, "unknown "+word+" "+nameFew(unknown)+": not declared by this operation")
 	}
 	return values, problems
+}
+
+// maxNamesShown bounds the names one problem repeats.
+const maxNamesShown = 10
+
+// nameFew quotes the first few names, each cut short, and counts the rest:
+// the model may send ten thousand names, or one of 100 KB, and the error
+// must stay short.
+func nameFew(names []string) string {
+	n := min(len(names), maxNamesShown)
+	quoted := make([]string, n)
+	for i, name := range names[:n] {
+		if len(name) > 64 {
+			cut := 64
+			for cut > 0 && !utf8.RuneStart(name[cut]) {
+				cut--
+			}
+			name = name[:cut] + "…"
+		}
+		quoted[i] = strconv.Quote(name)
+	}
+	s := strings.Join(quoted, ", ")
+	if rest := len(names) - n; rest > 0 {
+		s += " and " + strconv.Itoa(rest) + " more"
+	}
+	return s
 }
 
 // lookupParam finds a parameter by name, by "in.name", or for headers by
