@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -333,7 +332,7 @@ func (p *preparer) body() {
 	}
 	ct, ok := chooseContentType(e.BodyTypes, args.ContentType)
 	if !ok {
-		p.problem("contentType: " + strconv.Quote(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
+		p.problem("contentType: " + quoteName(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
 		return
 	}
 	if p.op != nil && p.op.Op.RequestBody != nil && p.op.Op.RequestBody.Value != nil {
@@ -495,14 +494,7 @@ func nameFew(names []string) string {
 	n := min(len(names), maxNamesShown)
 	quoted := make([]string, n)
 	for i, name := range names[:n] {
-		if len(name) > 64 {
-			cut := 64
-			for cut > 0 && !utf8.RuneStart(name[cut]) {
-				cut--
-			}
-			name = name[:cut] + "…"
-		}
-		quoted[i] = strconv.Quote(name)
+		quoted[i] = quoteName(name)
 	}
 	s := strings.Join(quoted, ", ")
 	if rest := len(names) - n; rest > 0 {
@@ -562,7 +554,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	var problems []string
 	for _, name := range names {
 		v := hs[name]
-		label := "header " + strconv.Quote(name)
+		label := "header " + quoteName(name)
 		if !validHeaderName(name) {
 			problems = append(problems, label+": not a valid header name")
 			continue
