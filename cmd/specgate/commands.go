@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -329,8 +330,11 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	call := map[string]any{"endpointId": rest[0]}
 	if *params != "" {
-		var p map[string]any
-		if err := json.Unmarshal([]byte(*params), &p); err != nil {
+		p, err := decodeJSONArg([]byte(*params))
+		if _, ok := p.(map[string]any); err != nil || !ok {
+			if err == nil {
+				err = errors.New("not an object")
+			}
 			return c.usageError("--params is not a JSON object: %v", err)
 		}
 		call["parameters"] = p
@@ -342,8 +346,8 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
-		var b any
-		if err := json.Unmarshal(data, &b); err != nil {
+		b, err := decodeJSONArg(data)
+		if err != nil {
 			return c.usageError("--body is not JSON: %v", err)
 		}
 		call["requestBody"] = b
@@ -361,6 +365,49 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return printJSON(stdout, out)
+}
+
+// decodeJSONArg decodes one JSON value with numbers as json.Number, so
+// 9007199254740993 reaches the upstream as written, not rounded through
+// float64. A number no float64 holds (1e400) is refused here: the
+// in-process client could not send it.
+func decodeJSONArg(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	if n, ok := outOfRange(v); ok {
+		return nil, fmt.Errorf("number %.40s is out of range", n)
+	}
+	return v, nil
+}
+
+// outOfRange finds a number in v that float64 cannot hold.
+func outOfRange(v any) (json.Number, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil {
+			return x, true
+		}
+	case []any:
+		for _, e := range x {
+			if n, ok := outOfRange(e); ok {
+				return n, true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if n, ok := outOfRange(e); ok {
+				return n, true
+			}
+		}
+	}
+	return "", false
 }
 
 // printJSON prints a tool's JSON indented, in the order the tool wrote it.
