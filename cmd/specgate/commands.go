@@ -444,6 +444,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, m := range cfg.MissingEnv {
 		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
 	}
+	var loadedSpecs []*spec.Spec
 	for i, sc := range cfg.Specs {
 		name := specName(sc)
 		settings := cfg.ForSpec(&cfg.Specs[i])
@@ -491,11 +492,47 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				fmt.Fprintf(stdout, "     warning: auth.%s names no security scheme of the spec\n", scheme)
 			}
 		}
+		if !sc.Mock.On {
+			loadedSpecs = append(loadedSpecs, s)
+		}
+	}
+	misses, err := budgetNearMisses(cfg, loadedSpecs)
+	if err != nil {
+		failed = true
+		fmt.Fprintf(stdout, "FAIL upstreams: %v\n", err)
+	}
+	for _, w := range misses {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	if failed {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// budgetNearMisses registers the specs' endpoints with the configured
+// budgets, as serve does, and says which upstreams no budget holds for
+// although a budget names the same loopback address another way
+// (localhost for 127.0.0.1, an operation's own server included).
+func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) {
+	if len(cfg.Upstreams) == 0 || len(specs) == 0 {
+		return nil, nil
+	}
+	l, err := newLimiter(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	upstream := upstreamKeyFunc(cfg)
+	var eps []ratelimit.Endpoint
+	for _, s := range specs {
+		for _, e := range s.Endpoints {
+			eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e)})
+		}
+	}
+	if err := l.SetEndpoints(eps); err != nil {
+		return nil, err
+	}
+	return l.LoopbackNearMisses(), nil
 }
 
 func unknownEndpointKeys(sc *config.Spec, s *spec.Spec) []string {
