@@ -1,17 +1,21 @@
 package invoke
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/spec"
 )
 
 // escapedKey is a query API key that changes when percent-encoded.
@@ -484,5 +488,47 @@ func TestNULTextBodyPreviewedWithoutEncodingWhole(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Errorf("rendering allocated %d MB, want under 4", alloc>>20)
+	}
+}
+
+// Preparing an operation (rebuilding it, fetching its external $refs,
+// validating) ran outside the call's deadline: a first invoke could take
+// as long as the schema cost. The endpoint's timeout now covers it: an
+// external document that never answers ends the call at its deadline, and
+// nothing is sent.
+func TestPreparationUnderTheCallDeadline(t *testing.T) {
+	up := newRecorder(t, nil)
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/openapi.json":
+			fmt.Fprintf(w, `{"openapi":"3.0.0","info":{"title":"t","version":"1"},"servers":[{"url":%q}],"paths":{"/a":{"post":{"operationId":"a",
+			  "requestBody":{"content":{"application/json":{"schema":{"$ref":"slow.json#/X"}}}},
+			  "responses":{"200":{"description":"ok"}}}}}}`, up.URL)
+		case "/slow.json":
+			select { // the external document never arrives
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	defer srv.Close()
+	s, err := spec.Load(t.Context(), srv.URL+"/openapi.json", spec.Options{Name: "t", AllowExternalRefs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Governed{Client: New(Options{Timeout: 200 * time.Millisecond})}
+	start := time.Now()
+	_, err = g.Do(t.Context(), endpoint(t, s, "a"), Args{RequestBody: map[string]any{}}, nil)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the deadline", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v past a 200ms deadline", took)
+	}
+	if up.count() != 0 {
+		t.Error("the call was sent")
 	}
 }
