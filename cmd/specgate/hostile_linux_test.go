@@ -333,6 +333,14 @@ specs:
 		if status == 200 && a.isErr || status != 200 && !a.isErr {
 			t.Errorf("echo %d: isError %v: %.300s", status, a.isErr, a.line)
 		}
+		// The stored answer, read again, is redacted as well.
+		if id, _ := a.m["responseId"].(string); id != "" {
+			if r := s.tool("read_response", fmt.Sprintf(`{"responseId":%q,"jq":".requestURI"}`, id), within); r.isErr || !strings.Contains(fmt.Sprint(r.m["body"]), "api_key=") {
+				t.Errorf("read_response: %.300s", r.line)
+			}
+		} else if status == 200 {
+			t.Errorf("echo 200 has no responseId: %.300s", a.line)
+		}
 	}
 
 	t.Run("object parameter cannot place the configured key", func(t *testing.T) {
