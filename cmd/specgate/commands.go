@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -330,8 +331,11 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	call := map[string]any{"endpointId": rest[0]}
 	if *params != "" {
-		var p map[string]any
-		if err := json.Unmarshal([]byte(*params), &p); err != nil {
+		p, err := decodeJSONArg([]byte(*params))
+		if _, ok := p.(map[string]any); err != nil || !ok {
+			if err == nil {
+				err = errors.New("not an object")
+			}
 			return c.usageError("--params is not a JSON object: %v", err)
 		}
 		call["parameters"] = p
@@ -343,8 +347,8 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
-		var b any
-		if err := json.Unmarshal(data, &b); err != nil {
+		b, err := decodeJSONArg(data)
+		if err != nil {
 			return c.usageError("--body is not JSON: %v", err)
 		}
 		call["requestBody"] = b
@@ -362,6 +366,49 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return printJSON(stdout, out)
+}
+
+// decodeJSONArg decodes one JSON value with numbers as json.Number, so
+// 9007199254740993 reaches the upstream as written, not rounded through
+// float64. A number no float64 holds (1e400) is refused here: the
+// in-process client could not send it.
+func decodeJSONArg(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	if n, ok := outOfRange(v); ok {
+		return nil, fmt.Errorf("number %.40s is out of range", n)
+	}
+	return v, nil
+}
+
+// outOfRange finds a number in v that float64 cannot hold.
+func outOfRange(v any) (json.Number, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil {
+			return x, true
+		}
+	case []any:
+		for _, e := range x {
+			if n, ok := outOfRange(e); ok {
+				return n, true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if n, ok := outOfRange(e); ok {
+				return n, true
+			}
+		}
+	}
+	return "", false
 }
 
 // printJSON prints a tool's JSON indented, in the order the tool wrote it.
@@ -399,6 +446,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, m := range cfg.MissingEnv {
 		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
 	}
+	var loadedSpecs []*spec.Spec
 	for i, sc := range cfg.Specs {
 		name := specName(sc)
 		settings := cfg.ForSpec(&cfg.Specs[i])
@@ -447,6 +495,17 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				fmt.Fprintf(stdout, "     warning: auth.%s names no security scheme of the spec\n", scheme)
 			}
 		}
+		if !sc.Mock.On {
+			loadedSpecs = append(loadedSpecs, s)
+		}
+	}
+	misses, err := budgetNearMisses(cfg, loadedSpecs)
+	if err != nil {
+		failed = true
+		fmt.Fprintf(stdout, "FAIL upstreams: %v\n", err)
+	}
+	for _, w := range misses {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	if e := cfg.Search.Embeddings; e != nil && len(served) > 0 {
 		checkSemantic(ctx, stdout, e, served, c.cacheDir())
@@ -475,6 +534,31 @@ func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, 
 		}
 	}
 	fmt.Fprintf(stdout, "warning: semantic search is off (search answers lexically): %v\n", err)
+}
+
+// budgetNearMisses registers the specs' endpoints with the configured
+// budgets, as serve does, and says which upstreams no budget holds for
+// although a budget names the same loopback address another way
+// (localhost for 127.0.0.1, an operation's own server included).
+func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) {
+	if len(cfg.Upstreams) == 0 || len(specs) == 0 {
+		return nil, nil
+	}
+	l, err := newLimiter(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	upstream := upstreamKeyFunc(cfg)
+	var eps []ratelimit.Endpoint
+	for _, s := range specs {
+		for _, e := range s.Endpoints {
+			eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e)})
+		}
+	}
+	if err := l.SetEndpoints(eps); err != nil {
+		return nil, err
+	}
+	return l.LoopbackNearMisses(), nil
 }
 
 func unknownEndpointKeys(sc *config.Spec, s *spec.Spec) []string {

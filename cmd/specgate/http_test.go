@@ -45,6 +45,34 @@ func TestServeHTTPRefusesPublicAddressWithoutAuth(t *testing.T) {
 
 var discard = slog.New(slog.DiscardHandler)
 
+// The hardening keys reach the server: http.body_timeout the handler,
+// http.idle_timeout net/http, http.max_conns_per_ip the listener.
+func TestServeHTTPHardeningFromConfig(t *testing.T) {
+	cfg := config.Default()
+	cfg.HTTP.BodyTimeout = config.Duration(7 * time.Second)
+	cfg.HTTP.IdleTimeout = config.Duration(9 * time.Second)
+	cfg.HTTP.MaxConnsPerIP = 3
+	a := &app{cfg: cfg, srv: mcpserver.New(mcpserver.Options{})}
+	s, err := newHTTPServer(t.Context(), a, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.hs.IdleTimeout != 9*time.Second || s.hs.ReadHeaderTimeout <= 0 || s.perIP != 3 {
+		t.Errorf("idle %v, read header %v, per IP %d", s.hs.IdleTimeout, s.hs.ReadHeaderTimeout, s.perIP)
+	}
+	opts, err := httpOptions(t.Context(), &cfg.HTTP, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.BodyTimeout != 7*time.Second {
+		t.Errorf("body timeout %v", opts.BodyTimeout)
+	}
+	def := config.Default().HTTP
+	if time.Duration(def.BodyTimeout) != 30*time.Second || time.Duration(def.IdleTimeout) != 2*time.Minute || def.MaxConnsPerIP != 64 {
+		t.Errorf("defaults %v %v %d, want 30s 2m 64 as config.example.yaml says", def.BodyTimeout, def.IdleTimeout, def.MaxConnsPerIP)
+	}
+}
+
 func TestHTTPOptionsFromConfig(t *testing.T) {
 	cfg := config.Default()
 	cfg.HTTP.TrustedProxies = []string{"10.0.0.0/8"}

@@ -13,6 +13,23 @@ import (
 // maxProblems bounds the problems an ArgError lists; the rest are counted.
 const maxProblems = 20
 
+// problemNameLen bounds a name a problem repeats: the model may send a
+// 100 KB parameter or header name, and cutting the whole problem instead
+// would cut off what is wrong with it.
+const problemNameLen = 64
+
+// quoteName quotes a name for a problem, cut to problemNameLen bytes.
+func quoteName(name string) string { return strconv.Quote(problemName(name)) }
+
+// problemName is name cut to problemNameLen bytes on a rune boundary,
+// marked "…".
+func problemName(name string) string {
+	if len(name) <= problemNameLen {
+		return name
+	}
+	return name[:runeCut(name, problemNameLen)] + "…"
+}
+
 // ArgError reports arguments that do not fit the operation: undeclared or
 // missing parameters, schema violations, an undeclared content type, a
 // header the model may not set. It is returned by Prepare before anything is

@@ -2,6 +2,7 @@ package invoke
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,30 @@ func FuzzBuildRequest(f *testing.F) {
 	// The configured key fills X-API-Key; the model may never set it, even
 	// with credential headers allowed.
 	keyed := New(Options{AllowModelCredentialHeaders: true, Specs: map[string]SpecOptions{"pets": {Auth: map[string]Credential{"api_key": {Value: "CONFKEY"}}}}})
+	// Names the config fills (the query key, the cookie) are never placed by
+	// an exploded object's keys either.
+	rs := parseSpec(f, "rn", reservedDoc, "http://api.example.test:8080")
+	rq, rc := endpoint(f, rs, "q"), endpoint(f, rs, "c")
+	reserved := reservedClient(false)
+	f.Add("1", "1", "1", "1", "api_key", "MODELKEY")
+	f.Add("1", "1", "1", "1", "Api_Key", "MODELKEY")
+	f.Add("1", "1", "1", "1", "sid", "MODELKEY")
 	f.Fuzz(func(t *testing.T, path, query, header, cookie, bodyKey, bodyValue string) {
+		if call, err := reserved.Prepare(t.Context(), rq, Args{Parameters: map[string]any{"filter": map[string]any{bodyKey: bodyValue}, query: header}}); err == nil {
+			for k, v := range call.URL().Query() {
+				if strings.EqualFold(k, "api_key") && (len(v) != 1 || v[0] != confKey) {
+					t.Fatalf("the model set the query key: %s", call.URL().RawQuery)
+				}
+			}
+		}
+		if call, err := reserved.Prepare(t.Context(), rc, Args{Parameters: map[string]any{"prefs": map[string]any{bodyKey: bodyValue}}}); err == nil {
+			req := &http.Request{Header: call.header}
+			for _, ck := range req.Cookies() {
+				if ck.Name == "sid" && ck.Value != confCookie {
+					t.Fatalf("the model set the cookie: %q", call.header.Get("Cookie"))
+				}
+			}
+		}
 		if call, err := keyed.Prepare(t.Context(), list, Args{Parameters: map[string]any{"status": "sold"}, Headers: map[string]string{bodyKey: bodyValue}}); err == nil {
 			if v := call.header.Values("X-Api-Key"); len(v) > 0 {
 				t.Fatalf("the model set X-API-Key: %q", v)

@@ -1,16 +1,21 @@
 package invoke
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/spec"
 )
 
 // escapedKey is a query API key that changes when percent-encoded.
@@ -435,5 +440,95 @@ func TestRetryAfterFarFutureBlocks(t *testing.T) {
 	}
 	if !strings.Contains(rl.Error(), "retry in 86400 seconds") {
 		t.Errorf("error %q", rl.Error())
+	}
+}
+
+// 10,000 unknown parameters gave a 516 KB error naming each: the error
+// names the first few, cut short, and counts the rest.
+func TestUnknownParametersNamedFewCountedRest(t *testing.T) {
+	s := parseSpec(t, "pets", petDoc, "http://127.0.0.1:1")
+	params := map[string]any{"petId": "1", strings.Repeat("n", 100<<10): 1}
+	for i := range 10_000 {
+		params[fmt.Sprintf("p%05d", i)] = i
+	}
+	_, err := New(Options{}).Prepare(t.Context(), endpoint(t, s, "getPet"), Args{Parameters: params})
+	ae := asArgError(t, err)
+	if len(ae.Problems) != 1 {
+		t.Fatalf("problems %q, want one", ae.Problems)
+	}
+	got := ae.Problems[0]
+	want := `unknown parameters "` + strings.Repeat("n", 64) + `…", "p00000", "p00001", "p00002", "p00003", "p00004", "p00005", "p00006", "p00007", "p00008" and 9991 more: not declared by this operation`
+	if got != want {
+		t.Errorf("problem\n%q, want\n%q", got, want)
+	}
+	if n := len(ae.Error()); n > 512 {
+		t.Errorf("error is %d bytes", n)
+	}
+}
+
+// A 10 GiB gzip bomb of NULs read to the cap was encoded whole as JSON
+// ("\u0000" is six bytes) only to learn it did not fit: 343 MB allocated
+// to render 8 MiB. A text body longer than the budget is previewed
+// directly.
+func TestNULTextBodyPreviewedWithoutEncodingWhole(t *testing.T) {
+	a := &Answer{Body: make([]byte, 8<<20), ContentType: "text/plain", Truncated: true}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := Render(t.Context(), a, RenderOptions{ResponseID: "r_x"})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Shaped == nil || r.Shaped.Bytes != 8<<20 {
+		t.Fatalf("shaped %+v, want a preview of 8 MiB", r.Shaped)
+	}
+	if out, _ := json.Marshal(r.Body); len(out) > DefaultResultBytes {
+		t.Errorf("body is %d bytes, over the %d budget", len(out), DefaultResultBytes)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("rendering allocated %d MB, want under 4", alloc>>20)
+	}
+}
+
+// Preparing an operation (rebuilding it, fetching its external $refs,
+// validating) ran outside the call's deadline: a first invoke could take
+// as long as the schema cost. The endpoint's timeout now covers it: an
+// external document that never answers ends the call at its deadline, and
+// nothing is sent.
+func TestPreparationUnderTheCallDeadline(t *testing.T) {
+	up := newRecorder(t, nil)
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/openapi.json":
+			fmt.Fprintf(w, `{"openapi":"3.0.0","info":{"title":"t","version":"1"},"servers":[{"url":%q}],"paths":{"/a":{"post":{"operationId":"a",
+			  "requestBody":{"content":{"application/json":{"schema":{"$ref":"slow.json#/X"}}}},
+			  "responses":{"200":{"description":"ok"}}}}}}`, up.URL)
+		case "/slow.json":
+			select { // the external document never arrives
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	defer srv.Close()
+	s, err := spec.Load(t.Context(), srv.URL+"/openapi.json", spec.Options{Name: "t", AllowExternalRefs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Governed{Client: New(Options{Timeout: 200 * time.Millisecond})}
+	start := time.Now()
+	_, err = g.Do(t.Context(), endpoint(t, s, "a"), Args{RequestBody: map[string]any{}}, nil)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the deadline", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v past a 200ms deadline", took)
+	}
+	if up.count() != 0 {
+		t.Error("the call was sent")
 	}
 }

@@ -198,7 +198,12 @@ func (p *preparer) declared() {
 	if len(p.declaredNames) == 0 {
 		p.declaredNames = []string{"none"}
 	}
-	for _, k := range unknown {
+	// Only the names the problem shows get a suggestion, and a name too
+	// long to be a misspelling gets none: the hint stays short.
+	for _, k := range unknown[:min(len(unknown), maxNamesShown)] {
+		if len(k) > 128 {
+			continue
+		}
 		if c := closestName(k, names); c != "" {
 			p.closest = append(p.closest, [2]string{k, c})
 		}
@@ -342,7 +347,7 @@ func (p *preparer) body() {
 	}
 	ct, ok := chooseContentType(e.BodyTypes, args.ContentType)
 	if !ok {
-		p.problem("contentType: " + strconv.Quote(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
+		p.problem("contentType: " + quoteName(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
 		return
 	}
 	if p.op != nil && p.op.Op.RequestBody != nil && p.op.Op.RequestBody.Value != nil {
@@ -473,13 +478,11 @@ func matchParams(params []param, args Args) (values map[string]any, unknown, pro
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var quoted []string
 	for _, k := range keys {
 		v := args.Parameters[k]
 		p := lookupParam(params, k)
 		if p == nil {
 			unknown = append(unknown, k)
-			quoted = append(quoted, strconv.Quote(k))
 			continue
 		}
 		values[p.In+"\x00"+p.Name] = v
@@ -489,7 +492,7 @@ func matchParams(params []param, args Args) (values map[string]any, unknown, pro
 		if len(unknown) > 1 {
 			word = "parameters"
 		}
-		problems = append(problems, "unknown "+word+" "+strings.Join(quoted, ", ")+": not declared by this operation")
+		problems = append(problems, "unknown "+word+" "+nameFew(unknown)+": not declared by this operation")
 	}
 	return values, unknown, problems
 }
@@ -535,6 +538,25 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// maxNamesShown bounds the names one problem repeats.
+const maxNamesShown = 10
+
+// nameFew quotes the first few names, each cut short, and counts the rest:
+// the model may send ten thousand names, or one of 100 KB, and the error
+// must stay short.
+func nameFew(names []string) string {
+	n := min(len(names), maxNamesShown)
+	quoted := make([]string, n)
+	for i, name := range names[:n] {
+		quoted[i] = quoteName(name)
+	}
+	s := strings.Join(quoted, ", ")
+	if rest := len(names) - n; rest > 0 {
+		s += " and " + strconv.Itoa(rest) + " more"
+	}
+	return s
 }
 
 // lookupParam finds a parameter by name, by "in.name", or for headers by
@@ -588,7 +610,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	var problems []string
 	for _, name := range names {
 		v := hs[name]
-		label := "header " + strconv.Quote(name)
+		label := "header " + quoteName(name)
 		if !validHeaderName(name) {
 			problems = append(problems, label+": not a valid header name")
 			continue

@@ -276,10 +276,15 @@ func renderText(r *Reply, data []byte, opt RenderOptions) error {
 			r.NextOffset = &next
 		}
 	}
-	text := toText(data)
-	if b, _ := json.Marshal(text); len(b) <= opt.Budget {
-		r.Body = text
-		return nil
+	// JSON never writes text shorter than it is, so a body longer than the
+	// budget is previewed without encoding it whole: 8 MiB of NULs would
+	// be 48 MiB of "\u0000" to learn that.
+	if len(data)+2 <= opt.Budget {
+		text := toText(data)
+		if b, _ := json.Marshal(text); len(b) <= opt.Budget {
+			r.Body = text
+			return nil
+		}
 	}
 	head, shaped := PreviewText(data, opt.Budget)
 	shaped.Bytes = size

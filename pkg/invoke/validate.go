@@ -233,7 +233,7 @@ func findParam(ps []param, in, name string) *param {
 }
 
 func paramLabel(name, in string) string {
-	return "parameter " + strconv.Quote(name) + " (" + in + ")"
+	return "parameter " + quoteName(name) + " (" + in + ")"
 }
 
 // isParseProblem reports an error decoding a parameter's wire form, as
@@ -293,8 +293,8 @@ func describe(label string, err error, reason string) []string {
 	var se *openapi3.SchemaError
 	if errors.As(err, &se) {
 		where := label
-		if ptr := se.JSONPointer(); len(ptr) > 0 {
-			where += "." + strings.Join(ptr, ".")
+		for _, seg := range se.JSONPointer() {
+			where += "." + problemName(seg)
 		}
 		r := se.Reason
 		if r == "cannot convert json.Number to float64" {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -96,6 +98,7 @@ type answer struct {
 	text  string
 	m     map[string]any
 	isErr bool
+	wire  int // bytes of the whole result as JSON: text, structuredContent and the rest
 }
 
 // callText calls a tool and returns the whole of content[0].text, decoded
@@ -121,7 +124,8 @@ func callText(t testing.TB, c *client.Client, name string, args map[string]any) 
 	if err := json.Unmarshal(raw, &sc); err != nil || !bytes.Equal(mustJSON(m), mustJSON(sc)) {
 		t.Fatalf("%s: text and structuredContent differ", name)
 	}
-	return answer{text: text, m: m, isErr: res.IsError}
+	whole, _ := json.Marshal(res)
+	return answer{text: text, m: m, isErr: res.IsError, wire: len(whole)}
 }
 
 // ok fails unless the answer is a success.
@@ -521,6 +525,34 @@ func TestE2EBadInput(t *testing.T) {
 			callText(t, f.client, "invoke", tt.args).code(t, CodeValidationFailed)
 		})
 	}
+	// 10,000 unknown parameters gave a 516 KB error naming each, a 100 KB
+	// contentType came back at 400 KB: an error names the first few and
+	// counts the rest.
+	many := map[string]any{"owner": "rails", "repo": "rails"}
+	for i := range 10_000 {
+		many[fmt.Sprintf("p%05d", i)] = i
+	}
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"10,000 unknown parameters", withArgs(listPulls, "parameters", many), `"p00009" and 9990 more: not declared`},
+		{"100 KB contentType", withArgs(listPulls, "contentType", strings.Repeat("x", 100<<10)), "contentType"},
+		{"100 KB parameter name", withArgs(listPulls, "parameters", map[string]any{"owner": "rails", "repo": "rails", strings.Repeat("n", 100<<10): 1}), "not declared"},
+		{"100 KB invalid header name", withArgs(listPulls, "headers", map[string]any{strings.Repeat("h ", 50<<10): "v"}), "not a valid header name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := callText(t, f.client, "invoke", tt.args)
+			e := a.code(t, CodeValidationFailed)
+			if len(a.text) > 2048 {
+				t.Errorf("the error is %d bytes: %.300s", len(a.text), a.text)
+			}
+			if !strings.Contains(fmt.Sprint(e["problems"]), tt.want) {
+				t.Errorf("problems %v, want %q", e["problems"], tt.want)
+			}
+		})
+	}
 	if got := len(f.pages.Requests()); got != 0 {
 		t.Errorf("upstream got %d requests, want none", got)
 	}
@@ -579,12 +611,46 @@ func oddUpstream() map[string]func(http.ResponseWriter, *http.Request) {
 			w.Header().Set("Link", "<"+strings.Repeat("l", 512<<10)+">; rel=\"next\"")
 			io.WriteString(w, `[{"number":1}]`)
 		},
+		"selectedheaders": func(w http.ResponseWriter, r *http.Request) {
+			// The headers an answer repeats, each 1 MiB.
+			mib := strings.Repeat("h", 1<<20)
+			w.Header().Set("Content-Type", "application/json; x="+mib)
+			w.Header().Set("Location", "/"+mib)
+			w.Header().Set("X-RateLimit-Policy", mib)
+			w.Header().Set("RateLimit-Policy", mib)
+			io.WriteString(w, `[{"number":1}]`)
+		},
+		"manyheaders": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			for i := range 20_000 {
+				w.Header().Set(fmt.Sprintf("X-RateLimit-Foo%d", i), strings.Repeat("v", 40))
+			}
+			io.WriteString(w, `[{"number":1}]`)
+		},
+		"nulbomb": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(nulBomb())
+		},
 		"badutf8": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte("[{\"number\":1,\"title\":\"caf\xff\xfe \xc3\"}]"))
 		},
 	}
 }
+
+// nulBomb is 16 MiB of NUL bytes gzipped to 16 KB: twice the cap the
+// hostile-upstream tests read to.
+var nulBomb = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for range 16 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	return b.Bytes()
+})
 
 func TestE2EHostileUpstream(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{odd: oddUpstream(), client: invoke.Options{MaxResponseBytes: 8 << 20}})
@@ -596,6 +662,11 @@ func TestE2EHostileUpstream(t *testing.T) {
 		}
 		if len(a.text) > invoke.DefaultResultBytes {
 			t.Errorf("answer is %d bytes, over the budget", len(a.text))
+		}
+		// structuredContent, and the text escaped once more as a JSON
+		// string (at most twice its length), and little else.
+		if a.wire > 3*invoke.DefaultResultBytes+1024 {
+			t.Errorf("the result is %d bytes on the wire", a.wire)
 		}
 		return a
 	}
@@ -637,6 +708,52 @@ func TestE2EHostileUpstream(t *testing.T) {
 		}
 		if body, _ := a.m["body"].([]any); len(body) != 1 {
 			t.Errorf("body %v, want the one item", a.m["body"])
+		}
+	})
+	// Three 1 MiB headers of those an answer repeats made an 8.4 MB
+	// result, 20,000 X-RateLimit-Foo<n> headers 1.1 MB: each value and the
+	// set are capped, and counted in the answer's budget.
+	t.Run("1 MiB selected headers", func(t *testing.T) {
+		a := call(t, "selectedheaders")
+		if len(a.text) > 8<<10 {
+			t.Errorf("answer is %d bytes, want under 8 KiB", len(a.text))
+		}
+		h, _ := a.m["headers"].(map[string]any)
+		for _, name := range []string{"content-type", "location", "x-ratelimit-policy", "ratelimit-policy"} {
+			if v, _ := h[name].(string); v == "" || len(v) > 600 {
+				t.Errorf("header %s is %d bytes, want a cut value", name, len(v))
+			}
+		}
+		if body, _ := a.m["body"].([]any); len(body) != 1 {
+			t.Errorf("body %v, want the one item", a.m["body"])
+		}
+	})
+	t.Run("20,000 rate-limit headers", func(t *testing.T) {
+		a := call(t, "manyheaders")
+		h, _ := a.m["headers"].(map[string]any)
+		if len(h) > 25 {
+			t.Errorf("%d headers repeated", len(h))
+		}
+		if n, _ := h["x-specgate-omitted-headers"].(string); n == "" {
+			t.Errorf("the omitted headers are not counted: %v", h)
+		}
+		if len(a.text) > 8<<10 {
+			t.Errorf("answer is %d bytes, want under 8 KiB", len(a.text))
+		}
+	})
+	// A gzip bomb of NULs read to the cap became a 3.4 MB message: a NUL
+	// is six bytes as JSON, and the result is sent as text and as
+	// structuredContent. The encoded answer is what the budget bounds.
+	t.Run("gzip bomb of NULs", func(t *testing.T) {
+		a := call(t, "nulbomb")
+		if a.m["truncated"] != true {
+			t.Errorf("not truncated: %.300s", a.text)
+		}
+		if sh, _ := a.m["shaped"].(map[string]any); sh == nil || sh["bytes"] != float64(8<<20) {
+			t.Errorf("shaped %v, want a preview of the 8 MiB read", a.m["shaped"])
+		}
+		if body, _ := a.m["body"].(string); !strings.HasPrefix(body, "\x00\x00") {
+			t.Errorf("body %.40q", body)
 		}
 	})
 	t.Run("invalid UTF-8 in a string", func(t *testing.T) {

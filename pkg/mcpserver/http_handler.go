@@ -191,6 +191,14 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Any body, read or not, must arrive within BodyTimeout: net/http reads
+	// what a handler left unread (to reuse the connection) with no deadline
+	// of its own, so a refused request or /healthz with a trickled body
+	// held its connection as long as the client liked. serveMCP lifts the
+	// deadline once a body is read.
+	if r.ContentLength != 0 && h.opts.BodyTimeout > 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
+	}
 	// The metadata is public and read-only, so any Origin may read it.
 	if !strings.HasPrefix(r.URL.Path, wellKnownResource) && !h.originAllowed(r) {
 		h.s.metrics.refused("origin")
@@ -248,15 +256,13 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil && r.Method == http.MethodPost {
-		// The body must arrive within BodyTimeout; the deadline is lifted
-		// once it is read, so a long answer stream is not cut.
-		rc := http.NewResponseController(w)
-		if h.opts.BodyTimeout > 0 {
-			_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
-		}
+		// The body must arrive within BodyTimeout (set in ServeHTTP); the
+		// deadline is lifted once it is read, so a long answer stream is
+		// not cut. A body that failed keeps it: net/http would otherwise
+		// wait for the rest of it without one.
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-		if h.opts.BodyTimeout > 0 {
-			_ = rc.SetReadDeadline(time.Time{})
+		if err == nil && h.opts.BodyTimeout > 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
 		if err != nil {
 			var mbe *http.MaxBytesError

@@ -429,6 +429,44 @@ func TestUpstreamRateLimitLearned(t *testing.T) {
 	}
 }
 
+// A Retry-After of 999999999 (or 1e26, or a date in year 9999) was taken
+// as absent: the call was retried max_retries times and the model told to
+// wait a second. It is the longest wait instead: one request, and an
+// upstream_rate_limit saying 24 hours.
+func TestUpstreamRetryAfterFarFutureNotRetried(t *testing.T) {
+	for _, v := range []string{"999999999", "1e26", "Fri, 31 Dec 9999 23:59:59 GMT"} {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, 0)
+			f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", v)
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+			if !isErr {
+				t.Fatalf("a 429 came back as success: %v", res)
+			}
+			e := errorOf(t, res)
+			if e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"] != float64(86400) {
+				t.Errorf("error = %v, want upstream_rate_limit with retryAfterSeconds 86400", e)
+			}
+			if msg, _ := e["message"].(string); !strings.Contains(msg, "86400 seconds") {
+				t.Errorf("message %q does not say how long", msg)
+			}
+			if n := f.upstream.count(); n != 1 {
+				t.Errorf("upstream saw %d requests, want 1", n)
+			}
+			// The upstream stays blocked: the next call does not reach it.
+			res, _ = f.call(t, "invoke", map[string]any{"endpointId": "petstore.getInventory"})
+			if e := errorOf(t, res); e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"].(float64) < 86399 {
+				t.Errorf("second call: %v", e)
+			}
+			if n := f.upstream.count(); n != 1 {
+				t.Errorf("upstream saw %d requests after the block, want 1", n)
+			}
+		})
+	}
+}
+
 func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	f := newFixture(t, time.Second)
 	res, err := f.client.ListTools(t.Context(), mcp.ListToolsRequest{})

@@ -63,6 +63,56 @@ func TestYAMLAliasBombOfLongStringsRefused(t *testing.T) {
 	}
 }
 
+// The alias budget counted a scalar's raw bytes, but JSON escaping writes a
+// control character or "<" as six: 2 MiB of "\x01" escapes and seven
+// aliases to it wrote 24 MiB of JSON and took 140 MB to check. The text
+// is charged as written.
+func TestYAMLAliasBombOfEscapedStringsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name, scalar string
+		aliases      int
+	}{
+		{"control characters", `"` + strings.Repeat(`\x01`, (2<<20)/4) + `"`, 7},
+		{"html characters", `"` + strings.Repeat("<", 1<<20) + `"`, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := func(aliases int) string {
+				return "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\nx: &b " + tt.scalar +
+					"\ny: [" + strings.TrimSuffix(strings.Repeat("*b,", aliases), ",") + "]\npaths: {}\n"
+			}
+			bomb := doc(tt.aliases)
+			if _, err := Parse(t.Context(), "bomb.yaml", []byte(bomb), Options{}); err == nil || !strings.Contains(err.Error(), "aliases repeat too much text") {
+				t.Fatalf("err = %v, want the alias text refused", err)
+			}
+			once, err := yamlToJSON([]byte(doc(0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n yaml.Node
+			if err := yaml.Unmarshal([]byte(bomb), &n); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			w := newYAMLWriter(&n, &buf, len(bomb))
+			if err := w.node(&n, 0); err != errYAMLAliasBytes {
+				t.Fatalf("err = %v", err)
+			}
+			// The document once, the alias budget, and the scalar that
+			// passed it.
+			scalar := len(once) - len(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"x":,"y":[],"paths":{}}`)
+			if limit := max(aliasBytesFloor, 2*len(bomb)); buf.Len() > len(once)+limit+scalar {
+				t.Errorf("wrote %d bytes before refusing; once %d, alias budget %d", buf.Len(), len(once), limit)
+			}
+		})
+	}
+	// Escaped text within the budget still loads: one alias to 300 KB of
+	// "<" writes 1.8 MB through it.
+	small := "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\nx: &b \"" + strings.Repeat("<", 300<<10) + "\"\ny: [*b]\npaths: {}\n"
+	if _, err := Parse(t.Context(), "small.yaml", []byte(small), Options{}); err != nil {
+		t.Errorf("one alias to escaped text: %v", err)
+	}
+}
+
 // Aliases the way real specs use them, a shared block repeated where it
 // applies, stay well within the bound.
 func TestYAMLAliasesWithinBoundLoad(t *testing.T) {

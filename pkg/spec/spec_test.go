@@ -461,6 +461,7 @@ func FuzzParse(f *testing.F) {
 	// the bound literally and through $refs, $ref loops with nothing in
 	// between (kept small: the fuzzer mutates from here).
 	f.Add([]byte(aliasStringBomb(64<<10, 80)))
+	f.Add([]byte("openapi: 3.0.3\nx: &b \"" + strings.Repeat(`\x01<`, 16<<10) + "\"\ny: [*b, *b, *b]\npaths: {}\n"))
 	f.Add([]byte(nestedSchemaDoc(70, `{"type":"array","items":`, `}`)))
 	f.Add([]byte(nestedSchemaDoc(70, `{"type":"object","properties":{"a":`, `}}`)))
 	f.Add([]byte(refChainDoc(260)))

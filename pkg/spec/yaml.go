@@ -68,8 +68,10 @@ func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer, size int) *yamlWriter {
 	}
 }
 
-// repeat charges n bytes of text about to be written; through an alias,
-// they count against the alias budget before any is written.
+// repeat charges n bytes of text; through an alias, they count against the
+// alias budget. A scalar's raw length is charged before it is written and
+// what JSON escaping added after ("\x01" or "<" become six bytes), so the
+// JSON written through aliases passes the budget by one scalar at most.
 func (w *yamlWriter) repeat(n int) error {
 	if w.aliased == 0 {
 		return nil
@@ -146,8 +148,9 @@ func (w *yamlWriter) node(n *yaml.Node, depth int) error {
 		if err := w.repeat(len(n.Value)); err != nil {
 			return err
 		}
+		start := w.buf.Len()
 		w.scalar(n)
-		return nil
+		return w.repeat(w.buf.Len() - start - len(n.Value))
 	}
 	w.buf.WriteString("null")
 	return nil
@@ -179,7 +182,14 @@ func (w *yamlWriter) mapping(n *yaml.Node, depth int, seen map[string]bool, firs
 			w.buf.WriteByte(',')
 		}
 		*first = false
+		start := w.buf.Len()
 		writeJSONString(w.buf, key)
+		w.aliased += keyAlias
+		err = w.repeat(w.buf.Len() - start - len(key))
+		w.aliased -= keyAlias
+		if err != nil {
+			return err
+		}
 		w.buf.WriteByte(':')
 		if err := w.node(v, depth+1); err != nil {
 			return err

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// `specgate invoke --body '{"n":9007199254740993}'` sent …992: the flags
+// were decoded through float64. They keep every digit now; a number no
+// float64 holds is a flag error.
+func TestCLIInvokeLargeIntegersExact(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.URL.RequestURI()+" "+string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(append(append([]byte(`{"got":`), body...), '}'))
+	}))
+	defer up.Close()
+	spec := filepath.Join(t.TempDir(), "num.json")
+	if err := os.WriteFile(spec, []byte(`{"openapi":"3.0.3","info":{"title":"num","version":"1"},"paths":{"/num":{"post":{"operationId":"num",
+	  "parameters":[{"name":"q","in":"query","schema":{"type":"integer"}}],
+	  "requestBody":{"content":{"application/json":{"schema":{"type":"object","properties":{"n":{"type":"integer"}}}}}},
+	  "responses":{"200":{"description":"ok"}}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	invoke := func(params, body string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"invoke", "--spec", spec, "--base-url", up.URL, "--log-level", "error",
+			"--rate-limit-interval", "1ms", "num.num", "--params", params, "--body", body}, strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, stdout, stderr := invoke(`{"q":12345678901234567890}`, `{"n":9007199254740993}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	mu.Lock()
+	sent := strings.Join(got, "\n")
+	mu.Unlock()
+	if sent != `/num?q=12345678901234567890 {"n":9007199254740993}` {
+		t.Errorf("upstream received %q", sent)
+	}
+	if !strings.Contains(stdout, `"n": 9007199254740993`) {
+		t.Errorf("answer does not show the exact value:\n%s", stdout)
+	}
+
+	code, _, stderr = invoke(`{}`, `{"n":[1e400]}`)
+	if code != 2 || !strings.Contains(stderr, "--body is not JSON: number 1e400 is out of range") {
+		t.Errorf("1e400: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = invoke(`[1]`, `{}`)
+	if code != 2 || !strings.Contains(stderr, "--params is not a JSON object") {
+		t.Errorf("array params: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = invoke(`{}`, `{} {}`)
+	if code != 2 || !strings.Contains(stderr, "--body is not JSON") {
+		t.Errorf("two bodies: exit %d, stderr %q", code, stderr)
+	}
+}
