@@ -159,7 +159,7 @@ func (q Query) matcher() func(*Hit) bool {
 			return false
 		}
 		if len(q.Tags) > 0 && !slices.ContainsFunc(q.Tags, func(t string) bool {
-			return slices.ContainsFunc(h.Tags, func(ht string) bool { return strings.ToLower(ht) == strings.ToLower(t) })
+			return slices.ContainsFunc(h.Tags, func(ht string) bool { return strings.EqualFold(ht, t) })
 		}) {
 			return false
 		}
