@@ -457,3 +457,24 @@ func TestSemanticOnGitHub(t *testing.T) {
 		t.Fatalf("%q: lexical %v, hybrid %v", q, ids(lex), ids(hyb))
 	}
 }
+
+// Filters hold for the endpoints the vector side brings as for bleve's.
+func TestSemanticKeepsFilters(t *testing.T) {
+	cat, ix := petstoreIndex(t)
+	srv := standIn(t)
+	if err := ix.EnableSemantic(t.Context(), cat, SemanticOptions{Embedder: &HTTPEmbedder{URL: srv.URL, Model: "m"}, Model: "m", Weight: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"method:DELETE look at an animal", "tag:store an animal", "path:/user a purchase"} {
+		hits, err := ix.Search(q, 20)
+		if err != nil || len(hits) == 0 {
+			t.Fatalf("%q: %v %v", q, ids(hits), err)
+		}
+		keep := ParseQuery(q).matcher()
+		for _, h := range hits {
+			if !keep(&h) {
+				t.Errorf("%q: %s %s %s %v passed the filter", q, h.ID, h.Method, h.Path, h.Tags)
+			}
+		}
+	}
+}
