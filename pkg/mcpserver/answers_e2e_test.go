@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -650,4 +651,49 @@ func TestE2EHostileUpstream(t *testing.T) {
 			t.Errorf("title %q", title)
 		}
 	})
+}
+
+// maxBytes bounds the whole of content[0].text, from its smallest value to
+// its largest, for invoke and read_response alike; the answer still names
+// its responseId and the next page.
+func TestE2EMaxBytesBoundsTheWholeAnswer(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	for i, maxBytes := range []int{invoke.MinResultBytes, 2000, 4096, invoke.MaxResultBytes} {
+		args := withArgs(listPulls, "maxBytes", maxBytes, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i%3 + 1})
+		a := callText(t, f.client, "invoke", args).ok(t)
+		if len(a.text) > maxBytes {
+			t.Errorf("invoke maxBytes %d: answer is %d bytes", maxBytes, len(a.text))
+		}
+		id, _ := a.m["responseId"].(string)
+		if id == "" || a.nextPage() == nil || a.shaped(t)["items"] != float64(30) {
+			t.Errorf("invoke maxBytes %d: responseId %q, nextPage %v, shaped %v", maxBytes, id, a.nextPage(), a.m["shaped"])
+		}
+		if hint, _ := a.m["hint"].(string); !strings.Contains(hint, id) {
+			t.Errorf("invoke maxBytes %d: hint %q does not name the id", maxBytes, hint)
+		}
+		r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "maxBytes": maxBytes}).ok(t)
+		if len(r.text) > maxBytes {
+			t.Errorf("read_response maxBytes %d: answer is %d bytes", maxBytes, len(r.text))
+		}
+	}
+}
+
+// A cache hit is the stored answer rendered again: the next page and the
+// rest of what the first answer said come with it.
+func TestE2ECacheHitKeepsNextPage(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}})
+	first := callText(t, f.client, "invoke", listPulls).ok(t)
+	hit := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "[.[].number]")).ok(t)
+	if hit.m["cached"] != true {
+		t.Fatalf("not a cache hit: %.300s", hit.text)
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 1 {
+		t.Errorf("upstream saw %d requests, want 1", got)
+	}
+	if diff := cmp.Diff(first.nextPage(), hit.nextPage()); diff != "" || hit.nextPage() == nil {
+		t.Errorf("nextPage of the hit (-first +hit):\n%s", diff)
+	}
+	if n, _ := hit.m["body"].([]any); len(n) != 30 {
+		t.Errorf("the hit's own jq gave %v", hit.m["body"])
+	}
 }
