@@ -697,3 +697,82 @@ func TestE2ECacheHitKeepsNextPage(t *testing.T) {
 		t.Errorf("the hit's own jq gave %v", hit.m["body"])
 	}
 }
+
+// cache_ttl keys on the principal: an identical call of another principal
+// goes to the upstream, and its answer is its own.
+func TestE2ECacheKeysOnPrincipal(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{
+		server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }},
+		http: &HTTPOptions{Tokens: map[string]Principal{
+			"tok-a": {Subject: "ada", Org: "acme"},
+			"tok-b": {Subject: "bob", Org: "acme"},
+		}},
+	})
+	ca, cb := f.httpClient(t, "tok-a"), f.httpClient(t, "tok-b")
+	a := callText(t, ca, "invoke", listPulls).ok(t)
+	again := callText(t, ca, "invoke", listPulls).ok(t)
+	b := callText(t, cb, "invoke", listPulls).ok(t)
+	if again.m["cached"] != true || b.m["cached"] == true {
+		t.Errorf("cached: ada's repeat %v, bob's first call %v", again.m["cached"], b.m["cached"])
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 2 {
+		t.Errorf("upstream saw %d requests, want 2 (one per principal)", got)
+	}
+	if a.m["responseId"] == b.m["responseId"] {
+		t.Error("bob was given ada's stored answer")
+	}
+	callText(t, cb, "read_response", map[string]any{"responseId": a.m["responseId"]}).code(t, CodeNotFound)
+}
+
+// An upstream that echoes the credential it was sent, in a body far over
+// the budget: the key is in no answer the model reads, previewed, filtered
+// or paged, and not in the stored answer either.
+func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
+	const secret = "SECRET-petstore-key-5e6f7a"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("api_key")
+		var items []any
+		for i := range 40 {
+			items = append(items, map[string]any{"id": i, "seenKey": key, "note": "the key was " + key + strings.Repeat(" padding", 100)})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo-Key", key)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "name": "doggie", "photoUrls": []any{}, "tags": items})
+	}))
+	t.Cleanup(up.Close)
+	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, up.URL))
+	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
+	t.Cleanup(cl.Close)
+	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{})
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Answers: store})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+
+	a := callText(t, c, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}).ok(t)
+	id, _ := a.m["responseId"].(string)
+	if id == "" || a.m["shaped"] == nil {
+		t.Fatalf("want a stored preview: %.300s", a.text)
+	}
+	texts := []string{a.text}
+	for _, args := range []map[string]any{
+		{"responseId": id, "jq": "[.tags[] | {seenKey, note}]", "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "jq": ".tags[0]"},
+		{"responseId": id, "offset": 0, "limit": 5, "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "maxBytes": invoke.MaxResultBytes},
+	} {
+		texts = append(texts, callText(t, c, "read_response", args).ok(t).text)
+	}
+	if !strings.Contains(texts[2], "[redacted]") {
+		t.Errorf("the echoed key is not marked redacted: %.300s", texts[2])
+	}
+	stored, err := store.Get(t.Context(), localPrincipal, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts = append(texts, string(stored.Body), fmt.Sprint(stored.Headers))
+	for i, text := range texts {
+		if strings.Contains(text, secret) {
+			t.Errorf("answer %d holds the credential", i)
+		}
+	}
+}
