@@ -20,6 +20,7 @@ import (
 
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -41,6 +42,10 @@ type pagingOptions struct {
 	client invoke.Options                                      // the invoke client's options
 	odd    map[string]func(http.ResponseWriter, *http.Request) // by repo name
 	http   *HTTPOptions                                        // serve over HTTP with these; nil: in-process
+	// cooldown and budgets, when set, govern the calls with a limiter; the
+	// budgets' Match is set to the upstream's host:port.
+	cooldown time.Duration
+	budgets  []ratelimit.Budget
 }
 
 func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
@@ -62,11 +67,21 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, ix, _ := servedCatalog(t, 0, paging, petstoreAt(t, up.URL))
+	cat, ix, eps := servedCatalog(t, o.cooldown, paging, petstoreAt(t, up.URL))
 	cl := invoke.New(o.client)
 	t.Cleanup(cl.Close)
 	opts := o.server
 	opts.SpecNames, opts.Client = []string{"paging", "petstore"}, cl
+	if o.cooldown > 0 || len(o.budgets) > 0 {
+		for i := range o.budgets {
+			o.budgets[i].Match = HostKey(up.URL)
+		}
+		l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: o.budgets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Limiter = l
+	}
 	srv := New(opts)
 	srv.Publish(cat, ix, nil)
 	f := &pagingFixture{srv: srv, pages: pages, upstream: up.URL}
@@ -774,5 +789,41 @@ func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
 		if strings.Contains(text, secret) {
 			t.Errorf("answer %d holds the credential", i)
 		}
+	}
+}
+
+// pages walks under governance: the endpoint's cooldown is charged once
+// for the call (pages 2 and 3 are not refused by it, a later call is), and
+// every page is admitted by the upstream's budget: one that runs out
+// mid-walk ends it with the pages read and a nextPage for the rest.
+func TestE2EPagesUnderGovernance(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{cooldown: time.Hour, budgets: []ratelimit.Budget{
+		{Requests: 5, Window: time.Hour, OnLimit: ratelimit.Reject},
+	}})
+	a := callText(t, f.client, "invoke", withArgs(listPulls, "pages", 3)).ok(t)
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 3 {
+		t.Fatalf("upstream saw %d requests, want 3", got)
+	}
+	if sh := a.shaped(t); sh["pages"] != float64(3) {
+		t.Errorf("shaped %v, want 3 pages", sh)
+	}
+	e := callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+	if lim, _ := e["limit"].(map[string]any); lim["kind"] != string(ratelimit.KindCooldown) {
+		t.Errorf("refusal %v, want the cooldown", e)
+	}
+	// Two requests of the budget are left: a walk of five pages reads two.
+	b := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listCustomers", "parameters": map[string]any{"limit": 10}, "pages": 5}).ok(t)
+	if got := len(f.pages.Requests()); got != 5 {
+		t.Errorf("upstream saw %d requests, want 5", got)
+	}
+	note, _ := b.m["note"].(string)
+	if !strings.Contains(note, "stopped after 2 pages") || !strings.Contains(note, CodeRateLimit) {
+		t.Errorf("note %q does not say the budget stopped the walk", note)
+	}
+	if next := b.nextPage(); next["starting_after"] != "cus_00000020" {
+		t.Errorf("nextPage %v, want the third page", next)
+	}
+	if list, _ := b.m["body"].(map[string]any)["data"].([]any); len(list) != 20 {
+		t.Errorf("walk kept %d customers, want 20", len(list))
 	}
 }
