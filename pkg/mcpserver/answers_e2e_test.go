@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -826,4 +827,152 @@ func TestE2EPagesUnderGovernance(t *testing.T) {
 	if list, _ := b.m["body"].(map[string]any)["data"].([]any); len(list) != 20 {
 		t.Errorf("walk kept %d customers, want 20", len(list))
 	}
+}
+
+// Bodies that are not JSON: an image within the budget comes back as MCP
+// image content; a larger image and other binary are stored and described,
+// and read_response windows give their bytes back in base64; a text body
+// comes back as its head and size, and byte windows give it back whole.
+func TestE2ENonJSONBodies(t *testing.T) {
+	bin := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ seed
+		}
+		return b
+	}
+	smallPNG := append([]byte("\x89PNG\r\n\x1a\n"), bin(2000, 1)...)
+	bigPNG := append([]byte("\x89PNG\r\n\x1a\n"), bin(100_000, 2)...)
+	pdf := append([]byte("%PDF-1.7\n"), bin(30_000, 3)...)
+	var csv strings.Builder
+	for i := 0; csv.Len() < 100_000; i++ {
+		fmt.Fprintf(&csv, "%d,pull request %d,open,octocat,2026-11-%02d\n", i, i, i%28+1)
+	}
+	serve := func(ct string, body []byte) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			_, _ = w.Write(body)
+		}
+	}
+	f := newPagingFixture(t, pagingOptions{odd: map[string]func(http.ResponseWriter, *http.Request){
+		"smallpng": serve("image/png", smallPNG),
+		"bigpng":   serve("image/png", bigPNG),
+		"pdf":      serve("application/pdf", pdf),
+		"csv":      serve("text/csv", []byte(csv.String())),
+	}})
+	invokeRepo := func(t *testing.T, repo string) *mcp.CallToolResult {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "invoke"
+		req.Params.Arguments = map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": repo}}
+		res, err := f.client.CallTool(t.Context(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("invoke %s: %v %v", repo, err, res)
+		}
+		if text := res.Content[0].(mcp.TextContent).Text; len(text) > invoke.DefaultResultBytes {
+			t.Errorf("invoke %s: text is %d bytes", repo, len(text))
+		}
+		return res
+	}
+	// readWindows reads a stored answer through offset/limit windows,
+	// following nextOffset, and returns the bodies in order.
+	readWindows := func(t *testing.T, id string, limit int) []string {
+		t.Helper()
+		var parts []string
+		for offset, calls := 0, 0; ; calls++ {
+			if calls > 100 {
+				t.Fatal("nextOffset does not end")
+			}
+			r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "offset": offset, "limit": limit}).ok(t)
+			if len(r.text) > invoke.DefaultResultBytes {
+				t.Fatalf("offset %d: %d bytes", offset, len(r.text))
+			}
+			s, _ := r.m["body"].(string)
+			parts = append(parts, s)
+			next, ok := r.m["nextOffset"].(float64)
+			if !ok {
+				return parts
+			}
+			offset = int(next)
+		}
+	}
+	t.Run("small image", func(t *testing.T) {
+		res := invokeRepo(t, "smallpng")
+		if len(res.Content) != 2 {
+			t.Fatalf("%d content parts, want text and image", len(res.Content))
+		}
+		img, ok := res.Content[1].(mcp.ImageContent)
+		if !ok || img.MIMEType != "image/png" || img.Data != base64.StdEncoding.EncodeToString(smallPNG) {
+			t.Errorf("image content %T %v", res.Content[1], ok)
+		}
+	})
+	for _, tt := range []struct {
+		repo, ct string
+		body     []byte
+	}{{"bigpng", "image/png", bigPNG}, {"pdf", "application/pdf", pdf}} {
+		t.Run(tt.repo, func(t *testing.T) {
+			res := invokeRepo(t, tt.repo)
+			if len(res.Content) != 1 {
+				t.Errorf("%d content parts for a body over the budget", len(res.Content))
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &m); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("binary body: %s, %d bytes", tt.ct, len(tt.body)); m["body"] != want {
+				t.Errorf("body %v, want %q", m["body"], want)
+			}
+			id, _ := m["responseId"].(string)
+			if hint, _ := m["hint"].(string); id == "" || !strings.Contains(hint, id) {
+				t.Fatalf("responseId %q, hint %q", id, m["hint"])
+			}
+			var got []byte
+			for _, part := range readWindows(t, id, 8000) {
+				b, err := base64.StdEncoding.DecodeString(part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, b...)
+			}
+			if !bytes.Equal(got, tt.body) {
+				t.Errorf("windows give back %d bytes, not the %d of the body", len(got), len(tt.body))
+			}
+		})
+	}
+	t.Run("csv", func(t *testing.T) {
+		res := invokeRepo(t, "csv")
+		var m map[string]any
+		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &m); err != nil {
+			t.Fatal(err)
+		}
+		head, _ := m["body"].(string)
+		sh, _ := m["shaped"].(map[string]any)
+		if !strings.HasPrefix(csv.String(), strings.Split(head, "…")[0]) || sh["bytes"] != float64(csv.Len()) {
+			t.Errorf("head %.80q…, shaped %v", head, sh)
+		}
+		if got := strings.Join(readWindows(t, m["responseId"].(string), 8000), ""); got != csv.String() {
+			t.Errorf("windows give back %d bytes, not the %d of the text", len(got), csv.Len())
+		}
+	})
+}
+
+// An answer not read for response_ttl is gone, and read_response says it
+// expired (not that the id is unknown); reading an answer keeps it.
+func TestE2EExpiredAnswerSaysSo(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{TTL: 15 * time.Minute, Now: clock})
+	f := newPagingFixture(t, pagingOptions{server: Options{Answers: store}})
+	idle := callText(t, f.client, "invoke", listPulls).ok(t).m["responseId"]
+	read := callText(t, f.client, "invoke", withArgs(listPulls, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": 2})).ok(t).m["responseId"]
+	advance(10 * time.Minute)
+	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
+	advance(10 * time.Minute)
+	e := callText(t, f.client, "read_response", map[string]any{"responseId": idle}).code(t, CodeNotFound)
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "expired") {
+		t.Errorf("message %q does not say expired", msg)
+	}
+	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
 }
