@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -166,8 +167,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node --test failed: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "# pass 2") || !strings.Contains(out.String(), "# fail 0") {
-		t.Fatalf("the TypeScript test did not pass:\n%s", out.String())
+	tests := regexp.MustCompile(`(?m)^# tests (\d+)$`).FindStringSubmatch(out.String())
+	pass := regexp.MustCompile(`(?m)^# pass (\d+)$`).FindStringSubmatch(out.String())
+	if tests == nil || pass == nil || tests[1] != pass[1] || tests[1] == "0" || !strings.Contains(out.String(), "# fail 0") {
+		t.Fatalf("the TypeScript tests did not all pass:\n%s", out.String())
 	}
 }
 
