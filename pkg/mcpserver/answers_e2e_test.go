@@ -976,3 +976,36 @@ func TestE2EExpiredAnswerSaysSo(t *testing.T) {
 	}
 	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
 }
+
+// A jq that fails at run time after invoke went out does not lose the call:
+// the answer is stored and comes back as its preview with jqError, never
+// isError, so the model does not repeat a call that had its effect. The
+// same filter on read_response, where nothing was sent, is an error.
+func TestE2EJQRunTimeFailureKeepsTheAnswer(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{server: Options{JQTimeout: 50 * time.Millisecond}})
+	const slow = `[.[] as $a | .[] as $b | .[] as $c | .[] as $d | .[] as $e | 1] | length`
+	for i, tt := range []struct {
+		jq, says, readCode string
+	}{
+		{`.[0].title | error`, "error", CodeValidationFailed},
+		{slow, "50ms", CodeTimeout},
+		{`[.[] | tojson] | add | test("[a-z]{0,1000}x")`, "too costly", CodeValidationFailed},
+	} {
+		args := withArgs(listPulls, "jq", tt.jq, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i + 1})
+		a := callText(t, f.client, "invoke", args).ok(t)
+		if msg, _ := a.m["jqError"].(string); !strings.Contains(msg, tt.says) {
+			t.Errorf("%s: jqError %q, want it to say %q", tt.jq, msg, tt.says)
+		}
+		if len(a.text) > invoke.DefaultResultBytes || a.shaped(t)["items"] != float64(30) {
+			t.Errorf("%s: not the unfiltered preview: %d bytes, shaped %v", tt.jq, len(a.text), a.m["shaped"])
+		}
+		id, _ := a.m["responseId"].(string)
+		callText(t, f.client, "read_response", map[string]any{"responseId": id, "jq": tt.jq}).code(t, tt.readCode)
+		if n := callText(t, f.client, "read_response", map[string]any{"responseId": id, "jq": "length"}).ok(t).m["body"]; n != float64(30) {
+			t.Errorf("%s: the stored answer has %v items", tt.jq, n)
+		}
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 3 {
+		t.Errorf("upstream saw %d requests, want one per invoke", got)
+	}
+}
