@@ -432,6 +432,13 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	if len(instr) > 2048 {
 		t.Errorf("instructions are %d bytes, want ≤ 2 KB", len(instr))
 	}
+	t.Logf("instructions: %d bytes", len(instr))
+	for _, tool := range res.Tools {
+		t.Logf("%s: description %d bytes", tool.Name, len(tool.Description))
+		if len(tool.Description) > 2048 {
+			t.Errorf("the %s description is %d bytes, want ≤ 2 KB", tool.Name, len(tool.Description))
+		}
+	}
 	// Eight tools with input and output schemas (invoke with jq, pages and
 	// maxBytes; read_response) and the jq note: still far below one tool
 	// per endpoint.
