@@ -452,7 +452,7 @@ func (w *View) renderText(r *Reply, budget int) {
 
 func (w *View) renderBinary(r *Reply, budget int) {
 	data, opt, base := w.data, w.opt, w.base
-	desc := "binary body: " + base + ", " + strconv.Itoa(len(data)) + " bytes"
+	desc := "binary body: " + shownType(base) + ", " + strconv.Itoa(len(data)) + " bytes"
 	if w.a.Truncated {
 		desc += " (cut at the size limit)"
 	}
@@ -474,7 +474,7 @@ func (w *View) renderBinary(r *Reply, budget int) {
 		}
 		return
 	}
-	if strings.HasPrefix(base, "image/") && !w.a.Truncated && base64.StdEncoding.EncodedLen(len(data))+256 <= budget {
+	if isImageType(base) && !w.a.Truncated && base64.StdEncoding.EncodedLen(len(data))+256 <= budget {
 		r.Image = &Image{MIMEType: base, Data: base64.StdEncoding.EncodeToString(data)}
 		r.Body = desc + " (sent as image content)"
 		return
@@ -483,6 +483,35 @@ func (w *View) renderBinary(r *Reply, budget int) {
 	if opt.ResponseID != "" {
 		r.Hint = `Read it in base64 with read_response {"responseId":"` + opt.ResponseID + `","offset":0,"limit":8000} (bytes).`
 	}
+}
+
+// shownType is a media type from the upstream as an answer names it: valid
+// text of at most 100 bytes.
+func shownType(base string) string {
+	s := strings.ToValidUTF8(base, "\uFFFD")
+	if len(s) <= 100 {
+		return s
+	}
+	cut := 100
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// isImageType reports whether base names an image in plain media type
+// syntax, as MCP image content may carry it.
+func isImageType(base string) bool {
+	sub, ok := strings.CutPrefix(base, "image/")
+	if !ok || sub == "" || len(sub) > 64 {
+		return false
+	}
+	for _, c := range []byte(sub) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '+' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // IsJQError reports whether err is a jq error, and which kind.

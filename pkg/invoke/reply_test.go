@@ -111,3 +111,32 @@ func compact(t *testing.T, a *Answer) []byte {
 	}
 	return b
 }
+
+// FuzzViewFit feeds arbitrary bodies, media types and budgets to NewView
+// and Fit: the result is always valid JSON within the budget.
+func FuzzViewFit(f *testing.F) {
+	f.Add([]byte(`[{"id":1,"name":"x"},{"id":2}]`), "application/json", 1024)
+	f.Add([]byte(`{"data":[1,2,3],"has_more":true}`), "", 2000)
+	f.Add([]byte("plain text \xff\xfe"), "text/plain", 1024)
+	f.Add([]byte{0x89, 'P', 'N', 'G', 0, 1, 2}, "image/png", 4096)
+	f.Add([]byte(`{"a":`), "application/json", 1024)
+	f.Fuzz(func(t *testing.T, body []byte, ct string, total int) {
+		total = MinResultBytes + abs(total)%(MaxResultBytes-MinResultBytes+1)
+		w, err := NewView(t.Context(), &Answer{ContentType: ct, Body: body}, RenderOptions{ResponseID: "r_AAAAAAAAAAAAAAAAAAAAAA"})
+		if err != nil {
+			t.Fatalf("NewView: %v", err)
+		}
+		env := &testEnvelope{Status: 200, ID: "r_AAAAAAAAAAAAAAAAAAAAAA"}
+		out, _ := w.Fit(total, env.encode)
+		if !json.Valid(out) || len(out) > total {
+			t.Fatalf("%d bytes (budget %d), valid %v: %.200q", len(out), total, json.Valid(out), out)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
