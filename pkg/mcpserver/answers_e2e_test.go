@@ -1009,3 +1009,30 @@ func TestE2EJQRunTimeFailureKeepsTheAnswer(t *testing.T) {
 		t.Errorf("upstream saw %d requests, want one per invoke", got)
 	}
 }
+
+// pages stops once the pages read reach max_response_bytes: one stored
+// answer stays near that cap whatever pages asks for, and nextPage offers
+// the rest.
+func TestE2EPagesStopAtTheResponseCap(t *testing.T) {
+	probe := newPagingFixture(t, pagingOptions{items: 23})
+	resp, err := http.Get(probe.upstream + "/stripe/v1/customers?limit=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(page) < 1000 {
+		t.Fatalf("probe: %d, %d bytes", resp.StatusCode, len(page))
+	}
+	f := newPagingFixture(t, pagingOptions{items: 23, client: invoke.Options{MaxResponseBytes: int64(len(page)) * 3 / 2}})
+	a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listCustomers", "parameters": map[string]any{"limit": 10}, "pages": 5}).ok(t)
+	if got := f.pages.Count(upstreamtest.StripeStyle); got != 2 {
+		t.Errorf("upstream saw %d requests, want 2", got)
+	}
+	if note, _ := a.m["note"].(string); !strings.Contains(note, "max_response_bytes") {
+		t.Errorf("note %q does not name the cap", note)
+	}
+	if next := a.nextPage(); next["starting_after"] != "cus_00000020" {
+		t.Errorf("nextPage %v, want the third page", next)
+	}
+}

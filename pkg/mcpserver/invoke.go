@@ -205,6 +205,9 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if paged.NextPage != nil {
 		out.NextPage = &NextPage{Parameters: paged.NextPage}
 	}
+	if paged.Full && paged.NextPage != nil {
+		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: together they reached max_response_bytes; nextPage asks for the rest"
+	}
 	if paged.PageErr != nil {
 		obj := mapError(paged.PageErr, s.now())
 		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: the next one failed with " + obj.Code + " (" + clip(obj.Message, 200) + "); nextPage asks for it again"
