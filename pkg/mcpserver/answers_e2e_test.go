@@ -193,16 +193,6 @@ func upstreamGet(t *testing.T, base, path string) any {
 	return v
 }
 
-// roundTrip re-decodes v through JSON, so numbers compare as float64.
-func roundTrip(t testing.TB, v any) any {
-	t.Helper()
-	var out any
-	if err := json.Unmarshal(mustJSON(v), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 var listPulls = map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "rails"}}
 
 func withArgs(base map[string]any, kv ...any) map[string]any {
