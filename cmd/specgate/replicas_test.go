@@ -790,3 +790,37 @@ func TestReplicasFallbackAfterAnAgedSpentWindow(t *testing.T) {
 	}
 	checkBudget(t, up)
 }
+
+// With store.backend redis, an answer stored by one replica is read by
+// another: read_response may land on any stateless replica behind a load
+// balancer. Each replica on its own memory store cannot, and says not_found.
+func TestReplicasShareStoredAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		store  func(t *testing.T) sharedRedis
+		shared bool
+	}{
+		{"redis", func(t *testing.T) sharedRedis { return redistest.Start(t) }, true},
+		{"memory", func(t *testing.T) sharedRedis { return perReplicaMemory{} }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := startReplicas(t, 2, newCountingUpstream(t), tt.store(t))
+			a, b := newAgent(t, rs[0]), newAgent(t, rs[1])
+			first, code := a.call(t.Context(), "invoke", map[string]any{"endpointId": "quota.getB"})
+			id, _ := first["responseId"].(string)
+			if code != "ok" || id == "" {
+				t.Fatalf("invoke on replica 0: %s %v", code, first)
+			}
+			again, code := b.call(t.Context(), "read_response", map[string]any{"responseId": id})
+			if !tt.shared {
+				if code != "not_found" {
+					t.Errorf("read_response on replica 1 of replica 0's answer: %s %v", code, again)
+				}
+				return
+			}
+			if code != "ok" || fmt.Sprint(again["body"]) != fmt.Sprint(first["body"]) || again["endpointId"] != "quota.getB" {
+				t.Errorf("read_response on replica 1: %s %v, want the body %v", code, again, first["body"])
+			}
+		})
+	}
+}

@@ -345,3 +345,34 @@ func TestAuthOnlyToOwnHostQueryKeyNotInURL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A body cut at MaxResponseBytes in the middle of a secret it echoes keeps
+// no part of it: the replacement never saw the whole secret there.
+func TestSecretCutAtTheSizeLimitIsDropped(t *testing.T) {
+	const limit = 1000
+	for k := 1; k < len(secHeader); k++ {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, strings.Repeat("x", limit-k)+r.Header.Get("X-Api-Key")+" and more")
+		})
+		s := parseSpec(t, "a", authDoc, up.URL)
+		opts := authOptions()
+		opts.MaxResponseBytes = limit
+		c := New(opts)
+		call, err := c.Prepare(t.Context(), endpoint(t, s, "h"), Args{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := call.Do(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Truncated {
+			t.Fatalf("cut after %d bytes of the secret: not truncated", k)
+		}
+		if got, want := string(res.RawBody), strings.Repeat("x", limit-k); got != want {
+			t.Errorf("cut after %d bytes of the secret: body ends %q", k, got[max(0, len(got)-20):])
+		}
+		c.Close()
+	}
+}

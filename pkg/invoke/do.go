@@ -191,6 +191,9 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	}
 	secrets := c.secrets()
 	data = redactBytes(data, secrets)
+	if res.Truncated {
+		data = cutSecretHead(data, secrets)
+	}
 	res.RawBody = data
 	res.RawHeaders = redactHeader(resp.Header, secrets)
 	res.Headers = usefulHeaders(resp.Header, secrets)
@@ -407,6 +410,20 @@ func redactBytes(data []byte, secrets []string) []byte {
 	for _, s := range secrets {
 		if bytes.Contains(data, []byte(s)) {
 			data = bytes.ReplaceAll(data, []byte(s), []byte(redactedText))
+		}
+	}
+	return data
+}
+
+// cutSecretHead drops the end of a body cut short when it is the start of a
+// secret: the rest of the secret was past the cut, so no replacement saw it.
+func cutSecretHead(data []byte, secrets []string) []byte {
+	for _, s := range secrets {
+		for k := min(len(s)-1, len(data)); k > 0; k-- {
+			if bytes.HasSuffix(data, []byte(s[:k])) {
+				data = data[:len(data)-k]
+				break
+			}
 		}
 	}
 	return data

@@ -284,6 +284,10 @@ type Paged struct {
 	// PageErr is why following pages stopped early, after the first page
 	// succeeded; the pages read are kept.
 	PageErr error
+	// Full is true when following pages stopped because the pages read
+	// reached the endpoint's response size cap (max_response_bytes): one
+	// stored answer holds at most about twice that.
+	Full bool
 }
 
 // DoPages runs a governed call and, for a GET, follows up to pages-1 next
@@ -300,7 +304,12 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 	p.Results = []*Result{out.Result}
 	p.NextPage = g.nextPage(e, out.Call, in, out.Result)
 	seen := map[string]bool{paramsKey(in.Parameters): true}
+	held, limit := int64(len(out.Result.RawBody)), g.Client.maxBytesFor(e)
 	for len(p.Results) < pages && p.NextPage != nil && e.Method == "GET" {
+		if held >= limit {
+			p.Full = true
+			break
+		}
 		key := paramsKey(p.NextPage)
 		if seen[key] {
 			p.NextPage = nil
@@ -323,6 +332,7 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 				out.Call, out.Result = call, page.Result
 				p.Results = append(p.Results, page.Result)
 				p.NextPage = g.nextPage(e, call, next, page.Result)
+				held += int64(len(page.Result.RawBody))
 			}
 		}
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"math/big"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,9 @@ var jqDeep = map[string]bool{
 	"test": true, "match": true, "capture": true, "scan": true, "sub": true, "gsub": true,
 	"split": true, "splits": true, "ltrimstr": true, "rtrimstr": true, "trimstr": true,
 	"startswith": true, "endswith": true, "reverse": true, "tonumber": true,
+	// a value whose subtrees are shared has as many paths as its JSON has
+	// leaves, however small it is in memory
+	"paths": true, "tostream": true,
 }
 
 // jqDeepOps lists the operators whose operands the checker guards.
@@ -257,7 +261,14 @@ func CompileJQ(src string) (*JQ, error) {
 	if err := checkQuery(q, 0); err != nil {
 		return nil, err
 	}
+	// The regular expression functions, on a match that stays linear.
+	if mayMatch(src) {
+		q.FuncDefs = regexDefs()
+	}
+	var regexps regexCache
 	code, err := gojq.Compile(q,
+		gojq.WithFunction(matchFunc, 3, 3, regexps.match),
+		gojq.WithFunction(strGuardFunc, 0, 0, jqStrGuard),
 		gojq.WithFunction(mulFunc, 2, 2, jqMultiply),
 		gojq.WithFunction(guardFunc, 0, 0, jqGuard),
 		gojq.WithFunction(copyFunc, 0, 0, jqCopy))
@@ -489,6 +500,9 @@ func checkTerm(t *gojq.Term, depth int) *JQError {
 		if jqMutating[t.Func.Name] {
 			defer prefixTerm(t, copyFunc)
 		}
+		if jqStringy[t.Func.Name] {
+			defer prefixTerm(t, strGuardFunc)
+		}
 	case gojq.TermTypeObject:
 		for _, kv := range t.Object.KeyVals {
 			if strings.HasPrefix(kv.Key, "$") {
@@ -644,6 +658,12 @@ func jqMultiply(_ any, args []any) any {
 
 var errStringRepeat = errors.New("string repetition (string * number) is not allowed")
 
+// jqSlots bounds the filters running at once, each within its deadline: a
+// filter may allocate a few hundred MB in its second (a cartesian product
+// collected in an array), and a burst of them must not add up. A filter
+// waits for a slot within its own deadline.
+var jqSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+
 // Run applies the filter to v (a value from encoding/json, with UseNumber or
 // without: gojq reads json.Number exactly, as int or *big.Int when it is an
 // integer) under ctx and the limits. One output is returned as itself;
@@ -659,6 +679,15 @@ func (q *JQ) Run(ctx context.Context, v any, lim JQLimits) (res any, err error) 
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
+	select {
+	case jqSlots <- struct{}{}:
+		defer func() { <-jqSlots }()
+	case <-ctx.Done():
+		if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
+			return nil, &JQError{Kind: JQTimeout, Msg: fmt.Sprintf("waited past its %s limit for one of the %d filters running at once to end; try again", lim.Timeout, cap(jqSlots)), cause: err}
+		}
+		return nil, q.runError(ctx, ctx.Err(), lim)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &JQError{Kind: JQRuntime, Msg: clip(fmt.Sprintf("internal error: %v", p))}

@@ -20,7 +20,8 @@ func FuzzCompileJQ(f *testing.F) {
 		`[paths] | length`, `.[0].number * .[1].number`, `.[0].title * 2`, `[.[] | @csv "\([.number])"]`,
 		`[., .] | [., .] | [., .] | tojson`, `[limit(5; .[] as $a | .[] | [$a, .])]`, `label $f | .[] | ., break $f`,
 		`def f: .; f`, `.a = 1`, `range(1e9)`, `"x" * 5e8`, `..`, `$ENV`, `input`, `[.[] | sub("(?<x>.)"; "\(.x)")]`,
-		`.[] | test("^F")`, `tostream`, `getpath(["a", 1e9])`, `.[1e9:]`, `[.[] | .number] | bsearch(1348)`,
+		`.[] | test("^F")`, `[.[] | tojson] | add | [scan(".")] | length`, `[.[].title | gsub(""; "-")]`,
+		`[.[].title | splits("")]`, `.[0].title | [match("(?<a>.)(?<b>\d)?"; "g")]`, `[.[] | tojson | explode] | length`, `tostream`, `getpath(["a", 1e9])`, `.[1e9:]`, `[.[] | .number] | bsearch(1348)`,
 	} {
 		f.Add(seed)
 	}

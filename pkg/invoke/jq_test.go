@@ -501,3 +501,24 @@ func ExampleCompileJQ() {
 	// [map[number:1 user:ada]] <nil>
 	// jq: the = operator is not allowed: assignment and update are outside the read-only subset; build a new object instead
 }
+
+// Filters run a few at a time; one that finds every slot taken waits within
+// its own deadline, then says why it did not run.
+func TestJQRunsAreBoundedInNumber(t *testing.T) {
+	q := compileJQ(t, `length`)
+	for range cap(jqSlots) {
+		jqSlots <- struct{}{}
+	}
+	_, err := q.Run(t.Context(), []any{1, 2}, JQLimits{Timeout: 20 * time.Millisecond})
+	for range cap(jqSlots) {
+		<-jqSlots
+	}
+	je := asJQError(t, err, JQTimeout)
+	if !strings.Contains(je.Msg, "running at once") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %q", je.Msg)
+	}
+	got, err := q.Run(t.Context(), []any{1, 2}, JQLimits{})
+	if err != nil || fmt.Sprint(got) != "2" {
+		t.Errorf("with a free slot: %v, %v", got, err)
+	}
+}

@@ -77,107 +77,255 @@ type RenderOptions struct {
 // Render turns a stored answer into what the model reads, within the
 // budget. Its errors are *JQError (Strict only) and *ArgError.
 func Render(ctx context.Context, a *Answer, opt RenderOptions) (*Reply, error) {
-	if opt.Budget <= 0 {
-		opt.Budget = DefaultResultBytes
+	w, err := NewView(ctx, a, opt)
+	if err != nil {
+		return nil, err
 	}
-	r := &Reply{}
+	return w.Render(opt.Budget, false), nil
+}
+
+// Kinds of body a View holds.
+const (
+	viewEmpty = iota
+	viewJSON
+	viewText
+	viewBinary
+)
+
+// View is a stored answer made ready to render at any budget: decoded,
+// filtered by jq or windowed once, so that fitting a result to its budget
+// renders previews again without decoding or filtering again. A View is
+// not safe for concurrent use.
+type View struct {
+	a    *Answer
+	opt  RenderOptions
+	kind int
+	v    any    // viewJSON: the value shown
+	size int    // viewJSON: its encoded size, for Shaped.Bytes
+	data []byte // viewText, viewBinary: the bytes shown
+	base string // media type, for binary
+	// What every rendering carries.
+	note, jqErr string
+	nextOffset  *int
+	offset      int // where the window starts, for next offsets
+}
+
+// NewView decodes a stored answer and applies opt's jq or window. Its
+// errors are *JQError (Strict only) and *ArgError.
+func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
+	w := &View{a: a, opt: opt}
 	if len(a.Body) == 0 {
-		return r, nil
+		return w, nil
 	}
-	base := mediaBase(a.ContentType)
+	w.base = mediaBase(a.ContentType)
 	data := a.Body
 	trimmed := bytes.TrimSpace(data)
-	looksJSON := base == "" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
+	looksJSON := w.base == "" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
 	switch {
-	case isJSONType(base) || looksJSON:
+	case isJSONType(w.base) || looksJSON:
 		v, err := DecodeJSON(data)
 		if err == nil {
-			return r, renderJSON(ctx, r, v, len(data), a, opt)
+			return w, w.json(ctx, v, len(data))
 		}
 		if !a.Truncated && !looksJSON {
-			r.Note = "the body is not valid JSON although its content type says so"
+			w.note = "the body is not valid JSON although its content type says so"
 		}
 		if a.Truncated {
-			r.Note = "the body was cut at the size limit, so it is not complete JSON"
+			w.note = "the body was cut at the size limit, so it is not complete JSON"
 		}
-		return r, renderText(r, data, opt)
-	case isTextType(base) || base == "" && utf8.Valid(data):
-		if opt.JQ != nil {
-			if err := jqOnNonJSON(r, opt); err != nil {
-				return nil, err
-			}
+		w.text(data)
+		return w, nil
+	case isTextType(w.base) || w.base == "" && utf8.Valid(data):
+		if err := w.jqOnNonJSON(); err != nil {
+			return nil, err
 		}
-		return r, renderText(r, data, opt)
+		w.text(data)
+		return w, nil
 	default:
-		if opt.JQ != nil {
-			if err := jqOnNonJSON(r, opt); err != nil {
-				return nil, err
-			}
+		if err := w.jqOnNonJSON(); err != nil {
+			return nil, err
 		}
-		renderBinary(r, base, data, a, opt)
-		return r, nil
+		w.kind, w.data = viewBinary, data
+		return w, nil
 	}
 }
 
-func jqOnNonJSON(r *Reply, opt RenderOptions) error {
+func (w *View) jqOnNonJSON() error {
+	if w.opt.JQ == nil {
+		return nil
+	}
 	msg := "jq applies to JSON bodies only; this body is not JSON"
-	if opt.Strict {
+	if w.opt.Strict {
 		return &ArgError{Problems: []string{msg}}
 	}
-	r.JQError = msg
+	w.jqErr = msg
 	return nil
 }
 
-func renderJSON(ctx context.Context, r *Reply, v any, size int, a *Answer, opt RenderOptions) error {
+func (w *View) json(ctx context.Context, v any, size int) error {
+	w.kind = viewJSON
+	opt := w.opt
 	if opt.JQ != nil {
 		out, err := opt.JQ.Run(ctx, v, opt.JQLimits)
 		switch {
 		case err == nil:
 			v = out
-			b, encErr := EncodeJSON(v)
-			if encErr == nil {
-				size = len(b)
-			}
+			size, _ = jsonSize(v, unlimited)
 		case opt.Strict:
 			return err
 		default:
-			r.JQError = err.Error()
+			w.jqErr = err.Error()
 		}
 	} else if opt.Window {
-		path, items, ok := MainArray(v)
+		_, items, ok := MainArray(v)
 		if !ok {
 			return &ArgError{Problems: []string{"offset and limit page over the body's main array, and this body has none: use jq instead"}}
 		}
 		lo, hi := window(len(items), opt.Offset, opt.Limit)
 		v = items[lo:hi]
+		w.offset = lo
 		if hi < len(items) {
 			next := hi
-			r.NextOffset = &next
+			w.nextOffset = &next
 		}
-		b, _ := EncodeJSON(v)
-		size = len(b)
-		_ = path
+		size, _ = jsonSize(v, unlimited)
 	}
-	b, err := EncodeJSON(v)
-	if err != nil {
-		return &ArgError{Problems: []string{"the body could not be encoded as JSON"}}
+	w.v, w.size = v, size
+	return nil
+}
+
+func (w *View) text(data []byte) {
+	w.kind = viewText
+	if w.opt.Window {
+		lo, hi := window(len(data), w.opt.Offset, w.opt.Limit)
+		w.offset = lo
+		if hi < len(data) {
+			next := hi
+			w.nextOffset = &next
+		}
+		w.size, data = len(data), data[lo:hi]
+	} else {
+		w.size = len(data)
 	}
-	if len(b) <= opt.Budget {
-		r.Body = json.RawMessage(b)
-		return nil
+	w.data = data
+}
+
+// Render renders the view with the body within budget bytes (zero:
+// DefaultResultBytes). tight keeps what goes beside a preview short: a few
+// item fields and a hint of one line, for the smallest budgets.
+func (w *View) Render(budget int, tight bool) *Reply {
+	if budget <= 0 {
+		budget = DefaultResultBytes
 	}
-	preview, shaped := PreviewJSON(v, size, opt.Budget)
-	shaped.Pages = a.Pages
+	r := &Reply{Note: w.note, JQError: w.jqErr, NextOffset: w.nextOffset}
+	switch w.kind {
+	case viewJSON:
+		w.renderJSON(r, budget, tight)
+	case viewText:
+		w.renderText(r, budget)
+	case viewBinary:
+		w.renderBinary(r, budget)
+	}
+	return r
+}
+
+// fitReserve is what Fit first leaves beside the body for shaped and the
+// hint of a preview.
+const fitReserve = 800
+
+// fitSlack is how far under its total a fitted result may stay without
+// another try to fill it.
+const fitSlack = 384
+
+// Fit renders the view into the result encode builds around a Reply, with
+// the largest body for which that result is at most total bytes, and
+// returns encode's bytes and the Reply they hold. A body that fits whole
+// comes back whole. When not even the smallest preview fits, the result
+// with the smallest preview and the shortest hint is returned.
+func (w *View) Fit(total int, encode func(*Reply) []byte) ([]byte, *Reply) {
+	empty := len(encode(&Reply{Note: w.note, JQError: w.jqErr, NextOffset: w.nextOffset}))
+	if w.kind == viewEmpty {
+		r := w.Render(total, false)
+		return encode(r), r
+	}
+	if w.kind == viewJSON {
+		if n, _ := jsonSize(w.v, total); n+empty <= total {
+			if r := w.Render(total-empty, false); r.Shaped == nil {
+				if out := encode(r); len(out) <= total {
+					return out, r
+				}
+			}
+		}
+	}
+	var best []byte
+	var bestR *Reply
+	for _, tight := range []bool{false, true} {
+		budget := total - empty - fitReserve
+		if tight {
+			budget = total - empty - fitReserve/4
+		}
+		for range 4 {
+			budget = max(budget, MinPreviewBudget)
+			r := w.Render(budget, tight)
+			out := encode(r)
+			if len(out) <= total {
+				if len(out) > len(best) {
+					best, bestR = out, r
+				}
+				slack := total - len(out)
+				if slack < fitSlack || r.Shaped == nil {
+					break
+				}
+				budget += slack - fitSlack/2
+				continue
+			}
+			if budget == MinPreviewBudget {
+				break
+			}
+			budget -= len(out) - total + 32
+		}
+		if best != nil {
+			return best, bestR
+		}
+	}
+	r := w.Render(MinPreviewBudget, true)
+	return encode(r), r
+}
+
+func (w *View) renderJSON(r *Reply, budget int, tight bool) {
+	if n, _ := jsonSize(w.v, budget); n <= budget {
+		if b, err := EncodeJSON(w.v); err == nil && len(b) <= budget {
+			r.Body = json.RawMessage(b)
+			return
+		} else if err != nil {
+			r.Note = joinNote(r.Note, "the body could not be encoded as JSON")
+			return
+		}
+	}
+	preview, shaped := PreviewJSON(w.v, w.size, budget)
+	shaped.Pages = w.a.Pages
+	r.Hint = jsonHint(shaped, w.opt, tight)
+	if tight && len(shaped.ItemFields) > tightItemFields {
+		shaped.ItemFields = shaped.ItemFields[:tightItemFields]
+	}
 	r.Body = preview
 	r.Shaped = &shaped
-	r.Hint = jsonHint(shaped, opt)
 	// A window that did not fit either: the next offset follows what the
 	// preview showed.
-	if opt.Window && opt.JQ == nil && shaped.Shown > 0 && shaped.Items > shaped.Shown {
-		next := opt.Offset + shaped.Shown
+	if w.opt.Window && w.opt.JQ == nil && shaped.Shown > 0 && shaped.Items > shaped.Shown {
+		next := w.offset + shaped.Shown
 		r.NextOffset = &next
 	}
-	return nil
+}
+
+// tightItemFields is how many item fields a tight rendering lists.
+const tightItemFields = 8
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // window clamps offset and limit to n items.
@@ -193,14 +341,21 @@ func window(n, offset, limit int) (int, int) {
 // hintFields are the fields worth picking first in a jq projection hint.
 var hintFields = []string{"id", "number", "name", "title", "login", "state", "status", "type", "created_at", "created", "url", "html_url"}
 
-// jsonHint names the next call for a JSON preview.
-func jsonHint(s Shaped, opt RenderOptions) string {
+// jsonHint names the next call for a JSON preview; tight makes it one
+// short sentence.
+func jsonHint(s Shaped, opt RenderOptions, tight bool) string {
 	if opt.ResponseID == "" {
+		if tight {
+			return "Too large and not stored: call again with jq."
+		}
 		return "The answer is too large to show whole and was not stored: call again with jq to pick the fields you need."
 	}
 	var b strings.Builder
 	if s.Items > 0 {
 		fields := pickFields(s.ItemFields)
+		if tight && len(fields) > 2 {
+			fields = fields[:2]
+		}
 		iter := ".[]"
 		if s.Path != "" && s.Path != "." {
 			iter = s.Path + "[]"
@@ -209,10 +364,16 @@ func jsonHint(s Shaped, opt RenderOptions) string {
 		if len(fields) > 0 {
 			jq = "[" + iter + " | {" + strings.Join(fields, ", ") + "}]"
 		}
+		if tight {
+			return `More: read_response {"responseId":"` + opt.ResponseID + `","jq":` + strconv.Quote(jq) + `}`
+		}
 		b.WriteString("Preview of " + strconv.Itoa(s.Items) + " items (" + strconv.Itoa(s.Shown) + " shown). ")
 		b.WriteString(`Read the rest with read_response {"responseId":"` + opt.ResponseID + `","jq":` + strconv.Quote(jq) + `}`)
 		b.WriteString(", or page with offset and limit; no upstream call is made.")
 		return b.String()
+	}
+	if tight {
+		return `More: read_response {"responseId":"` + opt.ResponseID + `","jq":".field"}`
 	}
 	b.WriteString(`The body is previewed. Read parts of it with read_response {"responseId":"` + opt.ResponseID + `","jq":".field"}; no upstream call is made.`)
 	return b.String()
@@ -266,52 +427,44 @@ func isIdent(s string) bool {
 	return true
 }
 
-func renderText(r *Reply, data []byte, opt RenderOptions) error {
-	size := len(data)
-	if opt.Window {
-		lo, hi := window(len(data), opt.Offset, opt.Limit)
-		data = data[lo:hi]
-		if hi < size {
-			next := hi
-			r.NextOffset = &next
-		}
-	}
+func (w *View) renderText(r *Reply, budget int) {
+	data, opt := w.data, w.opt
 	// JSON never writes text shorter than it is, so a body longer than the
 	// budget is previewed without encoding it whole: 8 MiB of NULs would
 	// be 48 MiB of "\u0000" to learn that.
-	if len(data)+2 <= opt.Budget {
+	if len(data)+2 <= budget {
 		text := toText(data)
-		if b, _ := json.Marshal(text); len(b) <= opt.Budget {
+		if b, _ := json.Marshal(text); len(b) <= budget {
 			r.Body = text
-			return nil
+			return
 		}
 	}
-	head, shaped := PreviewText(data, opt.Budget)
-	shaped.Bytes = size
+	head, shaped := PreviewText(data, budget)
+	shaped.Bytes = w.size
 	r.Body = head
 	r.Shaped = &shaped
 	shown := min(len(head), len(data))
 	if opt.Window {
-		next := opt.Offset + shown
+		next := w.offset + shown
 		r.NextOffset = &next
 	}
 	if opt.ResponseID != "" {
-		r.Hint = `Read on with read_response {"responseId":"` + opt.ResponseID + `","offset":` + strconv.Itoa(opt.Offset+shown) + `,"limit":8000} (bytes); no upstream call is made.`
+		r.Hint = `Read on with read_response {"responseId":"` + opt.ResponseID + `","offset":` + strconv.Itoa(w.offset+shown) + `,"limit":8000} (bytes); no upstream call is made.`
 	} else {
 		r.Hint = "The text is too large to show whole and was not stored."
 	}
-	return nil
 }
 
-func renderBinary(r *Reply, base string, data []byte, a *Answer, opt RenderOptions) {
-	desc := "binary body: " + base + ", " + strconv.Itoa(len(data)) + " bytes"
-	if a.Truncated {
+func (w *View) renderBinary(r *Reply, budget int) {
+	data, opt, base := w.data, w.opt, w.base
+	desc := "binary body: " + shownType(base) + ", " + strconv.Itoa(len(data)) + " bytes"
+	if w.a.Truncated {
 		desc += " (cut at the size limit)"
 	}
 	if opt.Window {
 		// Base64 of the chosen bytes, as many as fit.
 		lo, hi := window(len(data), opt.Offset, opt.Limit)
-		maxRaw := (opt.Budget - 64) / 4 * 3
+		maxRaw := (budget - 64) / 4 * 3
 		if maxRaw < 3 {
 			maxRaw = 3
 		}
@@ -326,7 +479,7 @@ func renderBinary(r *Reply, base string, data []byte, a *Answer, opt RenderOptio
 		}
 		return
 	}
-	if strings.HasPrefix(base, "image/") && !a.Truncated && base64.StdEncoding.EncodedLen(len(data))+256 <= opt.Budget {
+	if isImageType(base) && !w.a.Truncated && base64.StdEncoding.EncodedLen(len(data))+256 <= budget {
 		r.Image = &Image{MIMEType: base, Data: base64.StdEncoding.EncodeToString(data)}
 		r.Body = desc + " (sent as image content)"
 		return
@@ -335,6 +488,35 @@ func renderBinary(r *Reply, base string, data []byte, a *Answer, opt RenderOptio
 	if opt.ResponseID != "" {
 		r.Hint = `Read it in base64 with read_response {"responseId":"` + opt.ResponseID + `","offset":0,"limit":8000} (bytes).`
 	}
+}
+
+// shownType is a media type from the upstream as an answer names it: valid
+// text of at most 100 bytes.
+func shownType(base string) string {
+	s := strings.ToValidUTF8(base, "\uFFFD")
+	if len(s) <= 100 {
+		return s
+	}
+	cut := 100
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// isImageType reports whether base names an image in plain media type
+// syntax, as MCP image content may carry it.
+func isImageType(base string) bool {
+	sub, ok := strings.CutPrefix(base, "image/")
+	if !ok || sub == "" || len(sub) > 64 {
+		return false
+	}
+	for _, c := range []byte(sub) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '+' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // IsJQError reports whether err is a jq error, and which kind.

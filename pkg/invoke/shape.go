@@ -27,7 +27,7 @@ const ReasonOverBudget = "over_budget"
 
 // MinPreviewBudget is the smallest budget PreviewJSON and PreviewText work
 // to: a smaller one is raised to it. Every value has a summary that fits it.
-const MinPreviewBudget = 1024
+const MinPreviewBudget = 256
 
 const (
 	// maxItemFields caps Shaped.ItemFields; fieldScanItems bounds how many

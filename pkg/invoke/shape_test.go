@@ -400,7 +400,7 @@ func TestShapePreviewTinyBudgets(t *testing.T) {
 		"wide array of maps":  []any{huge, huge},
 	}
 	for name, v := range cases {
-		for _, budget := range []int{0, 1024, 1500, 4096, 48_000} {
+		for _, budget := range []int{0, 256, 400, 1024, 1500, 4096, 48_000} {
 			t.Run(fmt.Sprintf("%s/%d", name, budget), func(t *testing.T) {
 				out, sh := PreviewJSON(v, 1<<20, budget)
 				checkPreview(t, out, budget)

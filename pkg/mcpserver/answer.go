@@ -43,55 +43,40 @@ func (s *Server) jqLimits() invoke.JQLimits {
 // what the rest of the answer leaves.
 func (s *Server) answerResult(ctx context.Context, ans *invoke.Answer, responseID string, a *invokeArgs, out *InvokeResult) *mcp.CallToolResult {
 	out.ResponseID = responseID
+	out.Headers = boundHeaders(out.Headers, headerBytes(a.maxBytes))
 	opt := invoke.RenderOptions{ResponseID: responseID, JQ: a.jq, JQLimits: s.jqLimits()}
-	var last *mcp.CallToolResult
-	fit(a.maxBytes, out, func(budget int) (int, bool) {
-		opt.Budget = budget
-		r, err := invoke.Render(ctx, ans, opt)
-		if err != nil {
-			// Not Strict: Render reports jq failures in the reply; anything
-			// else is an answer that could not be rendered.
-			out.Body, out.Note = nil, clip(err.Error(), 300)
-		} else {
-			out.Body, out.Shaped, out.Hint, out.JQError = r.Body, r.Shaped, r.Hint, r.JQError
-			if r.Note != "" {
-				out.Note = joinNote(out.Note, r.Note)
-			}
-		}
+	view, err := invoke.NewView(ctx, ans, opt)
+	if err != nil {
+		// Not Strict: jq failures come back in the reply; anything else
+		// is an answer that could not be rendered.
+		out.Note = joinNote(out.Note, clip(err.Error(), 300))
 		text, _ := json.Marshal(out)
-		last = mcp.NewToolResultStructured(json.RawMessage(text), string(text))
-		if err == nil && r.Image != nil {
-			last.Content = append(last.Content, mcp.NewImageContent(r.Image.Data, r.Image.MIMEType))
-		}
-		return len(text), true
+		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+	}
+	note := out.Note
+	text, r := view.Fit(a.maxBytes, func(r *invoke.Reply) []byte {
+		out.Body, out.Shaped, out.Hint, out.JQError = r.Body, r.Shaped, r.Hint, r.JQError
+		out.Note = joinNote(note, r.Note)
+		b, _ := json.Marshal(out)
+		return b
 	})
-	return last
+	res := mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+	if r.Image != nil {
+		res.Content = append(res.Content, mcp.NewImageContent(r.Image.Data, r.Image.MIMEType))
+	}
+	return res
 }
 
-// fit renders with a body budget that shrinks until the whole answer fits
-// total bytes. render returns the encoded size it produced.
-func fit(total int, envelope any, render func(budget int) (int, bool)) {
-	head, _ := json.Marshal(envelope)
-	// Room for the body, shaped, hint and responseId the render adds.
-	budget := total - len(head) - 900
-	if budget < 256 {
-		budget = 256
-	}
-	for range 4 {
-		size, _ := render(budget)
-		if size <= total || budget <= 256 {
-			return
-		}
-		budget -= size - total + 64
-		if budget < 256 {
-			budget = 256
-		}
-	}
-}
+// headerBytes is how much of an answer of total bytes the upstream's
+// headers may take.
+func headerBytes(total int) int { return min(maxHeaderBytes, total/4) }
 
 func joinNote(a, b string) string {
 	if a == "" {
 		return b
+	}
+	if b == "" {
+		return a
 	}
 	return a + "; " + b
 }
@@ -151,28 +136,20 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 		return errorResult(mapError(err, s.now())), nil
 	}
 	out := &ReadResult{ResponseID: id, EndpointID: ans.Endpoint, StatusCode: ans.StatusCode,
-		Headers: boundHeaders(ans.Headers), Truncated: ans.Truncated}
+		Headers: boundHeaders(ans.Headers, headerBytes(maxBytes)), Truncated: ans.Truncated}
 	if ans.NextPage != nil {
 		out.NextPage = &NextPage{Parameters: ans.NextPage}
 	}
-	var last *mcp.CallToolResult
-	var renderErr error
-	fit(maxBytes, out, func(budget int) (int, bool) {
-		opt.Budget = budget
-		r, err := invoke.Render(ctx, ans, opt)
-		if err != nil {
-			renderErr = err
-			return 0, false
-		}
-		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, r.Note
-		text, _ := json.Marshal(out)
-		last = mcp.NewToolResultStructured(json.RawMessage(text), string(text))
-		return len(text), true
-	})
-	if renderErr != nil {
-		return errorResult(mapError(renderErr, s.now())), nil
+	view, err := invoke.NewView(ctx, ans, opt)
+	if err != nil {
+		return errorResult(mapError(err, s.now())), nil
 	}
-	return last, nil
+	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
+		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, r.Note
+		b, _ := json.Marshal(out)
+		return b
+	})
+	return mcp.NewToolResultStructured(json.RawMessage(text), string(text)), nil
 }
 
 // Bounds on the response headers an answer repeats.
@@ -182,9 +159,9 @@ const (
 	maxHeaderBytes = 4096
 )
 
-// boundHeaders caps each header value and the set, so an upstream cannot
-// fill the model's context through its headers.
-func boundHeaders(h map[string]string) map[string]string {
+// boundHeaders caps each header value and the set to at most limit bytes,
+// so an upstream cannot fill the model's context through its headers.
+func boundHeaders(h map[string]string, limit int) map[string]string {
 	if len(h) == 0 {
 		return nil
 	}
@@ -215,8 +192,8 @@ func boundHeaders(h map[string]string) map[string]string {
 		if i >= maxHeaders || len(k) > 64 {
 			break
 		}
-		v := clip(h[k], maxHeaderValue)
-		if total+len(k)+len(v) > maxHeaderBytes {
+		v := clip(h[k], min(maxHeaderValue, limit/2))
+		if total+len(k)+len(v) > limit {
 			break
 		}
 		total += len(k) + len(v)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -42,6 +44,10 @@ type pagingOptions struct {
 	client invoke.Options                                      // the invoke client's options
 	odd    map[string]func(http.ResponseWriter, *http.Request) // by repo name
 	http   *HTTPOptions                                        // serve over HTTP with these; nil: in-process
+	// cooldown and budgets, when set, govern the calls with a limiter; the
+	// budgets' Match is set to the upstream's host:port.
+	cooldown time.Duration
+	budgets  []ratelimit.Budget
 }
 
 func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
@@ -63,11 +69,21 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, ix, _ := servedCatalog(t, 0, paging, petstoreAt(t, up.URL))
+	cat, ix, eps := servedCatalog(t, o.cooldown, paging, petstoreAt(t, up.URL))
 	cl := invoke.New(o.client)
 	t.Cleanup(cl.Close)
 	opts := o.server
 	opts.SpecNames, opts.Client = []string{"paging", "petstore"}, cl
+	if o.cooldown > 0 || len(o.budgets) > 0 {
+		for i := range o.budgets {
+			o.budgets[i].Match = HostKey(up.URL)
+		}
+		l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: o.budgets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Limiter = l
+	}
 	srv := New(opts)
 	srv.Publish(cat, ix, nil)
 	f := &pagingFixture{srv: srv, pages: pages, upstream: up.URL}
@@ -178,16 +194,6 @@ func upstreamGet(t *testing.T, base, path string) any {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// roundTrip re-decodes v through JSON, so numbers compare as float64.
-func roundTrip(t testing.TB, v any) any {
-	t.Helper()
-	var out any
-	if err := json.Unmarshal(mustJSON(v), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 var listPulls = map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": "rails"}}
@@ -767,4 +773,372 @@ func TestE2EHostileUpstream(t *testing.T) {
 			t.Errorf("title %q", title)
 		}
 	})
+}
+
+// maxBytes bounds the whole of content[0].text, from its smallest value to
+// its largest, for invoke and read_response alike; the answer still names
+// its responseId and the next page.
+func TestE2EMaxBytesBoundsTheWholeAnswer(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	for i, maxBytes := range []int{invoke.MinResultBytes, 2000, 4096, invoke.MaxResultBytes} {
+		args := withArgs(listPulls, "maxBytes", maxBytes, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i%3 + 1})
+		a := callText(t, f.client, "invoke", args).ok(t)
+		if len(a.text) > maxBytes {
+			t.Errorf("invoke maxBytes %d: answer is %d bytes", maxBytes, len(a.text))
+		}
+		id, _ := a.m["responseId"].(string)
+		if id == "" || a.nextPage() == nil || a.shaped(t)["items"] != float64(30) {
+			t.Errorf("invoke maxBytes %d: responseId %q, nextPage %v, shaped %v", maxBytes, id, a.nextPage(), a.m["shaped"])
+		}
+		if hint, _ := a.m["hint"].(string); !strings.Contains(hint, id) {
+			t.Errorf("invoke maxBytes %d: hint %q does not name the id", maxBytes, hint)
+		}
+		r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "maxBytes": maxBytes}).ok(t)
+		if len(r.text) > maxBytes {
+			t.Errorf("read_response maxBytes %d: answer is %d bytes", maxBytes, len(r.text))
+		}
+	}
+}
+
+// A cache hit is the stored answer rendered again: the next page and the
+// rest of what the first answer said come with it.
+func TestE2ECacheHitKeepsNextPage(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}})
+	first := callText(t, f.client, "invoke", listPulls).ok(t)
+	hit := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "[.[].number]")).ok(t)
+	if hit.m["cached"] != true {
+		t.Fatalf("not a cache hit: %.300s", hit.text)
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 1 {
+		t.Errorf("upstream saw %d requests, want 1", got)
+	}
+	if diff := cmp.Diff(first.nextPage(), hit.nextPage()); diff != "" || hit.nextPage() == nil {
+		t.Errorf("nextPage of the hit (-first +hit):\n%s", diff)
+	}
+	if n, _ := hit.m["body"].([]any); len(n) != 30 {
+		t.Errorf("the hit's own jq gave %v", hit.m["body"])
+	}
+}
+
+// cache_ttl keys on the principal: an identical call of another principal
+// goes to the upstream, and its answer is its own.
+func TestE2ECacheKeysOnPrincipal(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{
+		server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }},
+		http: &HTTPOptions{Tokens: map[string]Principal{
+			"tok-a": {Subject: "ada", Org: "acme"},
+			"tok-b": {Subject: "bob", Org: "acme"},
+		}},
+	})
+	ca, cb := f.httpClient(t, "tok-a"), f.httpClient(t, "tok-b")
+	a := callText(t, ca, "invoke", listPulls).ok(t)
+	again := callText(t, ca, "invoke", listPulls).ok(t)
+	b := callText(t, cb, "invoke", listPulls).ok(t)
+	if again.m["cached"] != true || b.m["cached"] == true {
+		t.Errorf("cached: ada's repeat %v, bob's first call %v", again.m["cached"], b.m["cached"])
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 2 {
+		t.Errorf("upstream saw %d requests, want 2 (one per principal)", got)
+	}
+	if a.m["responseId"] == b.m["responseId"] {
+		t.Error("bob was given ada's stored answer")
+	}
+	callText(t, cb, "read_response", map[string]any{"responseId": a.m["responseId"]}).code(t, CodeNotFound)
+}
+
+// An upstream that echoes the credential it was sent, in a body far over
+// the budget: the key is in no answer the model reads, previewed, filtered
+// or paged, and not in the stored answer either.
+func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
+	const secret = "SECRET-petstore-key-5e6f7a"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("api_key")
+		var items []any
+		for i := range 40 {
+			items = append(items, map[string]any{"id": i, "seenKey": key, "note": "the key was " + key + strings.Repeat(" padding", 100)})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo-Key", key)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "name": "doggie", "photoUrls": []any{}, "tags": items})
+	}))
+	t.Cleanup(up.Close)
+	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, up.URL))
+	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
+	t.Cleanup(cl.Close)
+	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{})
+	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Answers: store})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+
+	a := callText(t, c, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}).ok(t)
+	id, _ := a.m["responseId"].(string)
+	if id == "" || a.m["shaped"] == nil {
+		t.Fatalf("want a stored preview: %.300s", a.text)
+	}
+	texts := []string{a.text}
+	for _, args := range []map[string]any{
+		{"responseId": id, "jq": "[.tags[] | {seenKey, note}]", "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "jq": ".tags[0]"},
+		{"responseId": id, "offset": 0, "limit": 5, "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "maxBytes": invoke.MaxResultBytes},
+	} {
+		texts = append(texts, callText(t, c, "read_response", args).ok(t).text)
+	}
+	if !strings.Contains(texts[2], "[redacted]") {
+		t.Errorf("the echoed key is not marked redacted: %.300s", texts[2])
+	}
+	stored, err := store.Get(t.Context(), localPrincipal, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts = append(texts, string(stored.Body), fmt.Sprint(stored.Headers))
+	for i, text := range texts {
+		if strings.Contains(text, secret) {
+			t.Errorf("answer %d holds the credential", i)
+		}
+	}
+}
+
+// pages walks under governance: the endpoint's cooldown is charged once
+// for the call (pages 2 and 3 are not refused by it, a later call is), and
+// every page is admitted by the upstream's budget: one that runs out
+// mid-walk ends it with the pages read and a nextPage for the rest.
+func TestE2EPagesUnderGovernance(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{cooldown: time.Hour, budgets: []ratelimit.Budget{
+		{Requests: 5, Window: time.Hour, OnLimit: ratelimit.Reject},
+	}})
+	a := callText(t, f.client, "invoke", withArgs(listPulls, "pages", 3)).ok(t)
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 3 {
+		t.Fatalf("upstream saw %d requests, want 3", got)
+	}
+	if sh := a.shaped(t); sh["pages"] != float64(3) {
+		t.Errorf("shaped %v, want 3 pages", sh)
+	}
+	e := callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+	if lim, _ := e["limit"].(map[string]any); lim["kind"] != string(ratelimit.KindCooldown) {
+		t.Errorf("refusal %v, want the cooldown", e)
+	}
+	// Two requests of the budget are left: a walk of five pages reads two.
+	b := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listCustomers", "parameters": map[string]any{"limit": 10}, "pages": 5}).ok(t)
+	if got := len(f.pages.Requests()); got != 5 {
+		t.Errorf("upstream saw %d requests, want 5", got)
+	}
+	note, _ := b.m["note"].(string)
+	if !strings.Contains(note, "stopped after 2 pages") || !strings.Contains(note, CodeRateLimit) {
+		t.Errorf("note %q does not say the budget stopped the walk", note)
+	}
+	if next := b.nextPage(); next["starting_after"] != "cus_00000020" {
+		t.Errorf("nextPage %v, want the third page", next)
+	}
+	if list, _ := b.m["body"].(map[string]any)["data"].([]any); len(list) != 20 {
+		t.Errorf("walk kept %d customers, want 20", len(list))
+	}
+}
+
+// Bodies that are not JSON: an image within the budget comes back as MCP
+// image content; a larger image and other binary are stored and described,
+// and read_response windows give their bytes back in base64; a text body
+// comes back as its head and size, and byte windows give it back whole.
+func TestE2ENonJSONBodies(t *testing.T) {
+	bin := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ seed
+		}
+		return b
+	}
+	smallPNG := append([]byte("\x89PNG\r\n\x1a\n"), bin(2000, 1)...)
+	bigPNG := append([]byte("\x89PNG\r\n\x1a\n"), bin(100_000, 2)...)
+	pdf := append([]byte("%PDF-1.7\n"), bin(30_000, 3)...)
+	var csv strings.Builder
+	for i := 0; csv.Len() < 100_000; i++ {
+		fmt.Fprintf(&csv, "%d,pull request %d,open,octocat,2026-11-%02d\n", i, i, i%28+1)
+	}
+	serve := func(ct string, body []byte) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			_, _ = w.Write(body)
+		}
+	}
+	f := newPagingFixture(t, pagingOptions{odd: map[string]func(http.ResponseWriter, *http.Request){
+		"smallpng": serve("image/png", smallPNG),
+		"bigpng":   serve("image/png", bigPNG),
+		"pdf":      serve("application/pdf", pdf),
+		"csv":      serve("text/csv", []byte(csv.String())),
+	}})
+	invokeRepo := func(t *testing.T, repo string) *mcp.CallToolResult {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "invoke"
+		req.Params.Arguments = map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": repo}}
+		res, err := f.client.CallTool(t.Context(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("invoke %s: %v %v", repo, err, res)
+		}
+		if text := res.Content[0].(mcp.TextContent).Text; len(text) > invoke.DefaultResultBytes {
+			t.Errorf("invoke %s: text is %d bytes", repo, len(text))
+		}
+		return res
+	}
+	// readWindows reads a stored answer through offset/limit windows,
+	// following nextOffset, and returns the bodies in order.
+	readWindows := func(t *testing.T, id string, limit int) []string {
+		t.Helper()
+		var parts []string
+		for offset, calls := 0, 0; ; calls++ {
+			if calls > 100 {
+				t.Fatal("nextOffset does not end")
+			}
+			r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "offset": offset, "limit": limit}).ok(t)
+			if len(r.text) > invoke.DefaultResultBytes {
+				t.Fatalf("offset %d: %d bytes", offset, len(r.text))
+			}
+			s, _ := r.m["body"].(string)
+			parts = append(parts, s)
+			next, ok := r.m["nextOffset"].(float64)
+			if !ok {
+				return parts
+			}
+			offset = int(next)
+		}
+	}
+	t.Run("small image", func(t *testing.T) {
+		res := invokeRepo(t, "smallpng")
+		if len(res.Content) != 2 {
+			t.Fatalf("%d content parts, want text and image", len(res.Content))
+		}
+		img, ok := res.Content[1].(mcp.ImageContent)
+		if !ok || img.MIMEType != "image/png" || img.Data != base64.StdEncoding.EncodeToString(smallPNG) {
+			t.Errorf("image content %T %v", res.Content[1], ok)
+		}
+	})
+	for _, tt := range []struct {
+		repo, ct string
+		body     []byte
+	}{{"bigpng", "image/png", bigPNG}, {"pdf", "application/pdf", pdf}} {
+		t.Run(tt.repo, func(t *testing.T) {
+			res := invokeRepo(t, tt.repo)
+			if len(res.Content) != 1 {
+				t.Errorf("%d content parts for a body over the budget", len(res.Content))
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &m); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("binary body: %s, %d bytes", tt.ct, len(tt.body)); m["body"] != want {
+				t.Errorf("body %v, want %q", m["body"], want)
+			}
+			id, _ := m["responseId"].(string)
+			if hint, _ := m["hint"].(string); id == "" || !strings.Contains(hint, id) {
+				t.Fatalf("responseId %q, hint %q", id, m["hint"])
+			}
+			var got []byte
+			for _, part := range readWindows(t, id, 8000) {
+				b, err := base64.StdEncoding.DecodeString(part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, b...)
+			}
+			if !bytes.Equal(got, tt.body) {
+				t.Errorf("windows give back %d bytes, not the %d of the body", len(got), len(tt.body))
+			}
+		})
+	}
+	t.Run("csv", func(t *testing.T) {
+		res := invokeRepo(t, "csv")
+		var m map[string]any
+		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &m); err != nil {
+			t.Fatal(err)
+		}
+		head, _ := m["body"].(string)
+		sh, _ := m["shaped"].(map[string]any)
+		if !strings.HasPrefix(csv.String(), strings.Split(head, "…")[0]) || sh["bytes"] != float64(csv.Len()) {
+			t.Errorf("head %.80q…, shaped %v", head, sh)
+		}
+		if got := strings.Join(readWindows(t, m["responseId"].(string), 8000), ""); got != csv.String() {
+			t.Errorf("windows give back %d bytes, not the %d of the text", len(got), csv.Len())
+		}
+	})
+}
+
+// An answer not read for response_ttl is gone, and read_response says it
+// expired (not that the id is unknown); reading an answer keeps it.
+func TestE2EExpiredAnswerSaysSo(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{TTL: 15 * time.Minute, Now: clock})
+	f := newPagingFixture(t, pagingOptions{server: Options{Answers: store}})
+	idle := callText(t, f.client, "invoke", listPulls).ok(t).m["responseId"]
+	read := callText(t, f.client, "invoke", withArgs(listPulls, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": 2})).ok(t).m["responseId"]
+	advance(10 * time.Minute)
+	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
+	advance(10 * time.Minute)
+	e := callText(t, f.client, "read_response", map[string]any{"responseId": idle}).code(t, CodeNotFound)
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "expired") {
+		t.Errorf("message %q does not say expired", msg)
+	}
+	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
+}
+
+// A jq that fails at run time after invoke went out does not lose the call:
+// the answer is stored and comes back as its preview with jqError, never
+// isError, so the model does not repeat a call that had its effect. The
+// same filter on read_response, where nothing was sent, is an error.
+func TestE2EJQRunTimeFailureKeepsTheAnswer(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{server: Options{JQTimeout: 50 * time.Millisecond}})
+	const slow = `[.[] as $a | .[] as $b | .[] as $c | .[] as $d | .[] as $e | 1] | length`
+	for i, tt := range []struct {
+		jq, says, readCode string
+	}{
+		{`.[0].title | error`, "error", CodeValidationFailed},
+		{slow, "50ms", CodeTimeout},
+		{`.[0] | tojson | test("[a-z]{0,1000}x")`, "too costly", CodeValidationFailed},
+	} {
+		args := withArgs(listPulls, "jq", tt.jq, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i + 1})
+		a := callText(t, f.client, "invoke", args).ok(t)
+		if msg, _ := a.m["jqError"].(string); !strings.Contains(msg, tt.says) {
+			t.Errorf("%s: jqError %q, want it to say %q", tt.jq, msg, tt.says)
+		}
+		if len(a.text) > invoke.DefaultResultBytes || a.shaped(t)["items"] != float64(30) {
+			t.Errorf("%s: not the unfiltered preview: %d bytes, shaped %v", tt.jq, len(a.text), a.m["shaped"])
+		}
+		id, _ := a.m["responseId"].(string)
+		callText(t, f.client, "read_response", map[string]any{"responseId": id, "jq": tt.jq}).code(t, tt.readCode)
+		if n := callText(t, f.client, "read_response", map[string]any{"responseId": id, "jq": "length"}).ok(t).m["body"]; n != float64(30) {
+			t.Errorf("%s: the stored answer has %v items", tt.jq, n)
+		}
+	}
+	if got := f.pages.Count(upstreamtest.GitHubStyle); got != 3 {
+		t.Errorf("upstream saw %d requests, want one per invoke", got)
+	}
+}
+
+// pages stops once the pages read reach max_response_bytes: one stored
+// answer stays near that cap whatever pages asks for, and nextPage offers
+// the rest.
+func TestE2EPagesStopAtTheResponseCap(t *testing.T) {
+	probe := newPagingFixture(t, pagingOptions{items: 23})
+	resp, err := http.Get(probe.upstream + "/stripe/v1/customers?limit=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(page) < 1000 {
+		t.Fatalf("probe: %d, %d bytes", resp.StatusCode, len(page))
+	}
+	f := newPagingFixture(t, pagingOptions{items: 23, client: invoke.Options{MaxResponseBytes: int64(len(page)) * 3 / 2}})
+	a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listCustomers", "parameters": map[string]any{"limit": 10}, "pages": 5}).ok(t)
+	if got := f.pages.Count(upstreamtest.StripeStyle); got != 2 {
+		t.Errorf("upstream saw %d requests, want 2", got)
+	}
+	if note, _ := a.m["note"].(string); !strings.Contains(note, "max_response_bytes") {
+		t.Errorf("note %q does not name the cap", note)
+	}
+	if next := a.nextPage(); next["starting_after"] != "cus_00000020" {
+		t.Errorf("nextPage %v, want the third page", next)
+	}
 }

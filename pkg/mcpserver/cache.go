@@ -30,7 +30,6 @@ type cached struct {
 // budget, and misses once the store has let the answer go.
 type cachedAnswer struct {
 	responseID string
-	headers    map[string]string
 	size       int64
 }
 

@@ -63,7 +63,7 @@ func FuzzBoundHeaders(f *testing.F) {
 		for i := range n {
 			h["x-ratelimit-h"+strings.Repeat("x", i%70)+string(rune('a'+i%26))+strconv.Itoa(i)] = strings.Repeat("v", i%600)
 		}
-		out := boundHeaders(h)
+		out := boundHeaders(h, maxHeaderBytes)
 		omitted := out["x-specgate-omitted-headers"]
 		total := 0
 		for k, v := range out {

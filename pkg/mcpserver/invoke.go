@@ -149,10 +149,14 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 		key = cacheKey(principal, s.opts.Client.CredentialFingerprint(ctx, e), e.ID, a.in, a.pages)
 		if hit, age, ok := s.cache.get(key, ttl, s.now()); ok {
 			if ans, err := s.answers.Get(ctx, principal, hit.responseID); err == nil {
-				out := s.answerResult(ctx, ans, hit.responseID, a, &InvokeResult{
-					StatusCode: ans.StatusCode, Headers: hit.headers, Size: hit.size,
+				cached := &InvokeResult{
+					StatusCode: ans.StatusCode, Headers: ans.Headers, Size: hit.size, Truncated: ans.Truncated,
 					Cached: true, AgeSeconds: age.Seconds(),
-				})
+				}
+				if ans.NextPage != nil {
+					cached.NextPage = &NextPage{Parameters: ans.NextPage}
+				}
+				out := s.answerResult(ctx, ans, hit.responseID, a, cached)
 				s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: ans.StatusCode, Cached: true})
 				return out, nil
 			}
@@ -191,7 +195,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.audit(ctx, rec)
 	ans := paged.Answer(e, s.now())
 	out := &InvokeResult{
-		StatusCode: res.StatusCode, Headers: boundHeaders(res.Headers),
+		StatusCode: res.StatusCode, Headers: res.Headers,
 		Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: int64(len(ans.Body)),
 		RateLimit: snap,
 	}
@@ -200,6 +204,9 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	if paged.NextPage != nil {
 		out.NextPage = &NextPage{Parameters: paged.NextPage}
+	}
+	if paged.Full && paged.NextPage != nil {
+		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: together they reached max_response_bytes; nextPage asks for the rest"
 	}
 	if paged.PageErr != nil {
 		obj := mapError(paged.PageErr, s.now())
@@ -214,7 +221,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 	}
 	if ttl > 0 && responseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
-		s.cache.put(key, cachedAnswer{responseID: responseID, headers: out.Headers, size: out.Size}, s.now())
+		s.cache.put(key, cachedAnswer{responseID: responseID, size: out.Size}, s.now())
 	}
 	return s.answerResult(ctx, ans, responseID, a, out), nil
 }

@@ -327,6 +327,11 @@ func TestBadCallsCostNothing(t *testing.T) {
 		{"parameters not an object", map[string]any{"endpointId": "petstore.getPetById", "parameters": "petId=1"}, "validation_failed"},
 		{"unknown tool argument", map[string]any{"endpointId": "petstore.getPetById", "params": map[string]any{}}, "validation_failed"},
 		{"no id", map[string]any{}, "validation_failed"},
+		{"jq not allowed", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}, "jq": "def f: .; f"}, "validation_failed"},
+		{"jq does not compile", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}, "jq": ".[ | "}, "validation_failed"},
+		{"jq string repetition", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}, "jq": `"x" * 5e8`}, "validation_failed"},
+		{"maxBytes 0", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}, "maxBytes": 0}, "validation_failed"},
+		{"pages 99", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}, "pages": 99}, "validation_failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,8 +348,23 @@ func TestBadCallsCostNothing(t *testing.T) {
 		t.Fatalf("bad calls reached the upstream %d times", n)
 	}
 	// None of them charged the cooldown.
-	if res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}); isErr {
-		t.Fatalf("a valid call after bad ones was refused: %v", res)
+	ok, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+	if isErr {
+		t.Fatalf("a valid call after bad ones was refused: %v", ok)
+	}
+	// The endpoint now cools down for an hour, and its answer is still
+	// read again at no cost: read_response asks neither the upstream nor
+	// the limiter.
+	for range 3 {
+		if res, isErr := f.call(t, "read_response", map[string]any{"responseId": ok["responseId"], "jq": ".name"}); isErr || res["body"] == nil {
+			t.Fatalf("read_response while cooling down: %v", res)
+		}
+	}
+	if res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}); !isErr || errorOf(t, res)["code"] != "rate_limit" {
+		t.Fatalf("a second invoke within the cooldown: %v", res)
+	}
+	if n := f.upstream.count(); n != 1 {
+		t.Fatalf("upstream saw %d requests, want 1", n)
 	}
 	res, isErr := f.call(t, "inspect", map[string]any{"endpointId": "petstore.getPetByID"})
 	if !isErr || errorOf(t, res)["code"] != "not_found" {
@@ -477,6 +497,13 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	instr := instructions([]string{"petstore"})
 	if len(instr) > 2048 {
 		t.Errorf("instructions are %d bytes, want ≤ 2 KB", len(instr))
+	}
+	t.Logf("instructions: %d bytes", len(instr))
+	for _, tool := range res.Tools {
+		t.Logf("%s: description %d bytes", tool.Name, len(tool.Description))
+		if len(tool.Description) > 2048 {
+			t.Errorf("the %s description is %d bytes, want ≤ 2 KB", tool.Name, len(tool.Description))
+		}
 	}
 	// Eight tools with input and output schemas (invoke with jq, pages and
 	// maxBytes; read_response) and the jq note: still far below one tool

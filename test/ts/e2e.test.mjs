@@ -177,6 +177,22 @@ test("TypeScript SDK client: a large page is previewed, stored, and read back wi
     const body = JSON.parse(read.content[0].text).body;
     assert.deepEqual(body, upstream.page.map((p) => ({ number: p.number, title: p.title, user: p.user.login })));
     assert.equal(upstream.received.length, 1, "read_response called the upstream");
+
+    // offset/limit windows over the main array, each within its budget,
+    // give back the whole page.
+    const items = [];
+    for (let offset = 0, calls = 0; offset !== undefined; calls++) {
+      assert.ok(calls <= 30, "nextOffset does not end");
+      const w = await client.callTool({ name: "read_response", arguments: { responseId: res.responseId, offset, limit: 1, maxBytes: 48000 } });
+      assert.ok(!w.isError, w.content[0].text.slice(0, 500));
+      assert.ok(Buffer.byteLength(w.content[0].text) <= 48000, `window at ${offset} is ${Buffer.byteLength(w.content[0].text)} bytes`);
+      const win = JSON.parse(w.content[0].text);
+      assert.equal(win.shaped, undefined, `window at ${offset} was previewed`);
+      items.push(...win.body);
+      offset = win.nextOffset;
+    }
+    assert.deepEqual(items, upstream.page);
+    assert.equal(upstream.received.length, 1, "read_response called the upstream");
   } finally {
     await client.close();
     upstream.server.close();
