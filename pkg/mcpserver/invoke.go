@@ -139,37 +139,17 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
-	principal := principalOf(ctx)
-	ttl := time.Duration(0)
-	if s.opts.CacheTTL != nil && e.Idempotent() {
-		ttl = s.opts.CacheTTL(e)
+	r, err := s.caller().Call(ctx, principalOf(ctx), e, a.in, a.pages, progressFunc(ctx, req))
+	if r.Cached {
+		s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
+		return s.answerResult(ctx, r.Answer, r.ResponseID, a, s.invokeResult(r)), nil
 	}
-	var key string
-	if ttl > 0 {
-		key = cacheKey(principal, s.opts.Client.CredentialFingerprint(ctx, e), e.ID, a.in, a.pages)
-		if hit, age, ok := s.cache.get(key, ttl, s.now()); ok {
-			if ans, err := s.answers.Get(ctx, principal, hit.responseID); err == nil {
-				cached := &InvokeResult{
-					StatusCode: ans.StatusCode, Headers: ans.Headers, Size: hit.size, Truncated: ans.Truncated,
-					Cached: true, AgeSeconds: age.Seconds(),
-				}
-				if ans.NextPage != nil {
-					cached.NextPage = &NextPage{Parameters: ans.NextPage}
-				}
-				out := s.answerResult(ctx, ans, hit.responseID, a, cached)
-				s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: ans.StatusCode, Cached: true})
-				return out, nil
-			}
-		}
-	}
-	started := s.now()
-	paged, err := s.governed().DoPages(ctx, e, a.in, a.pages, progressFunc(ctx, req))
-	snap := s.snapshot(paged.Outcome)
-	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: s.now().Sub(started).Milliseconds(),
+	snap := s.snapshot(r.Paged.Outcome)
+	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: r.Latency.Milliseconds(),
 		QueueWaitMs: snap.QueueWaitMs, Attempts: len(snap.Attempts)}
 	if err != nil {
-		if paged.Result != nil {
-			rec.Status, rec.ResponseBytes = paged.Result.StatusCode, paged.Result.Size
+		if res := r.Paged.Result; res != nil {
+			rec.Status, rec.ResponseBytes = res.StatusCode, res.Size
 		}
 		obj := mapError(err, s.now())
 		rec.Outcome, rec.Scope = obj.Code, obj.Scope
@@ -186,44 +166,38 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		return errorResult(obj), nil
 	}
-	res := paged.Result
-	var size int64
-	for _, r := range paged.Results {
-		size += r.Size
-	}
-	rec.Status, rec.ResponseBytes = res.StatusCode, size
+	rec.Status, rec.ResponseBytes = r.Answer.StatusCode, r.ReadBytes()
 	s.audit(ctx, rec)
-	ans := paged.Answer(e, s.now())
+	if r.StoreErr != nil {
+		s.log.Warn("answer not stored", "endpoint", e.ID, "err", r.StoreErr)
+	}
+	out := s.invokeResult(r)
+	out.RateLimit = snap
+	return s.answerResult(ctx, r.Answer, r.ResponseID, a, out), nil
+}
+
+// invokeResult is the answer of a call before it is fitted: what the
+// upstream said and why pages stopped, or that it came from the cache.
+func (s *Server) invokeResult(r *invoke.CallResult) *InvokeResult {
+	ans := r.Answer
 	out := &InvokeResult{
-		StatusCode: res.StatusCode, Headers: res.Headers,
-		Truncated: res.Truncated, TruncatedReason: res.TruncatedReason, Size: int64(len(ans.Body)),
-		RateLimit: snap,
+		StatusCode: ans.StatusCode, Headers: ans.Headers, Truncated: ans.Truncated, Size: r.Size,
+		Cached: r.Cached, AgeSeconds: r.Age.Seconds(),
 	}
-	if len(paged.Results) == 1 {
-		out.Size = res.Size
+	if ans.NextPage != nil {
+		out.NextPage = &NextPage{Parameters: ans.NextPage}
 	}
-	if paged.NextPage != nil {
-		out.NextPage = &NextPage{Parameters: paged.NextPage}
-	}
-	if paged.Full && paged.NextPage != nil {
-		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: together they reached max_response_bytes; nextPage asks for the rest"
-	}
-	if paged.PageErr != nil {
-		obj := mapError(paged.PageErr, s.now())
-		out.Note = "stopped after " + strconv.Itoa(len(paged.Results)) + " pages: the next one failed with " + obj.Code + " (" + clip(obj.Message, 200) + "); nextPage asks for it again"
-	}
-	responseID := ""
-	if len(ans.Body) > 0 && s.answers != nil {
-		if rid, err := s.answers.Put(ctx, principal, ans); err == nil {
-			responseID = rid
-		} else {
-			s.log.Warn("answer not stored", "endpoint", e.ID, "err", err)
+	if p := r.Paged; p != nil {
+		out.TruncatedReason = p.Result.TruncatedReason
+		if p.Full && p.NextPage != nil {
+			out.Note = "stopped after " + strconv.Itoa(len(p.Results)) + " pages: together they reached max_response_bytes; nextPage asks for the rest"
+		}
+		if p.PageErr != nil {
+			obj := mapError(p.PageErr, s.now())
+			out.Note = "stopped after " + strconv.Itoa(len(p.Results)) + " pages: the next one failed with " + obj.Code + " (" + clip(obj.Message, 200) + "); nextPage asks for it again"
 		}
 	}
-	if ttl > 0 && responseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
-		s.cache.put(key, cachedAnswer{responseID: responseID, size: out.Size}, s.now())
-	}
-	return s.answerResult(ctx, ans, responseID, a, out), nil
+	return out
 }
 
 func suggestionIDs(list []Suggestion) string {
@@ -256,12 +230,16 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 	return snap
 }
 
-// governed returns the governed caller built from the options.
-func (s *Server) governed() *invoke.Governed {
-	return &invoke.Governed{
-		Client: s.opts.Client, Limiter: s.opts.Limiter, Upstream: s.upstreamOf,
-		MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,
-		Observer: (*observer)(s), Now: s.now,
+// caller returns the call behind invoke, built from the options; the
+// result cache is the server's.
+func (s *Server) caller() *invoke.Caller {
+	return &invoke.Caller{
+		Governed: invoke.Governed{
+			Client: s.opts.Client, Limiter: s.opts.Limiter, Upstream: s.upstreamOf,
+			MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,
+			Observer: (*observer)(s), Now: s.now,
+		},
+		Answers: s.answers, Cache: &s.cache, CacheTTL: s.opts.CacheTTL,
 	}
 }
 

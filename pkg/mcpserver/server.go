@@ -100,7 +100,7 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 	stats *stats
-	cache resultCache
+	cache invoke.ResultCache
 	// answers holds stored upstream answers.
 	answers invoke.AnswerStore
 	audMu   sync.Mutex

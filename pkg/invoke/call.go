@@ -1,0 +1,107 @@
+package invoke
+
+import (
+	"context"
+	"time"
+
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// Caller is the whole call behind the invoke tool: the governed call and
+// its pages, then the answer store and the result cache around it. A
+// Caller is safe for concurrent use once its fields are set; it is cheap
+// to build per call as long as Cache outlives it.
+type Caller struct {
+	// Governed runs the call; its Client is required and its Now is the
+	// clock of the cache and of stored answers.
+	Governed
+	// Answers keeps each answer for read_response. If nil, answers are not
+	// stored and nothing is cached.
+	Answers AnswerStore
+	// Cache holds the last successful result of identical idempotent calls.
+	// If nil, nothing is cached.
+	Cache *ResultCache
+	// CacheTTL gives, per idempotent endpoint, how long an identical call is
+	// answered from the cache. If nil, never.
+	CacheTTL func(*spec.Endpoint) time.Duration
+}
+
+// CallResult is one call's answer, fresh or cached.
+type CallResult struct {
+	// Answer is the answer as the store keeps it; for a cache hit, as read
+	// back from the store. Nil when the call failed.
+	Answer *Answer
+	// ResponseID names the stored answer; "" when it was not stored.
+	ResponseID string
+	// Size is the answer's size in bytes: the body the upstream sent for
+	// one page, the joined body for several.
+	Size int64
+	// Cached is true when the answer is an earlier call's, served from the
+	// cache at no rate-limit cost; Age is how old it is.
+	Cached bool
+	Age    time.Duration
+	// Paged is the governed call, with its trace, pages, next page and
+	// why the pages stopped; nil for a cache hit.
+	Paged *Paged
+	// Latency is how long the governed call took, on Now's clock.
+	Latency time.Duration
+	// StoreErr is why the answer could not be stored, when it could not.
+	StoreErr error
+}
+
+// Call answers one call by principal: from the cache when an identical
+// idempotent call succeeded within the endpoint's TTL and its stored
+// answer is still there, else by a governed call (following up to pages
+// pages) whose answer is stored and, when 2xx and not truncated, cached.
+// The result is never nil; on error it holds the governed call's trace.
+func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, in Args, pages int, progress func(ratelimit.Progress)) (*CallResult, error) {
+	ttl := time.Duration(0)
+	if c.CacheTTL != nil && c.Cache != nil && c.Answers != nil && e.Idempotent() {
+		ttl = c.CacheTTL(e)
+	}
+	var key string
+	if ttl > 0 {
+		key = cacheKey(principal, c.Client.CredentialFingerprint(ctx, e), e.ID, in, pages)
+		if hit, age, ok := c.Cache.get(key, ttl, c.now()); ok {
+			if ans, err := c.Answers.Get(ctx, principal, hit.responseID); err == nil {
+				return &CallResult{Answer: ans, ResponseID: hit.responseID, Size: hit.size, Cached: true, Age: age}, nil
+			}
+		}
+	}
+	started := c.now()
+	paged, err := c.DoPages(ctx, e, in, pages, progress)
+	r := &CallResult{Paged: paged, Latency: c.now().Sub(started)}
+	if err != nil {
+		return r, err
+	}
+	res := paged.Result
+	r.Answer = paged.Answer(e, c.now())
+	r.Size = int64(len(r.Answer.Body))
+	if len(paged.Results) == 1 {
+		r.Size = res.Size
+	}
+	if len(r.Answer.Body) > 0 && c.Answers != nil {
+		r.ResponseID, r.StoreErr = c.Answers.Put(ctx, principal, r.Answer)
+		if r.StoreErr != nil {
+			r.ResponseID = ""
+		}
+	}
+	if ttl > 0 && r.ResponseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
+		c.Cache.put(key, cachedAnswer{responseID: r.ResponseID, size: r.Size}, c.now())
+	}
+	return r, nil
+}
+
+// ReadBytes is how much the upstream sent for the call, all pages; zero
+// for a cache hit.
+func (r *CallResult) ReadBytes() int64 {
+	if r.Paged == nil {
+		return 0
+	}
+	var n int64
+	for _, p := range r.Paged.Results {
+		n += p.Size
+	}
+	return n
+}
