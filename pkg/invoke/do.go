@@ -308,6 +308,8 @@ func upstreamRateLimit(code int, h http.Header, body []byte, now time.Time) (*Up
 	}
 	if !at.IsZero() {
 		e.RetryAfter, e.RetryAt = max(at.Sub(now), 0), at
+	} else if strings.TrimSpace(h.Get("Retry-After")) != "" {
+		e.Unreadable = true
 	}
 	return e, true
 }

@@ -114,14 +114,21 @@ type UpstreamRateLimitError struct {
 	RetryAfter time.Duration
 	// RetryAt is the moment RetryAfter ends; zero when unknown.
 	RetryAt time.Time
+	// Unreadable is set when the upstream sent a Retry-After that is no
+	// wait at all (negative, or not a number or a date): it asked for a
+	// wait it could not state, so the call is not retried.
+	Unreadable bool
 	// Body is a bounded excerpt of the response body as text.
 	Body string
 }
 
 func (e *UpstreamRateLimitError) Error() string {
 	s := "upstream refused the call with " + strconv.Itoa(e.StatusCode) + ": rate limited"
-	if e.RetryAfter > 0 {
+	switch {
+	case e.RetryAfter > 0:
 		s += "; retry in " + strconv.FormatFloat(ratelimit.WaitSeconds(e.RetryAfter), 'f', -1, 64) + " seconds"
+	case e.Unreadable:
+		s += "; its Retry-After states no usable wait, so the call was not retried"
 	}
 	return s
 }

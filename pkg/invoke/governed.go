@@ -215,6 +215,10 @@ func (g *Governed) retryWait(err error, attempt int, idempotent bool, deadline t
 	var he *HTTPError
 	switch {
 	case errors.As(err, &rl):
+		if rl.Unreadable {
+			// A wait is asked for, however absurdly written: not retried.
+			return 0, false
+		}
 		wait = rl.RetryAfter
 		if wait <= 0 {
 			wait = time.Second

@@ -487,6 +487,35 @@ func TestUpstreamRetryAfterFarFutureNotRetried(t *testing.T) {
 	}
 }
 
+// A Retry-After of -5 (or text) was read as absent: the call was retried
+// max_retries times. It asks for a wait it cannot state: one request, not
+// retried, and an upstream_rate_limit saying so.
+func TestUpstreamRetryAfterUnreadableNotRetried(t *testing.T) {
+	for _, v := range []string{"-5", "soon"} {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, 0)
+			f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", v)
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+			if !isErr {
+				t.Fatalf("a 429 came back as success: %v", res)
+			}
+			e := errorOf(t, res)
+			if e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"].(float64) < 1 {
+				t.Errorf("error = %v, want upstream_rate_limit with a wait of at least a second", e)
+			}
+			if msg, _ := e["message"].(string); !strings.Contains(msg, "not retried") {
+				t.Errorf("message %q does not say the call was not retried", msg)
+			}
+			if n := f.upstream.count(); n != 1 {
+				t.Errorf("upstream saw %d requests, want 1", n)
+			}
+		})
+	}
+}
+
 func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	f := newFixture(t, time.Second)
 	res, err := f.client.ListTools(t.Context(), mcp.ListToolsRequest{})

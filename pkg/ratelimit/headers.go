@@ -51,8 +51,9 @@ const maxAhead = 48 * time.Hour
 // A longer one is still a wait, however absurd (999999999 seconds, 1e26, a date in year
 // 9999): it is read as MaxRetryAfter, so the upstream is blocked that long, the call is not
 // retried, and the model is told to wait that long; the first call after the block probes
-// whether the ban still holds. A negative or unreadable Retry-After is read as absent: a
-// rate-limited answer then blocks for the one-second minimum.
+// whether the ban still holds. A negative or unreadable Retry-After is no time here: a
+// rate-limited answer then blocks for the one-second minimum (and invoke does not retry
+// the call, since a wait was asked for).
 const MaxRetryAfter = 24 * time.Hour
 
 // ParseHeaders reads the rate-limit information of one response received at now. body may
