@@ -186,6 +186,9 @@ func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
 		Hint: "Use search to find endpoint ids; ids look like <spec>.<operationId>."}
 	if why, ok := st.cat.Excluded(id); ok {
 		obj.Message, obj.Hint = excludedMessage(id, why)
+	} else if why, ok := st.cat.Unusable(id); ok {
+		obj.Message = fmt.Sprintf("endpoint %q is in the spec but is not served: %s", id, why)
+		obj.Hint = "specgate left it out at load to stay safe; use search for another endpoint, or ask the operator to fix the spec."
 	}
 	words := strings.NewReplacer(".", " ", "_", " ", "-", " ", "/", " ").Replace(id)
 	if hits, err := st.ix.Search(words, 5); err == nil {

@@ -37,6 +37,10 @@ type Spec struct {
 	// Excluded maps the id of every endpoint curation left out (see
 	// Filter.Apply) to the rule that removed it. Nil when nothing was.
 	Excluded map[string]string
+	// Unusable maps the id of every operation left out at load because it
+	// cannot be served safely (its schemas nest too deep) to the reason.
+	// Nil when none was.
+	Unusable map[string]string
 	// StatedLimit is the rate limit the document itself states, if any.
 	StatedLimit *StatedLimit
 	// Components holds each components section ("schemas", "parameters",
@@ -79,6 +83,7 @@ type Catalog struct {
 	endpoints []*Endpoint
 	byID      map[string]*Endpoint
 	excluded  map[string]string
+	unusable  map[string]string
 }
 
 // NewCatalog indexes the endpoints of specs. Specs with a name already seen
@@ -102,6 +107,12 @@ func NewCatalog(specs ...*Spec) (*Catalog, error) {
 			}
 			c.excluded[id] = why
 		}
+		for id, why := range s.Unusable {
+			if c.unusable == nil {
+				c.unusable = map[string]string{}
+			}
+			c.unusable[id] = why
+		}
 	}
 	return c, nil
 }
@@ -110,6 +121,13 @@ func NewCatalog(specs ...*Spec) (*Catalog, error) {
 // catalog, and the rule that did ("specs[petstore].exclude[0] (\"deletePet\")").
 func (c *Catalog) Excluded(id string) (reason string, ok bool) {
 	reason, ok = c.excluded[id]
+	return reason, ok
+}
+
+// Unusable reports whether id names an operation of a loaded spec that was
+// left out at load because it cannot be served safely, and why.
+func (c *Catalog) Unusable(id string) (reason string, ok bool) {
+	reason, ok = c.unusable[id]
 	return reason, ok
 }
 

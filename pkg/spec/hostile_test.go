@@ -234,6 +234,14 @@ func TestDeeplyNestedSchemaLeftOutAtLoad(t *testing.T) {
 			if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "POST /deep: its schemas nest "+tt.why) || !strings.HasSuffix(s.Warnings[0], "left out") {
 				t.Errorf("warnings = %q", s.Warnings)
 			}
+			if len(s.Unusable) != 1 {
+				t.Errorf("unusable = %v, want the deep operation", s.Unusable)
+			}
+			for id, why := range s.Unusable {
+				if !strings.HasPrefix(id, "deep.") || !strings.Contains(why, tt.why) {
+					t.Errorf("unusable %s: %q", id, why)
+				}
+			}
 			ok := s.Endpoints[0]
 			if _, err := ok.Operation(t.Context()); err != nil {
 				t.Errorf("the rest of the spec cannot be rebuilt: %v", err)

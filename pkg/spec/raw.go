@@ -159,6 +159,10 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 			}
 			if why := depth.problem(e.raw); why != "" {
 				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s: %s: left out", e.Method, p.Key, why))
+				if s.Unusable == nil {
+					s.Unusable = map[string]string{}
+				}
+				s.Unusable[e.ID] = why
 				if s.deep == "" {
 					s.deep = e.Method + " " + p.Key
 				}
