@@ -400,3 +400,28 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+// When ids and paths alone fill the budget, tags go, last hit first, so
+// the answer still fits.
+func TestFitSummariesDropsTagsWhenIDsAndPathsFill(t *testing.T) {
+	hits := make([]Hit, 20)
+	plain := make([]bool, 20)
+	for i := range hits {
+		hits[i] = Hit{
+			ID:      "twilio.ListAvailablePhoneNumberLocal" + strings.Repeat("x", i),
+			Method:  "GET",
+			Path:    "/2010-04-01/Accounts/{AccountSid}/AvailablePhoneNumbers/{CountryCode}/Local.json",
+			Summary: "List the local phone numbers available in a country, filtered by area code",
+			Spec:    "twilio",
+			Tags:    []string{"Api20100401AvailablePhoneNumberLocal"},
+		}
+	}
+	fitSummaries(hits, plain, 200*len(hits))
+	data, _ := json.Marshal(hits)
+	if len(data) > 4000 {
+		t.Fatalf("%d bytes for 20 hits, want ≤ 4000", len(data))
+	}
+	if len(hits[0].Tags) == 0 {
+		t.Errorf("the first hit lost its tags before the last ones did")
+	}
+}

@@ -227,6 +227,19 @@ func fitSummaries(hits []Hit, plain []bool, budget int) {
 			total += lens[i] + len(`,"summary":""`)
 		}
 	}
+	// Ids and paths alone can fill the budget (Twilio's run long): then
+	// tags go too, from the last hit up.
+	for i := len(hits) - 1; i >= 0 && fixed > budget; i-- {
+		if len(hits[i].Tags) == 0 {
+			continue
+		}
+		h := hits[i]
+		h.Summary = ""
+		before := jsonSize(h)
+		h.Tags = nil
+		fixed -= before - jsonSize(h)
+		hits[i].Tags = nil
+	}
 	room := budget - fixed
 	if total <= room {
 		return
