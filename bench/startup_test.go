@@ -520,7 +520,7 @@ func BenchmarkSettledRSS(b *testing.B) {
 // inspect of the top hit for a typical intent.
 func BenchmarkContextBytes(b *testing.B) {
 	bin := needSpecs(b)
-	var list, instr, search, inspect int
+	var list, instr, search, inspect, modelList int
 	var top string
 	for b.Loop() {
 		s, ir := startServer(b, bin, b.TempDir(), githubSpec)
@@ -531,6 +531,24 @@ func BenchmarkContextBytes(b *testing.B) {
 			b.Fatal(err)
 		}
 		list, instr = len(raw), len(ir.Instructions)
+		// What model APIs are given of a tool: its name, description and
+		// input schema (the output schema and annotations stay with the
+		// client, which validates and routes with them).
+		type modelTool struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		var mt []modelTool
+		for _, t := range tools.Tools {
+			in := t.RawInputSchema
+			if in == nil {
+				in, _ = json.Marshal(t.InputSchema)
+			}
+			mt = append(mt, modelTool{t.Name, t.Description, in})
+		}
+		mraw, _ := json.Marshal(mt)
+		modelList = len(mraw)
 		hits := s.call("search", map[string]any{"query": typicalGoal, "limit": 5})
 		var sr struct {
 			Endpoints []struct {
@@ -550,12 +568,18 @@ func BenchmarkContextBytes(b *testing.B) {
 	b.ReportMetric(float64(list), "bytes-tools-list")
 	b.ReportMetric(float64(instr), "bytes-instructions")
 	b.ReportMetric(float64(base), "bytes-list+instructions")
+	b.ReportMetric(float64(modelList+instr), "bytes-model-tools+instructions")
+	b.ReportMetric(float64(modelList+instr+search+inspect), "bytes-model-find-and-call")
 	b.ReportMetric(float64(search), "bytes-search5")
 	b.ReportMetric(float64(inspect), "bytes-inspect")
 	b.ReportMetric(float64(total), "bytes-find-and-call")
-	b.Logf("context: tools/list %d + instructions %d = %d B (target <= %d, %s); + search(5) %d + inspect(%s) %d = %d B (target <= %d, %s)",
-		list, instr, base, targetListBytes, verdict(base <= targetListBytes),
-		search, top, inspect, total, targetFindCallBytes, verdict(total <= targetFindCallBytes))
+	// The targets apply to what a model is given; the whole tools/list
+	// answer (output schemas and annotations included) is reported beside.
+	model := modelList + instr
+	b.Logf("context a model is given: tools %d + instructions %d = %d B (target <= %d, %s); + search(5) %d + inspect(%s) %d = %d B (target <= %d, %s)",
+		modelList, instr, model, targetListBytes, verdict(model <= targetListBytes),
+		search, top, inspect, model+search+inspect, targetFindCallBytes, verdict(model+search+inspect <= targetFindCallBytes))
+	b.Logf("the whole tools/list answer, output schemas and annotations included: %d B; + instructions, search and inspect %d B", list, total)
 }
 
 // BenchmarkAllSpecs loads every spec in the shared folder together (the

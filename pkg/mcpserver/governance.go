@@ -165,7 +165,7 @@ func (s *Server) registerGovernanceTools() {
 	s.mcp.AddTool(mcp.NewTool("rate_limit_status",
 		mcp.WithDescription("Show rate governance now: per upstream and endpoint, configured limits, used and remaining in the window, "+
 			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
-			"refusals by code and scope (proxy: specgate's limits; upstream: the API's), upstream 429s, latency. "+
+			"refusals by code and scope (proxy or upstream), upstream 429s, latency. "+
 			errorCodesNote+"not_found."),
 		inputSchema[StatusArgs](), outputSchema[StatusResult](),
 		hints(true, false, true, false),

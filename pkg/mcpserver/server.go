@@ -204,8 +204,9 @@ func instructions(specs []string) string {
 	}
 	b.WriteString(".\nFlow: 1) search with a plain-language intent to find endpoint ids; " +
 		"2) inspect an id to read its parameters and body; 3) invoke it with parameters (path, query, header, cookie values by name) and requestBody.\n" +
-		"Calls are rate-governed. A refused call returns an error with retryAfterSeconds, scope (proxy: specgate's limit; upstream: the API's) " +
-		"and suggestions of endpoints you can call meanwhile. Search hits say whether each endpoint is ready now.\n" +
+		"A failed call has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}. Calls are rate-governed: " +
+		"a refusal says how long to wait, who refused (scope proxy: specgate's limit; upstream: the API's) and what to call meanwhile. " +
+		"Search hits say whether each endpoint is ready now.\n" +
 		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
 		invoke.JQSubsetNote)
 	return b.String()

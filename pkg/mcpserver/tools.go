@@ -21,7 +21,9 @@ func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolOption {
 	})
 }
 
-const errorCodesNote = "On failure the result has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}; codes: "
+// errorCodesNote opens the list of a tool's error codes; the instructions
+// describe the error object once, and every answer carries it whole.
+const errorCodesNote = "Error codes: "
 
 func (s *Server) registerTools() {
 	s.mcp.AddTool(mcp.NewTool("search",
@@ -45,8 +47,7 @@ func (s *Server) registerTools() {
 	s.mcp.AddTool(mcp.NewTool("invoke",
 		mcp.WithDescription("Call an endpoint. Returns {statusCode, headers, body, rateLimit}; a body over the answer budget comes back as a "+
 			"valid-JSON preview with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage {parameters} "+
-			"when the API has more pages. Use jq to pick fields. Calls are rate-governed: "+
-			"a refused call says how long to wait and what to call meanwhile. "+
+			"when the API has more pages. Use jq to pick fields. "+
 			errorCodesNote+"rate_limit (specgate's limit, scope proxy), upstream_rate_limit (the API's, scope upstream), "+
 			"queue_full, queue_timeout, timeout, cancelled, validation_failed (fix arguments; costs no rate limit), "+
 			"not_found, http_error (upstream 4xx/5xx), upstream_unreachable, auth_error."),

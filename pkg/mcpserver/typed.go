@@ -217,6 +217,16 @@ func schemaOf[T any](output bool) json.RawMessage {
 		// cannot describe is a programming error caught by the tests.
 		panic("mcpserver: no JSON schema for " + reflect.TypeFor[T]().String() + ": " + err.Error())
 	}
+	if !output {
+		// An optional argument is a pointer field, which the generator
+		// writes as ["null", T]: a model sends T or leaves it out, and the
+		// shorter form costs every tools/list less.
+		for _, p := range s.Properties {
+			if len(p.Types) == 2 && p.Types[0] == "null" {
+				p.Type, p.Types = p.Types[1], nil
+			}
+		}
+	}
 	if output {
 		// Every tools/list pays for these: the top level is checked field by
 		// field, nested values by their JSON type only.
@@ -239,6 +249,11 @@ func schemaOf[T any](output bool) json.RawMessage {
 	var tree any
 	if err := json.Unmarshal(b, &tree); err != nil {
 		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
+	}
+	if m, ok := tree.(map[string]any); ok {
+		if r, ok := m["required"].([]any); ok && len(r) == 0 {
+			delete(m, "required") // nothing required says nothing
+		}
 	}
 	b, _ = json.Marshal(noBooleanSchemas(tree))
 	return b
