@@ -59,6 +59,13 @@ func (r *replicas) run(stop <-chan struct{}, endpoints ...string) {
 					// rejects, so it decides at once as AdmitAt would
 					tk, err := l.Acquire(atStore(context.Background(), &at), ratelimit.Request{Endpoint: ep})
 					if err == nil {
+						// The replica's windows count the now it decided with,
+						// which can be later than the one taken before the call
+						// (a goroutine waits for a core, a store call times out):
+						// windows are measured on it, not on the caller's clock.
+						if d := tk.Admitted(); !d.IsZero() {
+							now = d
+						}
 						a := admission{replica: i, endpoint: ep, local: now, server: at}
 						tk.ReleaseAt(time.Now())
 						r.mu.Lock()
