@@ -540,6 +540,30 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 	if total := len(tools) + len(instr); total > 12288 {
 		t.Errorf("tools/list + instructions = %d bytes, want ≤ 12 KB", total)
 	}
+	// What model APIs are given of the tools (name, description, input
+	// schema; the output schema and annotations stay with the client)
+	// plus the instructions: the ≤ 6 KB that finding an endpoint starts
+	// from, set_rate_limit aside (it exists only with runtime tuning).
+	given := len(instr)
+	for _, tool := range res.Tools {
+		if tool.Name == "set_rate_limit" {
+			continue
+		}
+		in := tool.RawInputSchema
+		if in == nil {
+			in, _ = json.Marshal(tool.InputSchema)
+		}
+		b, _ := json.Marshal(struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}{tool.Name, tool.Description, in})
+		given += len(b) + 1
+	}
+	if given > 6144 {
+		t.Errorf("a model is given %d bytes of tools and instructions, want ≤ 6 KB", given)
+	}
+	t.Logf("a model is given %d bytes of tools and instructions", given)
 }
 
 // Tools answer before loading finishes; search waits for the index.
