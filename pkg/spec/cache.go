@@ -16,7 +16,7 @@ import (
 
 // cacheFormat changes whenever the cached layout or the way a catalog is
 // derived changes, so an old cache is rebuilt rather than misread.
-const cacheFormat = "specgate-catalog-v5"
+const cacheFormat = "specgate-catalog-v6"
 
 var cacheMagic = []byte("SGCATv1\n")
 
@@ -105,6 +105,7 @@ type cachedSpec struct {
 	Name, Title, APIVersion, Description, Version, OpenAPI, BaseURL string
 	Schemes                                                         map[string]SecurityScheme
 	Warnings                                                        []string
+	Unusable                                                        map[string]string
 	StatedLimit                                                     *StatedLimit
 	Components                                                      map[string]map[string]json.RawMessage
 	Endpoints                                                       []cachedEndpoint
@@ -140,7 +141,7 @@ func readCache(file string) (*Spec, error) {
 	s := &Spec{
 		Name: cs.Name, Title: cs.Title, APIVersion: cs.APIVersion, Description: cs.Description,
 		Version: cs.Version, OpenAPI: cs.OpenAPI, BaseURL: cs.BaseURL, Schemes: cs.Schemes,
-		Warnings: cs.Warnings, StatedLimit: cs.StatedLimit,
+		Warnings: cs.Warnings, Unusable: cs.Unusable, StatedLimit: cs.StatedLimit,
 	}
 	s.Components = cs.Components
 	s.Endpoints = make([]*Endpoint, len(cs.Endpoints))
@@ -157,7 +158,7 @@ func writeCache(file string, s *Spec) error {
 	cs := cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
 		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
-		Warnings: s.Warnings, StatedLimit: s.StatedLimit, Components: s.Components,
+		Warnings: s.Warnings, Unusable: s.Unusable, StatedLimit: s.StatedLimit, Components: s.Components,
 	}
 	cs.Endpoints = make([]cachedEndpoint, len(s.Endpoints))
 	for i, e := range s.Endpoints {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -373,5 +376,23 @@ func TestDeeplyNestedSchemaNeverReachesKinOpenAPI(t *testing.T) {
 				t.Errorf("the rest of the spec cannot be rebuilt: %v", err)
 			}
 		})
+	}
+}
+
+// What was left out for depth, and why, comes back from the catalog cache.
+func TestUnusableKeptInTheCache(t *testing.T) {
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "deep.json")
+	if err := os.WriteFile(loc, []byte(nestedSchemaDoc(100, `{"type":"array","items":`, `}`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := Cache{Dir: filepath.Join(dir, "cache")}
+	first, err := c.Load(t.Context(), loc, Options{Name: "deep"})
+	if err != nil || len(first.Spec.Unusable) != 1 {
+		t.Fatalf("first load: %v %v", first.Spec, err)
+	}
+	second, err := c.Load(t.Context(), loc, Options{Name: "deep"})
+	if err != nil || !second.FromCache || !maps.Equal(first.Spec.Unusable, second.Spec.Unusable) {
+		t.Fatalf("cached: fromCache=%v unusable %v, want %v (%v)", second.FromCache, second.Spec.Unusable, first.Spec.Unusable, err)
 	}
 }
