@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +14,12 @@ import (
 // body is an array or wraps one in "data" or "items". It returns "" when
 // the spec says nothing about the answer. Search indexes it at a low
 // weight: an operation's answer often names what the operation is about.
-func (e *Endpoint) ResponseAbout() string {
+// It is worked out once at load (About) and kept in the catalog cache.
+func (e *Endpoint) ResponseAbout() string { return e.About }
+
+// responseAbout works out About; memo holds what each component schema
+// says, by reference, for the spec's other operations.
+func (e *Endpoint) responseAbout(memo map[string]string) string {
 	if e.spec == nil || len(e.raw) == 0 {
 		return ""
 	}
@@ -54,7 +60,7 @@ func (e *Endpoint) ResponseAbout() string {
 		if json.Unmarshal(mt.Value, &media) != nil || len(media.Schema) == 0 {
 			return ""
 		}
-		return e.spec.schemaAbout(media.Schema, 2)
+		return e.spec.schemaAbout(media.Schema, 2, memo)
 	}
 	return ""
 }
@@ -92,7 +98,20 @@ func pureRef(raw json.RawMessage) (string, bool) {
 // schemaAbout names a schema: its component name, title and the first
 // sentence of its description; for a list (an array, or an object whose
 // "data" or "items" is one) the schema of its items, depth levels down.
-func (s *Spec) schemaAbout(raw json.RawMessage, depth int) string {
+func (s *Spec) schemaAbout(raw json.RawMessage, depth int, memo map[string]string) string {
+	if ref, ok := pureRef(raw); ok {
+		key := ref + "\x00" + strconv.Itoa(depth)
+		if v, ok := memo[key]; ok {
+			return v
+		}
+		v := s.schemaAboutOf(raw, depth, memo)
+		memo[key] = v
+		return v
+	}
+	return s.schemaAboutOf(raw, depth, memo)
+}
+
+func (s *Spec) schemaAboutOf(raw json.RawMessage, depth int, memo map[string]string) string {
 	m, name, ok := s.object(raw, "schemas")
 	if !ok {
 		return ""
@@ -122,7 +141,7 @@ func (s *Spec) schemaAbout(raw json.RawMessage, depth int) string {
 			}
 		}
 		if len(items) > 0 {
-			if sub := s.schemaAbout(items, depth-1); sub != "" {
+			if sub := s.schemaAbout(items, depth-1, memo); sub != "" {
 				parts = append(parts, sub)
 			}
 		}

@@ -47,6 +47,9 @@ type Endpoint struct {
 	// Security lists the alternative security requirements that apply: each
 	// inner slice names schemes that must all be satisfied. Nil means none.
 	Security [][]string `json:"security,omitempty"`
+	// About says what the success answer is, for search (see
+	// ResponseAbout); filled at load.
+	About string `json:"-"`
 
 	// raw is the operation as JSON with path-level parameters merged in and
 	// references left as "$ref".

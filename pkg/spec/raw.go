@@ -182,6 +182,12 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 			s.Endpoints = append(s.Endpoints, e)
 		}
 	}
+	// What each success answer is, once at load (and then from the
+	// catalog cache): many operations answer with the same schema.
+	memo := map[string]string{}
+	for _, e := range s.Endpoints {
+		e.About = e.responseAbout(memo)
+	}
 	return s, nil
 }
 
