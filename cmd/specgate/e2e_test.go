@@ -80,39 +80,14 @@ func petUpstream(t *testing.T) (*httptest.Server, *upstreamLog) {
 func TestStdioEndToEnd(t *testing.T) {
 	bin := specgateBinary(t)
 	up, log := petUpstream(t)
-	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()},
-		[]string{"serve", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL + "/api/v3", "--rate-limit-interval", "1h"})
-	c := client.NewClient(tr)
-	ctx := t.Context()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	ir, err := c.Initialize(ctx, init)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ir := stdioClient(t, bin, []string{"XDG_CACHE_HOME=" + t.TempDir()},
+		"serve", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL+"/api/v3", "--rate-limit-interval", "1h")
 	if !strings.Contains(ir.Instructions, "petstore-v3") {
 		t.Errorf("instructions do not list the spec: %q", ir.Instructions)
 	}
-
 	call := func(name string, args map[string]any) (map[string]any, bool) {
 		t.Helper()
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var out map[string]any
-		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
-			t.Fatal(err)
-		}
-		return out, res.IsError
+		return callJSON(t, c, name, args)
 	}
 
 	res, isErr := call("search", map[string]any{"query": "get a pet by id"})
@@ -138,6 +113,42 @@ func TestStdioEndToEnd(t *testing.T) {
 	if got := log.list(); len(got) != 1 || got[0] != "GET /api/v3/pet/7" {
 		t.Errorf("upstream saw %v", got)
 	}
+}
+
+// stdioClient starts bin with args (and env added to the environment) and
+// connects mcp-go's client to it over stdio; the server stops with the test.
+func stdioClient(t *testing.T, bin string, env []string, args ...string) (*client.Client, *mcp.InitializeResult) {
+	t.Helper()
+	c := client.NewClient(transport.NewStdioWithOptions(bin, env, args))
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	ir, err := c.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ir
+}
+
+// callJSON calls a tool and decodes its JSON answer; isError says whether
+// it is a tool error.
+func callJSON(t *testing.T, c *client.Client, name string, args map[string]any) (out map[string]any, isError bool) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, res.IsError
 }
 
 func mustJSON(v any) []byte {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/config"
 )
@@ -39,24 +36,7 @@ func TestDemoConfigInvokesTheMock(t *testing.T) {
 		t.Errorf("the loaded config was changed: base_url %q", got)
 	}
 
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := cl.CallTool(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out map[string]any
-		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError {
-			t.Fatalf("%s: %v", name, out)
-		}
-		return out
-	}
+	call := func(name string, args map[string]any) map[string]any { return mustCall(t, cl, name, args) }
 	found := call("search", map[string]any{"query": "find pet by id"})
 	if !strings.Contains(string(mustJSON(found)), `"petstore.getPetById"`) {
 		t.Fatalf("search did not find getPetById: %v", found)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/internal/embedtest"
 )
@@ -38,38 +35,9 @@ specs:
     auth:
       api_key: {value: "${PET_KEY}"}
 `)
-	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir(), "PET_KEY=" + apiKey, "EMB_KEY=" + embKey},
-		[]string{"serve", "--config", cfg})
-	c := client.NewClient(tr)
-	ctx := t.Context()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var out map[string]any
-		if err := json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out); err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError {
-			t.Fatalf("%s: %v", name, out)
-		}
-		return out
-	}
+	c, _ := stdioClient(t, bin, []string{"XDG_CACHE_HOME=" + t.TempDir(), "PET_KEY=" + apiKey, "EMB_KEY=" + embKey},
+		"serve", "--config", cfg)
+	call := func(name string, args map[string]any) map[string]any { return mustCall(t, c, name, args) }
 	first := func(res map[string]any) string {
 		eps := res["endpoints"].([]any)
 		if len(eps) == 0 {
@@ -111,6 +79,16 @@ specs:
 
 func mustString(v any) string { return string(mustJSON(v)) }
 
+// mustCall is callJSON for a call that must succeed.
+func mustCall(t *testing.T, c *client.Client, name string, args map[string]any) map[string]any {
+	t.Helper()
+	out, isErr := callJSON(t, c, name, args)
+	if isErr {
+		t.Fatalf("%s: %v", name, out)
+	}
+	return out
+}
+
 // The embeddings endpoint is an upstream like any other: a budget written
 // for its host holds for its requests.
 func TestEmbeddingsEndpointIsGoverned(t *testing.T) {
@@ -133,32 +111,8 @@ specs:
     location: `+petstorePath(t)+`
     base_url: http://127.0.0.1:9/api/v3
 `)
-	tr := transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, []string{"serve", "--config", cfg})
-	c := client.NewClient(tr)
-	ctx := t.Context()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %v", name, err, res)
-		}
-		var out map[string]any
-		json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out)
-		return out
-	}
+	c, _ := stdioClient(t, bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "serve", "--config", cfg)
+	call := func(name string, args map[string]any) map[string]any { return mustCall(t, c, name, args) }
 	// The 19 endpoints take the one request of the budget; the query's
 	// embedding is refused by specgate and search answers lexically.
 	res := call("search", map[string]any{"query": "find pets by status"})
