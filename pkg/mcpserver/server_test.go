@@ -456,16 +456,7 @@ func TestUpstreamRateLimitLearned(t *testing.T) {
 func TestUpstreamRetryAfterFarFutureNotRetried(t *testing.T) {
 	for _, v := range []string{"999999999", "1e26", "Fri, 31 Dec 9999 23:59:59 GMT"} {
 		t.Run(v, func(t *testing.T) {
-			f := newFixture(t, 0)
-			f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Retry-After", v)
-				w.WriteHeader(http.StatusTooManyRequests)
-			}
-			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
-			if !isErr {
-				t.Fatalf("a 429 came back as success: %v", res)
-			}
-			e := errorOf(t, res)
+			f, e := invoke429(t, v)
 			if e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"] != float64(86400) {
 				t.Errorf("error = %v, want upstream_rate_limit with retryAfterSeconds 86400", e)
 			}
@@ -476,7 +467,7 @@ func TestUpstreamRetryAfterFarFutureNotRetried(t *testing.T) {
 				t.Errorf("upstream saw %d requests, want 1", n)
 			}
 			// The upstream stays blocked: the next call does not reach it.
-			res, _ = f.call(t, "invoke", map[string]any{"endpointId": "petstore.getInventory"})
+			res, _ := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getInventory"})
 			if e := errorOf(t, res); e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"].(float64) < 86399 {
 				t.Errorf("second call: %v", e)
 			}
@@ -487,22 +478,29 @@ func TestUpstreamRetryAfterFarFutureNotRetried(t *testing.T) {
 	}
 }
 
+// invoke429 invokes an endpoint whose upstream answers 429 with the given
+// Retry-After, and returns the fixture and the error the model got.
+func invoke429(t *testing.T, retryAfter string) (*fixture, map[string]any) {
+	t.Helper()
+	f := newFixture(t, 0)
+	f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", retryAfter)
+		w.WriteHeader(http.StatusTooManyRequests)
+	}
+	res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
+	if !isErr {
+		t.Fatalf("a 429 came back as success: %v", res)
+	}
+	return f, errorOf(t, res)
+}
+
 // A Retry-After of -5 (or text) was read as absent: the call was retried
 // max_retries times. It asks for a wait it cannot state: one request, not
 // retried, and an upstream_rate_limit saying so.
 func TestUpstreamRetryAfterUnreadableNotRetried(t *testing.T) {
 	for _, v := range []string{"-5", "soon"} {
 		t.Run(v, func(t *testing.T) {
-			f := newFixture(t, 0)
-			f.upstream.handler = func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Retry-After", v)
-				w.WriteHeader(http.StatusTooManyRequests)
-			}
-			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})
-			if !isErr {
-				t.Fatalf("a 429 came back as success: %v", res)
-			}
-			e := errorOf(t, res)
+			f, e := invoke429(t, v)
 			if e["code"] != "upstream_rate_limit" || e["retryAfterSeconds"].(float64) < 1 {
 				t.Errorf("error = %v, want upstream_rate_limit with a wait of at least a second", e)
 			}
