@@ -413,12 +413,7 @@ func TestCompoundsOnGitHub(t *testing.T) {
 	if raceDetector {
 		t.Skip("loads a large spec: runs without -race")
 	}
-	cat := sharedCatalog(t, "github-full.json", "github-full")
-	ix, err := New(cat, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix, _ := githubIndex(t)
 	for _, q := range []string{"list the stargazers of a repository", "list the star gazers of a repository", "list the stargazer s of a repo"} {
 		hits, err := ix.Search(q, 5)
 		if err != nil {
@@ -436,17 +431,9 @@ func TestSemanticOnGitHub(t *testing.T) {
 	if raceDetector {
 		t.Skip("loads a large spec: runs without -race")
 	}
+	plain, _ := githubIndex(t)
+	hybrid, _ := githubIndex(t)
 	cat := sharedCatalog(t, "github-full.json", "github-full")
-	plain, err := New(cat, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	hybrid, err := New(cat, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hybrid.Close()
 	if err := hybrid.EnableSemantic(t.Context(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
 		t.Fatal(err)
 	}
