@@ -525,7 +525,7 @@ func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, 
 		if ix, err = search.New(cat, search.Options{}); err == nil {
 			defer ix.Close()
 			start := time.Now()
-			if err = ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, nil)); err == nil {
+			if err = ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, nil, nil)); err == nil {
 				st := ix.Semantic()
 				fmt.Fprintf(stdout, "ok   semantic search: model %s, %d endpoint vectors of %d dimensions (%d from the cache) in %s\n",
 					e.Model, st.Endpoints, st.Dimensions, st.Cached, time.Since(start).Round(time.Millisecond))

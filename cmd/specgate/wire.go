@@ -136,11 +136,11 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 	out.ix = ix
 	if e := cfg.Search.Embeddings; e != nil {
 		start := time.Now()
-		opts := semanticOptions(e, cacheDir, log)
+		var gate func(context.Context) (func(int, http.Header), error)
 		if limiter != nil {
-			opts.Embedder.(*search.HTTPEmbedder).Gate = embeddingsGate(limiter, e.URL)
+			gate = embeddingsGate(limiter, e.URL)
 		}
-		if err := ix.EnableSemantic(ctx, cat, opts); err != nil {
+		if err := ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, log, gate)); err != nil {
 			log.Warn("semantic search off until the embeddings endpoint answers; searching lexically", "model", e.Model, "reason", err.Error())
 		} else {
 			st := ix.Semantic()
@@ -154,8 +154,9 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 	return out, nil
 }
 
-// semanticOptions turns search.embeddings into the index's options.
-func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger) search.SemanticOptions {
+// semanticOptions turns search.embeddings into the index's options; gate,
+// when not nil, admits each request to the embeddings endpoint.
+func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger, gate func(context.Context) (func(int, http.Header), error)) search.SemanticOptions {
 	weight := 0.0 // the index's default
 	if e.Weight != nil {
 		weight = *e.Weight
@@ -164,7 +165,7 @@ func semanticOptions(e *config.Embeddings, cacheDir string, log *slog.Logger) se
 		}
 	}
 	return search.SemanticOptions{
-		Embedder:  &search.HTTPEmbedder{URL: e.URL, Model: e.Model, APIKey: e.APIKey.Reveal()},
+		Embedder:  &search.HTTPEmbedder{URL: e.URL, Model: e.Model, APIKey: e.APIKey.Reveal(), Gate: gate},
 		Model:     e.Model,
 		BatchSize: e.BatchSize,
 		Timeout:   time.Duration(e.Timeout),

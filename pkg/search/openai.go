@@ -92,24 +92,18 @@ func (h *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	if client == nil {
 		client = noRedirects
 	}
+	done := func(int, http.Header) {}
 	if h.Gate != nil {
-		done, err := h.Gate(ctx)
-		if err != nil {
+		if done, err = h.Gate(ctx); err != nil {
 			return nil, err
 		}
-		status, header := 0, http.Header(nil)
-		defer func() { done(status, header) }()
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("embeddings request: %w", scrubURLError(err))
-		}
-		status, header = resp.StatusCode, resp.Header
-		return h.read(resp, len(texts), now)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		done(0, nil)
 		return nil, fmt.Errorf("embeddings request: %w", scrubURLError(err))
 	}
+	defer done(resp.StatusCode, resp.Header)
 	return h.read(resp, len(texts), now)
 }
 

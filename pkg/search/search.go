@@ -501,7 +501,8 @@ func (ix *Index) SearchContext(ctx context.Context, q Query, limit int) ([]Hit, 
 		limit = DefaultLimit
 	}
 	filter := q.bleveFilter()
-	if strings.TrimSpace(q.Text) == "" && filter == nil {
+	hasText := strings.TrimSpace(q.Text) != ""
+	if !hasText && filter == nil {
 		return nil, ErrEmptyQuery
 	}
 	p := ix.plan(q.Text)
@@ -510,7 +511,7 @@ func (ix *Index) SearchContext(ctx context.Context, q Query, limit int) ([]Hit, 
 		return nil, err
 	}
 	out := lexical
-	if sem := ix.sem.Load(); sem != nil && sem.opts.Weight > 0 && strings.TrimSpace(q.Text) != "" {
+	if sem := ix.sem.Load(); sem != nil && sem.opts.Weight > 0 && hasText {
 		if qv := sem.queryVector(ctx, q.Text); qv != nil {
 			out = ix.fuse(lexical, sem, qv, q, limit)
 		}

@@ -217,6 +217,7 @@ func (s *semantic) retryLoad(ctx context.Context, texts []string, order []string
 func (s *semantic) load(ctx context.Context, texts []string, order []string, groups map[string][]int) error {
 	rows := make([][]float32, len(texts))
 	var missing []int
+	embedded := map[string]bool{} // the specs whose vectors are made now
 	cached := 0
 	for _, name := range order {
 		idx := groups[name]
@@ -230,6 +231,7 @@ func (s *semantic) load(ctx context.Context, texts []string, order []string, gro
 		}
 		if vs == nil {
 			missing = append(missing, idx...)
+			embedded[name] = true
 			continue
 		}
 		for i, n := range idx {
@@ -262,8 +264,11 @@ func (s *semantic) load(ctx context.Context, texts []string, order []string, gro
 		copy(set.row(i), r)
 	}
 	// What was embedded now is written per spec for the next start.
-	if s.opts.CacheDir != "" && len(missing) > 0 {
+	if s.opts.CacheDir != "" {
 		for _, name := range order {
+			if !embedded[name] {
+				continue
+			}
 			idx := groups[name]
 			ts := make([]string, len(idx))
 			vs := make([][]float32, len(idx))
