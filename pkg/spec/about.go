@@ -69,7 +69,7 @@ func (e *Endpoint) responseAbout(memo map[string]string) string {
 // section; name is the component's name when raw was a reference.
 func (s *Spec) object(raw json.RawMessage, section string) (map[string]json.RawMessage, string, bool) {
 	name := ""
-	if ref, ok := pureRef(raw); ok {
+	if ref, ok := topLevelRef(raw); ok {
 		target, ok := s.resolve(ref, section)
 		if !ok {
 			return nil, "", false
@@ -84,22 +84,11 @@ func (s *Spec) object(raw json.RawMessage, section string) (map[string]json.RawM
 	return m, name, true
 }
 
-// pureRef returns the target of a {"$ref": ...} object.
-func pureRef(raw json.RawMessage) (string, bool) {
-	var probe struct {
-		Ref string `json:"$ref"`
-	}
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &probe) != nil || probe.Ref == "" {
-		return "", false
-	}
-	return probe.Ref, true
-}
-
 // schemaAbout names a schema: its component name, title and the first
 // sentence of its description; for a list (an array, or an object whose
 // "data" or "items" is one) the schema of its items, depth levels down.
 func (s *Spec) schemaAbout(raw json.RawMessage, depth int, memo map[string]string) string {
-	if ref, ok := pureRef(raw); ok {
+	if ref, ok := topLevelRef(raw); ok {
 		key := ref + "\x00" + strconv.Itoa(depth)
 		if v, ok := memo[key]; ok {
 			return v
