@@ -192,7 +192,7 @@ func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
 		obj.Hint = "specgate left it out at load to stay safe; use search for another endpoint, or ask the operator to fix the spec."
 	}
 	words := strings.NewReplacer(".", " ", "_", " ", "-", " ", "/", " ").Replace(id)
-	if hits, err := st.ix.Search(words, 5); err == nil {
+	if hits, err := st.ix.Lexical(words, 5); err == nil {
 		for _, h := range hits {
 			obj.Suggestions = append(obj.Suggestions, Suggestion{ID: h.ID, Method: h.Method, Path: h.Path})
 		}
@@ -234,7 +234,7 @@ func (s *Server) suggestions(st *state, e *spec.Endpoint, otherUpstreams bool) [
 		take(st.ix.Similar(e.ID, 40))
 	}
 	if len(out) < 5 {
-		if hits, err := st.ix.Search(query+filter, 40); err == nil {
+		if hits, err := st.ix.Lexical(query+filter, 40); err == nil {
 			take(hits)
 		}
 	}

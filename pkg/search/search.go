@@ -497,6 +497,17 @@ func (ix *Index) SearchQuery(q Query, limit int) ([]Hit, error) {
 // configured timeout). Without semantic search, or while it is off, the
 // answer is the lexical ranking alone.
 func (ix *Index) SearchContext(ctx context.Context, q Query, limit int) ([]Hit, error) {
+	return ix.search(ctx, q, limit, true)
+}
+
+// Lexical is Search by the lexical ranking alone, for lookups a program
+// makes from endpoint ids (suggestions, "did you mean"): they need no trip
+// to the embeddings endpoint.
+func (ix *Index) Lexical(q string, limit int) ([]Hit, error) {
+	return ix.search(context.Background(), ParseQuery(q), limit, false)
+}
+
+func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) ([]Hit, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
@@ -511,7 +522,7 @@ func (ix *Index) SearchContext(ctx context.Context, q Query, limit int) ([]Hit, 
 		return nil, err
 	}
 	out := lexical
-	if sem := ix.sem.Load(); sem != nil && sem.opts.Weight > 0 && hasText {
+	if sem := ix.sem.Load(); semantic && sem != nil && sem.opts.Weight > 0 && hasText {
 		if qv := sem.queryVector(ctx, q.Text); qv != nil {
 			out = ix.fuse(lexical, sem, qv, q, limit)
 		}
@@ -716,7 +727,7 @@ func (ix *Index) Similar(id string, limit int) []Hit {
 	words := splitWords(opTail(strings.TrimPrefix(id, e.hit.Spec+".")), nil)
 	words = pathWords(e.hit.Path, words)
 	q := Query{Text: strings.Join(words, " "), Specs: []string{e.hit.Spec}}
-	hits, err := ix.SearchQuery(q, limit+1)
+	hits, err := ix.search(context.Background(), q, limit+1, false)
 	if err != nil {
 		return nil
 	}

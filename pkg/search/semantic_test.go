@@ -465,3 +465,26 @@ func TestSemanticKeepsFilters(t *testing.T) {
 		}
 	}
 }
+
+// Lookups made from endpoint ids (suggestions, "did you mean") stay
+// lexical: they cost no trip to the embeddings endpoint.
+func TestLexicalLookupsSendNothing(t *testing.T) {
+	cat, ix := petstoreIndex(t)
+	srv := standIn(t)
+	if err := ix.EnableSemantic(t.Context(), cat, SemanticOptions{Embedder: &HTTPEmbedder{URL: srv.URL, Model: "m"}, Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	n := srv.Requests.Load()
+	if hits := ix.Similar("petstore.getPetById", 5); len(hits) == 0 {
+		t.Fatal("no similar endpoints")
+	}
+	if hits, err := ix.Lexical("get pet by id", 5); err != nil || len(hits) == 0 {
+		t.Fatalf("lexical: %v %v", hits, err)
+	}
+	if got := srv.Requests.Load() - n; got != 0 {
+		t.Fatalf("%d embeddings requests for lookups by id", got)
+	}
+	if _, err := ix.Search("get pet by id", 5); err != nil || srv.Requests.Load() == n {
+		t.Fatalf("a search sent no query to embed (%v)", err)
+	}
+}
