@@ -77,6 +77,36 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			// Every list call was refused for expand, a deepObject array the
+			// model never sent, which kin-openapi cannot decode.
+			name: "stripe list with limit only", file: "stripe.json", opID: "GetCustomers",
+			args: Args{Parameters: map[string]any{"limit": 2}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawQuery != "limit=2" {
+					t.Errorf("query %s", r.RawQuery)
+				}
+			},
+		},
+		{
+			name: "stripe paging with starting_after", file: "stripe.json", opID: "GetCustomers",
+			args: Args{Parameters: map[string]any{"limit": 2, "starting_after": "cus_123"}},
+			check: func(t *testing.T, r recorded) {
+				if !sameQuery(r.RawQuery, "limit=2&starting_after=cus_123") {
+					t.Errorf("query %s", r.RawQuery)
+				}
+			},
+		},
+		{
+			name: "stripe created range only", file: "stripe.json", opID: "GetCharges",
+			args: Args{Parameters: map[string]any{"created": map[string]any{"gt": 1700000000}}},
+			check: func(t *testing.T, r recorded) {
+				q, _ := url.QueryUnescape(r.RawQuery)
+				if q != "created[gt]=1700000000" {
+					t.Errorf("query %s", q)
+				}
+			},
+		},
+		{
 			name: "stripe multipart file with deepObject fields", file: "stripe.json", opID: "PostFiles",
 			opts: func(s string) Options {
 				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"bearerAuth": {Token: "sk_test_123"}}}}}
