@@ -32,7 +32,11 @@ func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorResult(mapError(err, s.now()))
 	}
-	return errorResult(&ErrorObject{Code: CodeNotFound, Message: "no spec could be loaded: " + err.Error(),
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "no spec could be loaded") {
+		msg = "no spec could be loaded: " + msg
+	}
+	return errorResult(&ErrorObject{Code: CodeNotFound, Message: msg,
 		Hint: "The operator must fix the specs in specgate's config."})
 }
 
