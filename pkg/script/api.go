@@ -1,0 +1,307 @@
+package script
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+)
+
+// prelude bounds the builtins that build a large value from a small one
+// in one step (a string repeated, padded or joined, an array filled), which
+// the memory sampler would only see after the allocation. LIMIT is the
+// largest string or array length a run may build that way.
+const prelude = `(function(limit){
+  "use strict";
+  const def = (o, k, f) => Object.defineProperty(o, k, {value: f, writable: false, configurable: false, enumerable: false});
+  const big = () => { throw new RangeError("the value would pass the script's memory bound"); };
+  const rep = String.prototype.repeat, ps = String.prototype.padStart, pe = String.prototype.padEnd;
+  def(String.prototype, "repeat", function(n) { if (String(this).length * Number(n) > limit) big(); return rep.call(this, n); });
+  def(String.prototype, "padStart", function(n, f) { if (Number(n) > limit) big(); return ps.call(this, n, f); });
+  def(String.prototype, "padEnd", function(n, f) { if (Number(n) > limit) big(); return pe.call(this, n, f); });
+  const join = Array.prototype.join, fill = Array.prototype.fill;
+  def(Array.prototype, "join", function(sep) {
+    const s = sep === undefined ? 1 : String(sep).length;
+    let total = 0;
+    for (let i = 0; i < this.length; i++) {
+      const v = this[i];
+      total += (v === undefined || v === null ? 0 : (typeof v === "string" ? v.length : String(v).length)) + s;
+      if (total > limit) big();
+    }
+    return join.call(this, sep);
+  });
+  def(Array.prototype, "fill", function(v, a, b) { if (this.length > limit / 8) big(); return fill.call(this, v, a, b); });
+})`
+
+// install sets up the sandbox: console, the frozen api object and the
+// bounded builtins. goja has no modules, timers, files or network of its
+// own; nothing else is added.
+func (r *run) install() error {
+	vm := r.vm
+	vm.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
+	bound, err := vm.RunString(prelude)
+	if err != nil {
+		return err
+	}
+	f, _ := goja.AssertFunction(bound)
+	if _, err := f(goja.Undefined(), vm.ToValue(r.opts.MaxMemory/4)); err != nil {
+		return err
+	}
+	console := vm.NewObject()
+	console.Set("log", r.log)
+	api := vm.NewObject()
+	api.Set("invoke", r.invoke)
+	api.Set("search", r.search)
+	vm.Set("console", console)
+	vm.Set("api", api)
+	_, err = vm.RunString(`Object.freeze(api); Object.freeze(console);
+Object.defineProperty(globalThis, "api", {writable: false, configurable: false});
+Object.defineProperty(globalThis, "console", {writable: false, configurable: false});`)
+	return err
+}
+
+// log keeps console.log lines up to MaxLogBytes in all.
+func (r *run) log(call goja.FunctionCall) goja.Value {
+	if r.res.LogsCut {
+		return goja.Undefined()
+	}
+	parts := make([]string, 0, len(call.Arguments))
+	n := r.logLen
+	for _, a := range call.Arguments {
+		s := r.logString(a, r.opts.MaxLogBytes-n+1)
+		parts = append(parts, s)
+		n += len(s) + 1
+		if n > r.opts.MaxLogBytes {
+			break
+		}
+	}
+	line := strings.Join(parts, " ")
+	if room := r.opts.MaxLogBytes - r.logLen; len(line) > room {
+		line = clipBytes(line, max(room, 0))
+		r.res.LogsCut = true
+	}
+	r.logLen += len(line)
+	if line != "" || !r.res.LogsCut {
+		r.res.Logs = append(r.res.Logs, line)
+	}
+	return goja.Undefined()
+}
+
+// logString renders one console.log argument, JSON for objects, reading
+// at most about room bytes of a string.
+func (r *run) logString(v goja.Value, room int) string {
+	if v == nil || goja.IsUndefined(v) {
+		return "undefined"
+	}
+	if _, ok := v.(*goja.Object); ok {
+		if _, isFn := goja.AssertFunction(v); !isFn {
+			if out, err := r.serialise(v); err == nil {
+				return clipBytes(string(out), max(room, 0))
+			}
+		}
+	}
+	s := v.String()
+	return clipBytes(s, max(room, 0))
+}
+
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// invoke is api.invoke(endpointId, args): a promise of the call's answer.
+func (r *run) invoke(call goja.FunctionCall) goja.Value {
+	p, resolve, reject := r.vm.NewPromise()
+	id, ok := call.Argument(0).Export().(string)
+	if !ok || id == "" {
+		reject(r.jsError(&CallError{Code: "validation_failed", Message: "api.invoke needs an endpoint id string first"}))
+		return r.vm.ToValue(p)
+	}
+	var args Args
+	if a := call.Argument(1); !goja.IsUndefined(a) && !goja.IsNull(a) {
+		if problem := r.decodeArgs(a, &args); problem != "" {
+			reject(r.jsError(&CallError{Code: "validation_failed", Message: problem}))
+			return r.vm.ToValue(p)
+		}
+	}
+	if !r.take() {
+		reject(r.jsError(r.tooMany()))
+		return r.vm.ToValue(p)
+	}
+	r.start(func() (any, error) {
+		resp, err := r.caller.Invoke(r.ctx, id, args)
+		if resp != nil {
+			r.mu.Lock()
+			r.waited += resp.QueueWait
+			r.mu.Unlock()
+		}
+		return resp, err
+	}, resolve, reject)
+	return r.vm.ToValue(p)
+}
+
+// search is api.search(query, {limit}): a promise of the endpoints.
+func (r *run) search(call goja.FunctionCall) goja.Value {
+	p, resolve, reject := r.vm.NewPromise()
+	q, ok := call.Argument(0).Export().(string)
+	if !ok || strings.TrimSpace(q) == "" {
+		reject(r.jsError(&CallError{Code: "validation_failed", Message: "api.search needs a query string"}))
+		return r.vm.ToValue(p)
+	}
+	limit := 10
+	if o, ok := call.Argument(1).(*goja.Object); ok && o != nil {
+		if l := o.Get("limit"); l != nil && !goja.IsUndefined(l) {
+			n := l.ToInteger()
+			if n < 1 || n > 50 {
+				reject(r.jsError(&CallError{Code: "validation_failed", Message: "limit must be a whole number from 1 to 50"}))
+				return r.vm.ToValue(p)
+			}
+			limit = int(n)
+		}
+	}
+	if !r.take() {
+		reject(r.jsError(r.tooMany()))
+		return r.vm.ToValue(p)
+	}
+	r.start(func() (any, error) { return r.caller.Search(r.ctx, q, limit) }, resolve, reject)
+	return r.vm.ToValue(p)
+}
+
+func (r *run) take() bool {
+	if r.calls >= r.opts.MaxCalls {
+		return false
+	}
+	r.calls++
+	return true
+}
+
+func (r *run) tooMany() *CallError {
+	return &CallError{Code: "validation_failed", Message: "this script already made its " + strconv.Itoa(r.opts.MaxCalls) + " calls (scripts.max_calls)"}
+}
+
+// start runs one call on its own goroutine, at most MaxConcurrent at once,
+// and settles its promise on the VM's goroutine.
+func (r *run) start(do func() (any, error), resolve, reject func(any) error) {
+	r.inflight++
+	go func() {
+		var out any
+		var err error
+		select {
+		case r.sem <- struct{}{}:
+			out, err = do()
+			<-r.sem
+		case <-r.ctx.Done():
+			err = r.ctx.Err()
+		}
+		job := func() error {
+			r.inflight--
+			r.count(out, err)
+			if r.opts.Progress != nil {
+				r.opts.Progress(r.res.Calls.Total)
+			}
+			if err != nil {
+				return reject(r.jsError(err))
+			}
+			return resolve(r.toJS(out))
+		}
+		select {
+		case r.jobs <- job:
+		case <-r.done:
+		}
+	}()
+}
+
+func (r *run) count(out any, err error) {
+	r.res.Calls.Total++
+	if r.res.Calls.ByStatus == nil {
+		r.res.Calls.ByStatus = map[string]int{}
+	}
+	key := "ok"
+	if resp, ok := out.(*Response); ok && resp != nil {
+		key = strconv.Itoa(resp.StatusCode)
+	}
+	var ce *CallError
+	switch {
+	case errors.As(err, &ce):
+		key = ce.Code
+	case err != nil:
+		key = "error"
+	}
+	r.res.Calls.ByStatus[key]++
+}
+
+// decodeArgs reads api.invoke's argument object strictly: through JSON,
+// so no getter, proxy or function crosses into the call.
+func (r *run) decodeArgs(v goja.Value, dst *Args) string {
+	raw, err := r.serialise(v)
+	if err != nil {
+		return "the arguments cannot be read as JSON"
+	}
+	if len(raw) > 8<<20 {
+		return "the arguments are over 8 MiB"
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			return "unknown argument " + clip(name, 64) + ": api.invoke takes parameters, requestBody, headers, contentType, pages"
+		}
+		return "the arguments are not {parameters, requestBody, headers, contentType, pages}: " + clip(msg, 160)
+	}
+	return ""
+}
+
+// toJS hands a call's answer to the script as plain values.
+func (r *run) toJS(out any) goja.Value {
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return goja.Null()
+	}
+	parse, _ := goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("parse"))
+	v, err := parse(goja.Undefined(), r.vm.ToValue(string(raw)))
+	if err != nil {
+		return goja.Null()
+	}
+	return v
+}
+
+// jsError makes the Error a failed call throws.
+func (r *run) jsError(err error) goja.Value {
+	ce := &CallError{Code: "internal", Message: "the call failed inside specgate"}
+	if !errors.As(err, &ce) {
+		switch {
+		case errors.Is(err, errTimeout), errors.Is(err, errMemory):
+		default:
+			if r.ctx.Err() != nil {
+				ce = &CallError{Code: "timeout", Message: "the script's deadline passed while the call waited"}
+			}
+		}
+	}
+	ctor, _ := goja.AssertConstructor(r.vm.Get("Error"))
+	obj, cerr := ctor(nil, r.vm.ToValue(ce.Message))
+	if cerr != nil {
+		return r.vm.ToValue(ce.Message)
+	}
+	obj.Set("code", ce.Code)
+	if ce.RetryAfterSeconds > 0 {
+		obj.Set("retryAfterSeconds", ce.RetryAfterSeconds)
+	}
+	if ce.Status > 0 {
+		obj.Set("status", ce.Status)
+	}
+	if ce.Scope != "" {
+		obj.Set("scope", ce.Scope)
+	}
+	return obj
+}

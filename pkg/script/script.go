@@ -1,0 +1,452 @@
+// Package script runs run_script programs: the body of an async
+// JavaScript function, on goja, with an api object whose every call is
+// handed to a Caller (which governs it as a direct invoke) and nothing else:
+// no modules, files, network, timers, environment or process.
+//
+// A run is bounded by a deadline (the VM is interrupted), a call count, a
+// number of calls in flight, a call-stack depth, the log size, and a memory
+// bound: string and array builders that could allocate past it at once
+// refuse to, and a sampler interrupts the run when the heap grows past the
+// bound. The memory bound is sampled in-process: a run can overshoot it by
+// what it allocates between two samples, and the heap it reads is shared
+// with every other run and caller of the process.
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Defaults of Options' zero fields.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultMaxCalls      = 200
+	DefaultMaxConcurrent = 4
+	DefaultMaxMemory     = 64 << 20
+	DefaultMaxLogBytes   = 4 << 10
+	// MaxCodeBytes bounds the code of one run.
+	MaxCodeBytes = 1 << 20
+	// maxStackDepth bounds the JavaScript call stack.
+	maxStackDepth = 2000
+)
+
+// Caller makes the calls a script asks for. Every call it makes must be
+// governed as a direct invoke is; it must be safe for concurrent use.
+type Caller interface {
+	// Invoke calls an endpoint. A failure of the closed set of codes is a
+	// *CallError; any other error is thrown as an internal failure.
+	Invoke(ctx context.Context, endpointID string, args Args) (*Response, error)
+	// Search answers what the search tool would, as JSON values.
+	Search(ctx context.Context, query string, limit int) (any, error)
+}
+
+// Args are the arguments of one api.invoke.
+type Args struct {
+	Parameters  map[string]any    `json:"parameters,omitempty"`
+	RequestBody any               `json:"requestBody,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	ContentType string            `json:"contentType,omitempty"`
+	Pages       int               `json:"pages,omitempty"`
+}
+
+// Response is what api.invoke resolves to.
+type Response struct {
+	StatusCode int               `json:"statusCode"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	// Body is the whole decoded body: JSON as values, text as a string,
+	// binary as {contentType, bytes}.
+	Body     any            `json:"body,omitempty"`
+	NextPage map[string]any `json:"nextPage,omitempty"`
+	// QueueWait is how long the call waited for the rate limit.
+	QueueWait time.Duration `json:"-"`
+}
+
+// CallError is a failed call, thrown into the script as an Error carrying
+// code, message, retryAfterSeconds, status and scope.
+type CallError struct {
+	Code              string
+	Message           string
+	RetryAfterSeconds float64
+	Status            int
+	Scope             string
+}
+
+func (e *CallError) Error() string { return e.Code + ": " + e.Message }
+
+// Options bound a run. The zero value of each field is its default.
+type Options struct {
+	// Timeout bounds the whole run, waits for the rate limit included. If
+	// zero, DefaultTimeout.
+	Timeout time.Duration
+	// MaxCalls bounds api.invoke and api.search calls. If zero, DefaultMaxCalls.
+	MaxCalls int
+	// MaxConcurrent bounds calls in flight. If zero, DefaultMaxConcurrent.
+	MaxConcurrent int
+	// MaxMemory bounds what the run may allocate. If zero, DefaultMaxMemory.
+	MaxMemory int64
+	// MaxLogBytes bounds console.log output kept. If zero, DefaultMaxLogBytes.
+	MaxLogBytes int
+	// Progress, if set, is called after each call with the calls finished.
+	Progress func(done int)
+}
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.MaxLogBytes <= 0 {
+		o.MaxLogBytes = DefaultMaxLogBytes
+	}
+}
+
+// Calls counts a run's calls.
+type Calls struct {
+	Total    int            `json:"total"`
+	ByStatus map[string]int `json:"byStatus,omitempty"`
+}
+
+// Result is a finished run.
+type Result struct {
+	// Value is the return value as JSON text; "null" for undefined.
+	Value     json.RawMessage
+	Calls     Calls
+	QueueWait time.Duration
+	Logs      []string
+	// LogsCut is true when console.log output passed MaxLogBytes.
+	LogsCut bool
+}
+
+// Error codes of a run that did not finish.
+const (
+	CodeScriptError = "script_error"
+	CodeTimeout     = "timeout"
+	CodeCancelled   = "cancelled"
+)
+
+// Error is a run that did not finish; Result holds the calls and logs so far.
+type Error struct {
+	Code    string
+	Message string
+	// Line is the script's line the failure points at; 0 when unknown.
+	Line   int
+	Result *Result
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+var (
+	errTimeout = errors.New("timeout")
+	errMemory  = errors.New("memory")
+)
+
+// run is one script's state; the VM and everything but the channels is
+// touched only by Run's goroutine.
+type run struct {
+	ctx    context.Context
+	vm     *goja.Runtime
+	caller Caller
+	opts   Options
+	res    *Result
+	logLen int
+
+	calls    int
+	inflight int
+	sem      chan struct{}
+	jobs     chan func() error
+	done     chan struct{}
+
+	mu sync.Mutex // guards waited
+	// waited sums the queue waits of finished calls.
+	waited time.Duration
+}
+
+// Run runs code, the body of an async function, and returns its return
+// value, or an *Error.
+func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, error) {
+	opts.defaults()
+	res := &Result{Value: json.RawMessage("null")}
+	if len(code) > MaxCodeBytes {
+		return nil, &Error{Code: CodeScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
+	}
+	prog, err := goja.Compile("script.js", "(async function(){\n"+code+"\n})()", true)
+	if err != nil {
+		return nil, &Error{Code: CodeScriptError, Message: "syntax error: " + clip(syntaxMessage(err), 300), Line: lineOfSyntax(err.Error()), Result: res}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	r := &run{ctx: ctx, vm: goja.New(), caller: c, opts: opts, res: res,
+		sem: make(chan struct{}, opts.MaxConcurrent), jobs: make(chan func() error, 16), done: make(chan struct{})}
+	defer close(r.done)
+	r.vm.SetMaxCallStackSize(maxStackDepth)
+	if err := r.install(); err != nil {
+		return nil, &Error{Code: CodeScriptError, Message: "the sandbox could not be set up", Result: res}
+	}
+	stop := r.watch(ctx)
+	defer stop()
+
+	v, err := r.vm.RunProgram(prog)
+	if err != nil {
+		return nil, r.failure(err)
+	}
+	p, ok := v.Export().(*goja.Promise)
+	if !ok {
+		return nil, &Error{Code: CodeScriptError, Message: "the script did not run as an async function", Result: res}
+	}
+	for p.State() == goja.PromiseStatePending {
+		if r.inflight == 0 && len(r.jobs) == 0 {
+			return nil, &Error{Code: CodeScriptError, Message: "the script awaits a promise that never settles (only api calls settle promises here)", Result: r.finish()}
+		}
+		select {
+		case job := <-r.jobs:
+			if err := job(); err != nil {
+				return nil, r.failure(err)
+			}
+		case <-ctx.Done():
+			return nil, r.failure(r.ctxErr())
+		}
+	}
+	if p.State() == goja.PromiseStateRejected {
+		return nil, r.thrown(p.Result())
+	}
+	out, err := r.serialise(p.Result())
+	if err != nil {
+		return nil, r.failure(err)
+	}
+	r.finish()
+	res.Value = out
+	return res, nil
+}
+
+func (r *run) ctxErr() error {
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return errTimeout
+	}
+	return context.Canceled
+}
+
+// finish records the queue wait of the calls made so far.
+func (r *run) finish() *Result {
+	r.mu.Lock()
+	r.res.QueueWait = r.waited
+	r.mu.Unlock()
+	return r.res
+}
+
+// failure turns an error out of the VM into an *Error.
+func (r *run) failure(err error) error {
+	res := r.finish()
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		switch ie.Value() {
+		case errTimeout:
+			return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", r.opts.Timeout), Result: res}
+		case errMemory:
+			return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory passed its %d MiB bound and it was stopped", r.opts.MaxMemory>>20), Result: res}
+		case context.Canceled:
+			return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+		}
+	}
+	switch {
+	case errors.Is(err, errTimeout):
+		return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", r.opts.Timeout), Result: res}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the call stack passed %d frames (endless recursion?)", maxStackDepth), Result: res}
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		return r.thrown(ex.Value())
+	}
+	return &Error{Code: CodeScriptError, Message: clip(err.Error(), 300), Line: lineOf(err.Error()), Result: res}
+}
+
+// thrown describes an uncaught throw: its message and the script's line.
+func (r *run) thrown(v goja.Value) error {
+	res := r.finish()
+	msg, line := "", 0
+	if o, ok := v.(*goja.Object); ok && o != nil {
+		if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
+			msg = m.String()
+		}
+		if c := o.Get("code"); c != nil && !goja.IsUndefined(c) && c.String() != "" {
+			msg = c.String() + ": " + msg
+		}
+		if st := o.Get("stack"); st != nil && !goja.IsUndefined(st) {
+			line = lineOf(st.String())
+		}
+		if msg == "" {
+			msg = safeString(v)
+		}
+	} else {
+		msg = "a non-Error value was thrown: " + safeString(v)
+	}
+	return &Error{Code: CodeScriptError, Message: "uncaught: " + clip(msg, 300), Line: line, Result: res}
+}
+
+// safeString renders a thrown value without running its code twice.
+func safeString(v goja.Value) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = "(a value that cannot be shown)"
+		}
+	}()
+	if v == nil || goja.IsUndefined(v) {
+		return "undefined"
+	}
+	return clip(v.String(), 300)
+}
+
+// serialise renders the return value as JSON text, bounded by the memory
+// bound; undefined is null.
+func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+		return json.RawMessage("null"), nil
+	}
+	stringify, _ := goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("stringify"))
+	out, err := stringify(goja.Undefined(), v)
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) {
+			return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON: " + clip(safeString(ex.Value()), 200), Result: r.res}
+		}
+		return nil, err
+	}
+	if goja.IsUndefined(out) {
+		return json.RawMessage("null"), nil // a function, a symbol
+	}
+	return json.RawMessage(out.String()), nil
+}
+
+var lineRE = regexp.MustCompile(`script\.js:(\d+)`)
+
+// lineOf finds the script's line in a goja message or stack; the wrapper
+// adds one line before the code.
+func lineOf(s string) int {
+	m := lineRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n <= 1 {
+		return 0
+	}
+	return n - 1
+}
+
+func syntaxMessage(err error) string {
+	msg := err.Error()
+	// goja: "SyntaxError: script.js: Line 3:5 Unexpected token ..."
+	if i := strings.Index(msg, "Line "); i >= 0 {
+		rest := msg[i+len("Line "):]
+		if j := strings.IndexByte(rest, ' '); j >= 0 {
+			pos := rest[:j]
+			ln, col, _ := strings.Cut(pos, ":")
+			if n, err := strconv.Atoi(ln); err == nil && n > 1 {
+				return fmt.Sprintf("line %d:%s %s", n-1, col, strings.TrimSpace(rest[j:]))
+			}
+		}
+	}
+	return msg
+}
+
+var syntaxLineRE = regexp.MustCompile(`Line (\d+):`)
+
+// lineOfSyntax reads the line of a goja syntax error.
+func lineOfSyntax(s string) int {
+	m := syntaxLineRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n <= 1 {
+		return 0
+	}
+	return n - 1
+}
+
+// watch interrupts the VM at the deadline, on cancellation, and when the
+// heap grows past the memory bound; the returned func stops it.
+func (r *run) watch(ctx context.Context) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		base := heapBytes()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		lastGC := time.Time{}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				r.vm.Interrupt(r.ctxErr())
+				return
+			case <-tick.C:
+				if heapBytes()-base <= r.opts.MaxMemory {
+					continue
+				}
+				// Garbage counts until a collection: collect at most every
+				// 100ms before deciding.
+				if time.Since(lastGC) > 100*time.Millisecond {
+					runtime.GC()
+					lastGC = time.Now()
+					if heapBytes()-base <= r.opts.MaxMemory {
+						continue
+					}
+				}
+				r.vm.Interrupt(errMemory)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		wg.Wait()
+	}
+}
+
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+var heapMu sync.Mutex
+
+func heapBytes() int64 {
+	heapMu.Lock()
+	defer heapMu.Unlock()
+	metrics.Read(heapSample)
+	return int64(heapSample[0].Value.Uint64())
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,284 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeCaller answers api calls from a table and records them; it tracks
+// how many are in flight at once.
+type fakeCaller struct {
+	mu       sync.Mutex
+	calls    []string
+	inflight atomic.Int32
+	peak     atomic.Int32
+	block    chan struct{} // when set, every call waits for it or its ctx
+}
+
+func (f *fakeCaller) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
+	n := f.inflight.Add(1)
+	defer f.inflight.Add(-1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, id+" "+mustJSON(a.Parameters))
+	f.mu.Unlock()
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return nil, &CallError{Code: "cancelled", Message: "cancelled"}
+		}
+	}
+	switch id {
+	case "t.list":
+		page := 1
+		if p, ok := a.Parameters["page"]; ok {
+			fmt.Sscan(fmt.Sprint(p), &page)
+		}
+		var items []any
+		for i := range 3 {
+			items = append(items, map[string]any{"number": (page-1)*3 + i + 1, "title": fmt.Sprintf("pr %d", (page-1)*3+i+1)})
+		}
+		r := &Response{StatusCode: 200, Body: items, QueueWait: 10 * time.Millisecond}
+		if page < 3 {
+			r.NextPage = map[string]any{"parameters": map[string]any{"page": page + 1}}
+		}
+		return r, nil
+	case "t.get":
+		return &Response{StatusCode: 200, Body: map[string]any{"number": a.Parameters["n"], "user": map[string]any{"login": "ada"}}}, nil
+	case "t.limited":
+		return nil, &CallError{Code: "rate_limit", Message: "cooling down", RetryAfterSeconds: 8.2, Scope: "proxy"}
+	}
+	return nil, &CallError{Code: "not_found", Message: "no endpoint " + id}
+}
+
+func (f *fakeCaller) Search(ctx context.Context, q string, limit int) (any, error) {
+	return map[string]any{"endpoints": []any{map[string]any{"id": "t.list", "q": q, "limit": limit}}}, nil
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func runOK(t *testing.T, code string, c Caller, opts Options) *Result {
+	t.Helper()
+	res, err := Run(t.Context(), code, c, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func runErr(t *testing.T, code string, c Caller, opts Options) *Error {
+	t.Helper()
+	_, err := Run(t.Context(), code, c, opts)
+	var se *Error
+	if !errors.As(err, &se) {
+		t.Fatalf("Run: %v, want an *Error", err)
+	}
+	if se.Result == nil {
+		t.Fatalf("%v carries no calls and logs", se)
+	}
+	return se
+}
+
+func TestPagesAListAndLoopsOverItems(t *testing.T) {
+	f := &fakeCaller{}
+	res := runOK(t, `
+let args = {parameters: {}}, titles = [];
+for (;;) {
+  const r = await api.invoke("t.list", args);
+  for (const pr of r.body) titles.push(pr.title);
+  if (!r.nextPage) break;
+  args = r.nextPage;
+}
+const picked = await Promise.all([2, 5, 7].map(n => api.invoke("t.get", {parameters: {n}})));
+console.log("pages done", titles.length);
+return {titles, authors: picked.map(r => r.body.user.login)};`, f, Options{})
+	var out struct {
+		Titles  []string `json:"titles"`
+		Authors []string `json:"authors"`
+	}
+	if err := json.Unmarshal(res.Value, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Titles) != 9 || out.Titles[8] != "pr 9" || len(out.Authors) != 3 || out.Authors[0] != "ada" {
+		t.Errorf("value %s", res.Value)
+	}
+	if res.Calls.Total != 6 || res.Calls.ByStatus["200"] != 6 {
+		t.Errorf("calls %+v", res.Calls)
+	}
+	if res.QueueWait != 30*time.Millisecond {
+		t.Errorf("queue wait %v, want the 3 list pages' 30ms", res.QueueWait)
+	}
+	if len(res.Logs) != 1 || res.Logs[0] != "pages done 9" {
+		t.Errorf("logs %q", res.Logs)
+	}
+}
+
+func TestCallErrorsThrowWithTheirFacts(t *testing.T) {
+	res := runOK(t, `
+try { await api.invoke("t.limited", {}); } catch (e) {
+  return {isError: e instanceof Error, code: e.code, retry: e.retryAfterSeconds, scope: e.scope, message: e.message};
+}`, &fakeCaller{}, Options{})
+	want := `{"isError":true,"code":"rate_limit","retry":8.2,"scope":"proxy","message":"cooling down"}`
+	if string(res.Value) != want {
+		t.Errorf("value %s, want %s", res.Value, want)
+	}
+}
+
+func TestConcurrencyIsBounded(t *testing.T) {
+	f := &fakeCaller{}
+	res := runOK(t, `
+const ids = Array.from({length: 40}, (_, i) => i);
+const rs = await Promise.all(ids.map(n => api.invoke("t.get", {parameters: {n}})));
+return rs.length;`, f, Options{MaxConcurrent: 3})
+	if string(res.Value) != "40" {
+		t.Fatalf("value %s", res.Value)
+	}
+	if p := f.peak.Load(); p > 3 {
+		t.Errorf("%d calls in flight at once, want at most 3", p)
+	}
+}
+
+func TestMaxCalls(t *testing.T) {
+	f := &fakeCaller{}
+	se := runErr(t, `for (let i = 0; i < 10000; i++) await api.invoke("t.get", {parameters: {n: i}});`, f, Options{MaxCalls: 5})
+	if !strings.Contains(se.Message, "max_calls") || len(f.calls) != 5 {
+		t.Errorf("%v after %d calls, want a refusal naming scripts.max_calls after 5", se, len(f.calls))
+	}
+}
+
+func TestSearch(t *testing.T) {
+	res := runOK(t, `const r = await api.search("list prs", {limit: 3}); return r.endpoints[0];`, &fakeCaller{}, Options{})
+	if string(res.Value) != `{"id":"t.list","limit":3,"q":"list prs"}` {
+		t.Errorf("value %s", res.Value)
+	}
+}
+
+// TestHostileScripts: each ends in a clear, bounded answer.
+func TestHostileScripts(t *testing.T) {
+	tests := []struct {
+		name, code, code2 string // code2: the error code
+		msg                      string
+		opts                     Options
+	}{
+		{"syntax error with its line", "const a = 1;\nconst = 2;", CodeScriptError, "line 2", Options{}},
+		{"endless loop", "while (true) {}", CodeTimeout, "deadline", Options{Timeout: 200 * time.Millisecond}},
+		{"huge repeat", `return "x".repeat(2**30).length;`, CodeScriptError, "memory bound", Options{}},
+		{"huge pad", `return "x".padEnd(2**30).length;`, CodeScriptError, "memory bound", Options{}},
+		{"huge join", `return Array(1e7).fill("xxxxxxxxxx").join("").length;`, CodeScriptError, "memory bound", Options{}},
+		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
+		{"string doubled", `let s = "x"; for (;;) s += s;`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, CodeScriptError, "call stack", Options{}},
+		{"cycle returned", `const a = {}; a.self = a; return a;`, CodeScriptError, "serialised", Options{}},
+		{"BigInt returned", `return 10n;`, CodeScriptError, "serialised", Options{}},
+		{"uncaught throw with line", "const x = 1;\nthrow new Error(\"boom\");", CodeScriptError, "uncaught: boom", Options{}},
+		{"thrown non-Error", `throw 42;`, CodeScriptError, "non-Error value was thrown: 42", Options{}},
+		{"promise that never settles", `await new Promise(() => {});`, CodeScriptError, "never settles", Options{}},
+		{"bad endpoint id", `await api.invoke(42);`, CodeScriptError, "endpoint id", Options{}},
+		{"unknown argument", `await api.invoke("t.get", {params: {}});`, CodeScriptError, "unknown argument", Options{}},
+		{"catches every error and loops", `for (;;) { try { await api.invoke("t.limited", {}); } catch (e) {} }`, CodeTimeout, "deadline", Options{MaxCalls: 20, Timeout: 300 * time.Millisecond}},
+		{"no timers", `setTimeout(() => 1, 10);`, CodeScriptError, "setTimeout", Options{}},
+		{"no require", `require("fs");`, CodeScriptError, "require", Options{}},
+		{"api cannot be replaced", `"use strict"; api.invoke = () => 1;`, CodeScriptError, "read only", Options{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			se := runErr(t, tt.code, &fakeCaller{}, tt.opts)
+			if se.Code != tt.code2 || !strings.Contains(se.Message, tt.msg) {
+				t.Errorf("%s: %q, want %s naming %q", se.Code, se.Message, tt.code2, tt.msg)
+			}
+			if len(se.Message) > 400 {
+				t.Errorf("message of %d bytes", len(se.Message))
+			}
+		})
+	}
+}
+
+func TestErrorLines(t *testing.T) {
+	se := runErr(t, "const x = 1;\n\nthrow new Error(\"boom\");", &fakeCaller{}, Options{})
+	if se.Line != 3 {
+		t.Errorf("line %d, want 3 (%v)", se.Line, se)
+	}
+	se = runErr(t, "let a = 1;\nlet b = ;", &fakeCaller{}, Options{})
+	if se.Line != 2 {
+		t.Errorf("syntax error line %d, want 2 (%v)", se.Line, se)
+	}
+}
+
+func TestLogsAreBounded(t *testing.T) {
+	res := runOK(t, `const big = "z".repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(big, i); return 1;`, &fakeCaller{}, Options{})
+	total := 0
+	for _, l := range res.Logs {
+		total += len(l)
+	}
+	if total > DefaultMaxLogBytes || !res.LogsCut {
+		t.Errorf("%d bytes of logs kept (cut %v), want at most %d", total, res.LogsCut, DefaultMaxLogBytes)
+	}
+}
+
+func TestTenMegabytesOfCode(t *testing.T) {
+	se := runErr(t, strings.Repeat("1;\n", 4<<20), &fakeCaller{}, Options{})
+	if !strings.Contains(se.Message, "bound") {
+		t.Errorf("%v", se)
+	}
+}
+
+// TestGlobalsHoldNothingOfTheHost: the script's globals are goja's own
+// builtins and api and console; no process, environment or host object.
+func TestGlobalsHoldNothingOfTheHost(t *testing.T) {
+	res := runOK(t, `return Object.getOwnPropertyNames(globalThis).filter(k => !/^[A-Z]/.test(k)).sort();`, &fakeCaller{}, Options{})
+	var names []string
+	json.Unmarshal(res.Value, &names)
+	for _, n := range names {
+		switch n {
+		case "process", "require", "module", "setTimeout", "setInterval", "fetch", "env":
+			t.Errorf("global %s is reachable", n)
+		}
+	}
+	if !strings.Contains(string(res.Value), `"api"`) || !strings.Contains(string(res.Value), `"console"`) {
+		t.Errorf("globals %s", res.Value)
+	}
+}
+
+// TestCancellationLeavesTheQueue: cancelling the run ends its waiting
+// calls and starts no more.
+func TestCancellationLeavesTheQueue(t *testing.T) {
+	f := &fakeCaller{block: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, `await Promise.all(Array.from({length: 10}, (_, n) => api.invoke("t.get", {parameters: {n}})));`, f, Options{MaxConcurrent: 2})
+		done <- err
+	}()
+	for f.inflight.Load() < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	err := <-done
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeCancelled {
+		t.Fatalf("err %v, want cancelled", err)
+	}
+	f.mu.Lock()
+	n := len(f.calls)
+	f.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d calls reached the caller, want the 2 in flight", n)
+	}
+}
