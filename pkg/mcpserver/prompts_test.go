@@ -178,6 +178,7 @@ func TestPromptArgumentsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("review_task with %d argument bytes: a %d-byte prompt", len(args["task"])+len(args["taskId"]), len(text))
 		if len(text) > 8<<10 {
 			t.Errorf("review_task with a 1 MiB argument is %d bytes", len(text))
 		}
@@ -209,6 +210,7 @@ func TestPromptArgumentsBounded(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %.300v, want %q", tt.prompt, err, tt.want)
 		}
+		t.Logf("%s: a %d-byte error", tt.prompt, len(err.Error()))
 		if len(err.Error()) > 300 {
 			t.Errorf("%s: a %d-byte error echoes the argument", tt.prompt, len(err.Error()))
 		}
