@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -78,9 +79,10 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [long, fits]
+                required: [long, past, fits]
                 properties:
                   long: {type: string, pattern: "^(a{1000}){1000}$"}
+                  past: {type: string, pattern: "^(?:a{1000}b{1000}){35}c$"}
                   fits: {type: string, pattern: "^(a{20}b){40}$"}
 `
 
@@ -126,8 +128,10 @@ func TestMockBoundsHostileSchemas(t *testing.T) {
 	if s, _ := p["fits"].(string); !regexp.MustCompile(`^(a{20}b){40}$`).MatchString(s) {
 		t.Errorf("/pattern fits = %.40q (%d bytes), want a match", s, len(s))
 	}
-	if s, _ := p["long"].(string); len(s) > maxStringBytes {
-		t.Errorf("/pattern long: a %d-byte string", len(s))
+	for _, k := range []string{"long", "past"} {
+		if s, _ := p[k].(string); len(s) > maxStringBytes {
+			t.Errorf("/pattern %s: a %d-byte string", k, len(s))
+		}
 	}
 
 	// One warning per clipped answer, however often it is asked for.
@@ -165,5 +169,30 @@ func TestMockAnswerBytesBounded(t *testing.T) {
 	}
 	if g.clipped == "" {
 		t.Error("a clipped value was not marked for its warning")
+	}
+}
+
+// A pattern is matched, or the value is marked clipped with the reason:
+// never a string that silently fails the pattern.
+func TestMockPatternMatchedOrClipped(t *testing.T) {
+	past := "^" + strings.Repeat("a{1000}", 70) + "$" // 70,000 bytes at least
+	for _, tt := range []struct{ pattern, clipped string }{
+		{`^(a{20}b){40}$`, ""},
+		{`^[a-z]{1000}$`, ""},
+		{past, "no string of at most 65536 bytes"},
+		{`^(a{1000}){1000}$`, "does not compile (invalid repeat count"},
+	} {
+		g := newGenerator(1, true, nil)
+		v, _ := g.value(&openapi3.Schema{Type: &openapi3.Types{"string"}, Pattern: tt.pattern}, "")
+		s, _ := v.(string)
+		if len(s) > maxStringBytes {
+			t.Errorf("%.30s: a %d-byte string", tt.pattern, len(s))
+		}
+		switch {
+		case tt.clipped == "" && (g.clipped != "" || !regexp.MustCompile(tt.pattern).MatchString(s)):
+			t.Errorf("%.30s: %.40q (clipped %q), want a match", tt.pattern, s, g.clipped)
+		case tt.clipped != "" && !strings.Contains(g.clipped, tt.clipped):
+			t.Errorf("%.30s: clipped %q, want %q", tt.pattern, g.clipped, tt.clipped)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -659,7 +660,11 @@ func (g *generator) text(s *openapi3.Schema, hint string) string {
 		if v, ok := fromPattern(s.Pattern, minLen, maxLen(s), maxStringBytes); ok && len(v) <= maxAnswerBytes-g.bytes {
 			return v
 		}
-		g.clip("no string of at most " + strconv.Itoa(maxStringBytes) + " bytes matching its pattern was found")
+		if _, err := regexp.Compile(s.Pattern); err != nil {
+			g.clip("its pattern does not compile (" + strings.TrimPrefix(err.Error(), "error parsing regexp: ") + ")")
+		} else {
+			g.clip("no string of at most " + strconv.Itoa(maxStringBytes) + " bytes matching its pattern was found")
+		}
 	}
 	n := g.rng.IntN(1000) + 1
 	var v string
