@@ -277,6 +277,15 @@ func newClient(cfg *config.Config) *invoke.Client {
 		AllowModelOverrideHeaders:   cfg.AllowOverrideHeaders,
 		Specs:                       map[string]invoke.SpecOptions{},
 	}
+	switch cfg.Proxy {
+	case "":
+		opts.Proxy = http.ProxyFromEnvironment
+	case "none":
+	default:
+		if u, err := config.ProxyURL(cfg.Proxy); err == nil { // Validate refused anything else
+			opts.Proxy = http.ProxyURL(u)
+		}
+	}
 	if cfg.BlockPrivateNetworks != nil {
 		opts.BlockPrivateNetworks = *cfg.BlockPrivateNetworks
 	}

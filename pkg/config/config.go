@@ -72,6 +72,11 @@ type Config struct {
 	// AllowedHosts are hosts (host or host:port) every spec may call besides
 	// its own base URL host. Default none. Specs add their own.
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
+	// Proxy is the proxy every upstream call goes through: an http, https
+	// or socks5 URL, or "none" to go direct whatever the environment says.
+	// Default "": HTTPS_PROXY, HTTP_PROXY and NO_PROXY from the environment
+	// (loopback is never proxied).
+	Proxy string `yaml:"proxy" json:"proxy"`
 	// BlockPrivateNetworks refuses private, loopback and link-local targets,
 	// checked on the resolved address at connect time. Unset (nil, the
 	// default): on for specs loaded from URLs, off for specs from files.

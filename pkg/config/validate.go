@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -22,6 +23,11 @@ func (c *Config) Validate() error {
 		v.addf("max_retries", "must not be negative (got %d)", c.MaxRetries)
 	}
 	v.nonNegative("max_retry_wait", c.MaxRetryWait)
+	if c.Proxy != "" && c.Proxy != "none" {
+		if _, err := ProxyURL(c.Proxy); err != nil {
+			v.add("proxy", err.Error())
+		}
+	}
 	v.positive("call_timeout", c.CallTimeout)
 	v.positiveSize("max_response_bytes", c.MaxResponseBytes)
 	if c.ResultBytes < 1<<10 || c.ResultBytes > 1<<20 {
@@ -473,4 +479,13 @@ func clusterSeeds(raw string) bool {
 		}
 	}
 	return true
+}
+
+// ProxyURL parses the proxy key: an http, https or socks5 URL with a host.
+func ProxyURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
+		return nil, errors.New(`must be an http://, https:// or socks5:// URL with a host (like "http://proxy.corp:3128"), or "none"`)
+	}
+	return u, nil
 }

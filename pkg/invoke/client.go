@@ -11,9 +11,13 @@
 package invoke
 
 import (
+	"context"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/specgate/specgate/pkg/spec"
@@ -36,6 +40,13 @@ type Options struct {
 	// is replaced by the Client's host policy, and blocking private networks
 	// is left to its transport.
 	HTTPClient *http.Client
+	// Proxy picks the proxy of a request, as http.Transport.Proxy does:
+	// cmd passes http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY,
+	// NO_PROXY), or the config's proxy. If nil, calls go direct. With
+	// BlockPrivateNetworks, a call that goes through a proxy has its target
+	// host resolved and checked before the request leaves: the dialer then
+	// sees only the proxy's address, which the operator chose.
+	Proxy func(*http.Request) (*url.URL, error)
 	// Timeout bounds one call: connect, headers and body. If zero,
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -144,8 +155,8 @@ func New(opts Options) *Client {
 		hc.CheckRedirect = checkRedirect
 		c.open, c.blocked = &hc, &hc
 	} else {
-		c.open = &http.Client{Transport: newTransport(false), CheckRedirect: checkRedirect}
-		c.blocked = &http.Client{Transport: newTransport(true), CheckRedirect: checkRedirect}
+		c.open = &http.Client{Transport: newTransport(false, opts.Proxy), CheckRedirect: checkRedirect}
+		c.blocked = &http.Client{Transport: newTransport(true, opts.Proxy), CheckRedirect: checkRedirect}
 	}
 	return c
 }
@@ -156,14 +167,32 @@ func (c *Client) Close() {
 	c.blocked.CloseIdleConnections()
 }
 
-func newTransport(blockPrivate bool) *http.Transport {
+func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)) *http.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
 	if blockPrivate {
-		d.Control = refusePrivate
+		checked := &net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive, Control: refusePrivate}
+		dial = checked.DialContext
+		if proxy != nil {
+			// The dialer's check would see the proxy's address, not the
+			// target's: the target is checked by name before the request goes
+			// to the proxy (checkedProxy), and only the proxies it chose are
+			// dialled without the check.
+			var proxies sync.Map
+			proxy = checkedProxy(proxy, &proxies)
+			dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if _, ok := proxies.Load(addr); ok {
+					return d.DialContext(ctx, network, addr)
+				}
+				return checked.DialContext(ctx, network, addr)
+			}
+		}
 	}
 	return &http.Transport{
-		Proxy:                 nil, // a proxy would bypass the address check
-		DialContext:           d.DialContext,
+		// Without a proxy the dialer checks every resolved address; with
+		// one, checkedProxy checks the target before it is handed over.
+		Proxy:                 proxy,
+		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   8,
@@ -171,6 +200,44 @@ func newTransport(blockPrivate bool) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		// Decompression stays on: the cap applies to decoded bytes.
+	}
+}
+
+// checkedProxy wraps proxy: a request that goes through a proxy has its
+// target host resolved and refused (errPrivateAddress) when any address
+// is private, and the proxy's host:port is remembered in proxies as one
+// the dialer may reach. A request that goes direct is left to the dialer.
+func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		u, err := proxy(r)
+		if err != nil || u == nil {
+			return u, err
+		}
+		host := r.URL.Hostname()
+		var addrs []netip.Addr
+		if ip, err := netip.ParseAddr(host); err == nil {
+			addrs = []netip.Addr{ip}
+		} else {
+			ips, err := net.DefaultResolver.LookupNetIP(r.Context(), "ip", host)
+			if err != nil {
+				return nil, err
+			}
+			addrs = ips
+		}
+		for _, ip := range addrs {
+			if isPrivate(ip) {
+				return nil, errPrivateAddress
+			}
+		}
+		port := u.Port()
+		if port == "" {
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+		}
+		proxies.Store(net.JoinHostPort(u.Hostname(), port), true)
+		return u, nil
 	}
 }
 

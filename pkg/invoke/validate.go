@@ -11,6 +11,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -301,6 +304,23 @@ func describe(label string, err error, reason string) []string {
 		}
 		return dedupe(out)
 	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		// The JSON Schema 2020-12 validator (OpenAPI 3.1) names only the
+		// schema's URL at the top ("jsonschema validation failed with
+		// 'https://example.com/schema.json#'"): the rule that failed and
+		// where are in the innermost causes.
+		for _, leaf := range leafCauses(ve, nil) {
+			where := label
+			for _, seg := range leaf.InstanceLocation {
+				where += "." + problemName(seg)
+			}
+			out = append(out, shorten(where+": "+leaf.ErrorKind.LocalizedString(englishPrinter)))
+		}
+		if len(out) > 0 {
+			return dedupe(out)
+		}
+	}
 	var se *openapi3.SchemaError
 	if errors.As(err, &se) {
 		where := label
@@ -364,4 +384,22 @@ func shorten(s string) string {
 		s = s[:cut] + "…"
 	}
 	return strings.TrimSpace(s)
+}
+
+// englishPrinter renders the JSON Schema validator's messages.
+var englishPrinter = message.NewPrinter(language.English)
+
+// leafCauses collects the causes of ve that have none of their own: the
+// rules that failed. At most 20, so a value failing everywhere stays short.
+func leafCauses(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		if len(out) < 20 {
+			out = append(out, ve)
+		}
+		return out
+	}
+	for _, c := range ve.Causes {
+		out = leafCauses(c, out)
+	}
+	return out
 }

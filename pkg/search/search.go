@@ -17,10 +17,12 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -595,6 +597,11 @@ func (ix *Index) lexical(p *plan, q Query, filter query.Query, limit int) ([]sco
 		out = append(out, scored{e, n, s})
 	}
 	sortScored(out)
+	if text == nil {
+		// Filters alone rank nothing: the shortest paths come first, so
+		// path:/ finds the root operation and path:/repos the /repos ones.
+		slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(len(a.e.hit.Path), len(b.e.hit.Path)) })
+	}
 	return out, nil
 }
 

@@ -312,16 +312,63 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 // each spec from its own document and reads no other file or URL on a
 // spec's say-so: an operation that needs one of these cannot be rebuilt.
 func externalRefs(doc []byte) []string {
+	var candidates bool
+	for _, m := range anyRefPattern.FindAllSubmatch(doc, -1) {
+		if !bytes.HasPrefix(m[1], []byte("#")) {
+			candidates = true
+			break
+		}
+	}
+	if !candidates {
+		return nil
+	}
+	// A "$ref" inside an example or a default is data (GitHub's
+	// SCIM examples hold "$ref" fields), not a reference: only references
+	// in the document's own positions count.
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range anyRefPattern.FindAllSubmatch(doc, -1) {
-		ref := string(m[1])
-		if strings.HasPrefix(ref, "#") || seen[ref] {
-			continue
+	// examples is a map of Example Objects, whose value is data.
+	var walk func(v any, examples bool)
+	walk = func(v any, examples bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok && !strings.HasPrefix(ref, "#") && !seen[ref] {
+				seen[ref] = true
+				out = append(out, ref)
+			}
+			for _, k := range sortedRawKeys(x) {
+				if k == "example" || k == "default" || k == "enum" || k == "const" {
+					continue
+				}
+				if examples {
+					if ex, ok := x[k].(map[string]any); ok {
+						for ek, ev := range ex {
+							if ek != "value" {
+								walk(ev, false)
+							}
+						}
+						if ref, ok := ex["$ref"].(string); ok && !strings.HasPrefix(ref, "#") && !seen[ref] {
+							seen[ref] = true
+							out = append(out, ref)
+						}
+					}
+					continue
+				}
+				walk(x[k], k == "examples")
+			}
+		case []any:
+			for _, c := range x {
+				walk(c, false)
+			}
 		}
-		seen[ref] = true
-		out = append(out, ref)
 	}
+	walk(v, false)
 	return out
 }
 

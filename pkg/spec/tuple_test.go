@@ -57,3 +57,29 @@ func TestSlackWebSpecLoads(t *testing.T) {
 		t.Errorf("%d endpoints, want Slack's 174", got)
 	}
 }
+
+// TestRefInExampleIsNoReference: GitHub's every load warned "external $refs
+// are not followed (https://api.github.com/scim/v2/…)" for "$ref" fields
+// of example values. Only references in schema positions warn.
+func TestRefInExampleIsNoReference(t *testing.T) {
+	doc := func(extra string) string {
+		return `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/u":{"get":{"operationId":"u",
+"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"object"` + extra + `},
+"example":{"members":[{"$ref":"https://api.example.com/scim/v2/Users/1"}]},
+"examples":{"one":{"value":{"$ref":"https://api.example.com/scim/v2/Users/2"}}}}}}}}}}}`
+	}
+	s := mustParse(t, "t.json", doc(""), Options{Name: "t"})
+	for _, w := range s.Warnings {
+		if strings.Contains(w, "external $ref") {
+			t.Errorf("warning %q for a $ref inside an example", w)
+		}
+	}
+	s = mustParse(t, "t.json", doc(`,"properties":{"a":{"$ref":"https://schemas.example.com/a.json"}}`), Options{Name: "t"})
+	found := false
+	for _, w := range s.Warnings {
+		found = found || strings.Contains(w, "external $refs are not followed (https://schemas.example.com/a.json)")
+	}
+	if !found {
+		t.Errorf("warnings %q, want the schema's external $ref named", s.Warnings)
+	}
+}
