@@ -511,3 +511,27 @@ func TestBinaryDeeplyNestedSchema(t *testing.T) {
 		t.Errorf("peak memory %d MB, want well under a gigabyte", rss>>20)
 	}
 }
+
+// A spec file named "x: y #z.yaml" gave the binary's init a config its
+// check refused; now check accepts it and serves the spec from that file.
+func TestBinaryInitHostileFileName(t *testing.T) {
+	bin := specgateBinary(t)
+	spec, err := os.ReadFile(petstorePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x: y #z.yaml")
+	if err := os.WriteFile(path, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "specgate.yaml")
+	if out, err := exec.Command(bin, "init", path, "--out", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "check", "--config", cfg, "--no-cache", "--validate=false").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "x-y-z") {
+		data, _ := os.ReadFile(cfg)
+		t.Fatalf("check: %v\n%s\n--- config:\n%s", err, out, data)
+	}
+}

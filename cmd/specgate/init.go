@@ -103,41 +103,42 @@ const (
 
 // initConfig renders the config for s, found at location.
 func initConfig(s *spec.Spec, location string) string {
+	name := configSpecName(s.Name)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	title := oneLineText(s.Title)
 	if title == "" {
-		title = s.Name
+		title = name
 	}
 	w("# specgate config for %s (%s), written by `specgate init`.\n", title, formatName(s.Version))
 	w("# Check it with `specgate check --config FILE`; serve it with `specgate serve --config FILE`.\n")
 	w("# Every key, its default and why: config.example.yaml.\n\n")
 	w("specs:\n")
-	w("  - # Endpoint ids start with it: %s.<operationId>.\n", s.Name)
-	w("    name: %s\n", s.Name)
-	w("    location: %s\n", yamlString(location))
+	w("  - # Endpoint ids start with it: %s.<operationId>.\n", oneLineText(name))
+	w("    name: %s\n", yamlLiteral(name))
+	w("    location: %s\n", yamlLiteral(location))
 
 	host := ""
 	switch u, err := url.Parse(s.BaseURL); {
 	case s.BaseURL == "" || err != nil || !u.IsAbs():
 		w("    # The spec's server is %s: calls need an absolute base URL.\n", describeServer(s.BaseURL))
-		w("    # Set %s (e.g. https://api.example.com%s) or write the URL here.\n", envName(s.Name, "base_url"), serverPath(s.BaseURL))
-		w("    base_url: %s\n", yamlString("${"+envName(s.Name, "base_url")+"}"))
+		w("    # Set %s (e.g. https://api.example.com%s) or write the URL here.\n", envName(name, "base_url"), serverPath(s.BaseURL))
+		w("    base_url: %s\n", yamlString("${"+envName(name, "base_url")+"}"))
 	default:
 		host = u.Hostname()
-		w("    # Calls go to %s (the spec's first server); base_url overrides it.\n", s.BaseURL)
+		w("    # Calls go to %s (the spec's first server); base_url overrides it.\n", oneLineText(s.BaseURL))
 	}
 	group := ""
 	if host == "" {
-		group = s.Name
+		group = name
 		w("    # Budgets below are keyed on this group, as the host is not known yet.\n")
-		w("    upstream: %s\n", group)
+		w("    upstream: %s\n", yamlLiteral(group))
 	}
 	w("    # Per-endpoint cooldown: another call to the same endpoint within this\n")
 	w("    # interval is refused with rate_limit and told how long to wait.\n")
-	w("    rate_limit_interval: 10s\n")
+	w("    rate_limit_interval: \"10s\"\n")
 
-	writeAuth(&b, s)
+	writeAuth(&b, s, name)
 
 	match := host
 	if match == "" {
@@ -147,24 +148,24 @@ func initConfig(s *spec.Spec, location string) string {
 	if l := s.StatedLimit; l != nil {
 		w("# Upstream budget: the spec states %d requests per %s (%s: %s).\n", l.Requests, formatWindow(l.Window), l.Source, oneLineText(l.Text))
 		w("upstreams:\n")
-		w("  - match: %s\n", yamlString(match))
+		w("  - match: %s\n", yamlLiteral(match))
 		w("    requests_per_window: %d\n", l.Requests)
-		w("    window: %s\n", formatWindow(l.Window))
-		w("    on_limit: wait          # queue calls rather than refuse them\n")
+		w("    window: %s\n", yamlString(formatWindow(l.Window)))
+		w("    on_limit: \"wait\"        # queue calls rather than refuse them\n")
 	} else {
 		w("# Upstream budget: the spec states no rate limit. A safe start until you\n")
 		w("# know the API's own limit (its documentation, or rate_limit_status after a\n")
 		w("# few calls: specgate learns advertised limits from response headers):\n")
 		w("# upstreams:\n")
-		w("#   - match: %s\n", yamlString(match))
+		w("#   - match: %s\n", yamlLiteral(match))
 		w("#     requests_per_window: %d\n", safeRequests)
-		w("#     window: %s\n", formatWindow(safeWindow))
-		w("#     on_limit: wait\n")
+		w("#     window: %s\n", yamlString(formatWindow(safeWindow)))
+		w("#     on_limit: \"wait\"\n")
 	}
 	return b.String()
 }
 
-func writeAuth(b *strings.Builder, s *spec.Spec) {
+func writeAuth(b *strings.Builder, s *spec.Spec, name string) {
 	if len(s.Schemes) == 0 {
 		return
 	}
@@ -202,7 +203,7 @@ func writeAuth(b *strings.Builder, s *spec.Spec) {
 		}
 		fmt.Fprintf(b, "      %s:  # %s\n", yamlKey(n), what)
 		for _, f := range fields {
-			fmt.Fprintf(b, "        %s: %s\n", f, yamlString("${"+envName(s.Name, n, f)+"}"))
+			fmt.Fprintf(b, "        %s: %s\n", f, yamlString("${"+envName(name, n, f)+"}"))
 		}
 	}
 }
@@ -280,17 +281,35 @@ func yamlString(s string) string {
 	return string(q)
 }
 
-// yamlKey leaves a plain key bare and quotes anything else.
-func yamlKey(s string) string {
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r)) || r > unicode.MaxASCII {
-			return yamlString(s)
+// yamlLiteral quotes s as a value the config keeps as written: Load expands
+// ${NAME} in every string, so a "${" in a file name is escaped as "$${".
+func yamlLiteral(s string) string {
+	return yamlString(strings.ReplaceAll(s, "${", "$${"))
+}
+
+// configSpecName makes a spec name the config accepts (letters, digits, '-' and
+// '_') from one taken from a file name such as "x: y #z.yaml": each run of
+// other characters becomes one '-'.
+func configSpecName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if r < unicode.MaxASCII && (r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
 		}
 	}
-	if s == "" {
-		return `""`
+	if out := strings.Trim(b.String(), "-"); out != "" {
+		return out
 	}
-	return s
+	return "api"
 }
+
+// yamlKey quotes a key as well: a scheme named "null", "on" or "1" would
+// otherwise decode as another type.
+func yamlKey(s string) string { return yamlLiteral(s) }
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -41,11 +41,11 @@ func initThenCheck(t *testing.T, specPath string, extra ...string) string {
 func TestInitPetstoreLoadsAsWritten(t *testing.T) {
 	text := initThenCheck(t, petstorePath(t))
 	for _, want := range []string{
-		"name: petstore-v3\n",
+		"name: \"petstore-v3\"\n",
 		`value: "${PETSTORE_V3_API_KEY_VALUE}"`,
 		`client_id: "${PETSTORE_V3_PETSTORE_AUTH_CLIENT_ID}"`,
-		"rate_limit_interval: 10s",
-		"# upstreams:\n#   - match: \"petstore3.swagger.io\"\n#     requests_per_window: 60\n#     window: 1m",
+		`rate_limit_interval: "10s"`,
+		"# upstreams:\n#   - match: \"petstore3.swagger.io\"\n#     requests_per_window: 60\n#     window: \"1m\"",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config lacks %q:\n%s", want, text)
@@ -93,8 +93,8 @@ paths:
 	text := initThenCheck(t, specPath)
 	for _, want := range []string{
 		`base_url: "${LIMITED_BASE_URL}"`,
-		"upstream: limited\n",
-		"upstreams:\n  - match: \"limited\"\n    requests_per_window: 100\n    window: 1m\n",
+		"upstream: \"limited\"\n",
+		"upstreams:\n  - match: \"limited\"\n    requests_per_window: 100\n    window: \"1m\"\n",
 		`value: "${LIMITED_API_KEY_HEADER_VALUE}"`,
 		"# oidc: openIdConnect credentials are not supported",
 	} {
@@ -137,7 +137,7 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--force: exit %d %s", code, stderr)
 	}
-	if data, _ := os.ReadFile(out); !strings.Contains(string(data), "name: petstore-v3") {
+	if data, _ := os.ReadFile(out); !strings.Contains(string(data), "name: \"petstore-v3\"") {
 		t.Error("--force did not write the config")
 	}
 }
@@ -158,7 +158,7 @@ func TestInitErrors(t *testing.T) {
 
 func TestInitToStdout(t *testing.T) {
 	code, stdout, _ := runCmd(t, "init", petstorePath(t), "--name", "pets")
-	if code != 0 || !strings.Contains(stdout, "name: pets\n") || !strings.Contains(stdout, "${PETS_API_KEY_VALUE}") {
+	if code != 0 || !strings.Contains(stdout, "name: \"pets\"\n") || !strings.Contains(stdout, "${PETS_API_KEY_VALUE}") {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 }
@@ -178,5 +178,45 @@ func TestEnvName(t *testing.T) {
 		if got := envName(tt.parts...); got != tt.want {
 			t.Errorf("envName(%q) = %q, want %q", tt.parts, got, tt.want)
 		}
+	}
+}
+
+// A spec file named "x: y #z.yaml" gave a config check refused ("mapping
+// values are not allowed"): init wrote the name bare. Every value is quoted
+// now, a "${" in a location is escaped so Load does not expand it, and
+// the spec's name is made of the characters a name may hold.
+func TestInitQuotesHostileFileNames(t *testing.T) {
+	spec, err := os.ReadFile(petstorePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for base, name := range map[string]string{
+		"x: y #z":                      "x-y-z",
+		"a${HOME}b":                    "a-HOME-b",
+		"null":                         "null",
+		"- [x] {y}: 'q' \"d\" \\ & *r": "x-y-q-d-r",
+		"two\nlines: yes":              "two-lines-yes",
+	} {
+		t.Run(base, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), base+".yaml")
+			if err := os.WriteFile(path, spec, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "specgate.yaml")
+			if code, stdout, stderr := runCmd(t, "init", path, "--out", out); code != 0 {
+				t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+			}
+			data, _ := os.ReadFile(out)
+			if code, stdout, stderr := runCmd(t, "check", "--config", out, "--no-cache", "--validate=false"); code != 0 {
+				t.Fatalf("check: exit %d\n%s%s\n--- config:\n%s", code, stdout, stderr, data)
+			}
+			c, err := config.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Specs[0]; got.Name != name || got.Location != path {
+				t.Errorf("the config names %q at %q, want %q at %q", got.Name, got.Location, name, path)
+			}
+		})
 	}
 }

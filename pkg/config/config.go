@@ -153,7 +153,8 @@ type Spec struct {
 	// Include, when not empty, serves only the endpoints one of its patterns
 	// selects: an operationId glob ("get*"), "tag:NAME", "METHOD /path/glob"
 	// or "/path/glob" (any method), where '*' is one path segment and '**'
-	// any number. Applied after read_only. Default [] (everything).
+	// any number. Applied after read_only. Default [] (everything). At
+	// most MaxPatterns patterns of MaxPatternBytes each, in each list.
 	Include []string `yaml:"include" json:"include,omitempty"`
 	// Exclude then drops the endpoints one of its patterns selects (same
 	// syntax). Default [].
@@ -545,3 +546,10 @@ func Default() *Config {
 		},
 	}
 }
+
+// Bounds of a spec's include and exclude lists: every endpoint is matched
+// against every pattern, and a real list names a few dozen.
+const (
+	MaxPatterns     = 1000
+	MaxPatternBytes = 512
+)

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/specgate/specgate/internal/yamlbudget"
 )
 
 // Error lists every problem found in a config file, one per line of its
@@ -92,6 +94,12 @@ func parse(data []byte, name, dir string, lookup func(string) (string, bool)) (*
 			return fail(strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		return fail(fmt.Sprintf("line %d: a second YAML document; put everything in one", line))
+	}
+	// The strict decode below expands aliases into values: a 1 MB file of
+	// one 1 MiB string aliased 2,000 times would take 2 GiB. The same
+	// budget as a spec's is checked on the tree first.
+	if err := yamlbudget.Check(&root, len(data)); err != nil {
+		return fail("invalid YAML: " + err.Error())
 	}
 
 	strict := yaml.NewDecoder(bytes.NewReader(data))

@@ -150,7 +150,15 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 	// an empty one is plainly a mistake.
 	for j, patterns := range [][]string{s.Include, s.Exclude} {
 		list := [...]string{"include", "exclude"}[j]
+		if len(patterns) > MaxPatterns {
+			v.addf(key+"."+list, "has %d patterns; at most %d are allowed (select by tag: or a path glob instead)", len(patterns), MaxPatterns)
+			continue
+		}
 		for i, p := range patterns {
+			if len(p) > MaxPatternBytes {
+				v.addf(fmt.Sprintf("%s.%s[%d]", key, list, i), "is %d bytes long; a pattern may have at most %d", len(p), MaxPatternBytes)
+				continue
+			}
 			if strings.TrimSpace(p) == "" {
 				v.addf(fmt.Sprintf("%s.%s[%d]", key, list, i), "is empty: write an operationId glob, tag:NAME, \"METHOD /path/glob\" or \"/path/glob\"")
 			}

@@ -4,9 +4,88 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
+
+// maxPromptArg bounds the bytes of an argument a prompt repeats: a 1 MB
+// task made a 3 MB prompt, and a 1 MB unknown spec name came back whole in
+// the error.
+const maxPromptArg = 300
+
+// clipArg cuts s to maxPromptArg bytes at a rune boundary, with a marker
+// saying how much was left out.
+func clipArg(s string) string { return clipTo(s, maxPromptArg) }
+
+// clipTo is clipArg to n bytes; an error names what it refuses in fewer.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…[%d more bytes clipped]", s[:cut], len(s)-cut)
+}
+
+// promptArg is the named argument of req, trimmed and clipped.
+func promptArg(req mcp.GetPromptRequest, name string) string {
+	return clipArg(strings.TrimSpace(req.Params.Arguments[name]))
+}
+
+// promptHooks refuses a prompt request whose arguments name nothing
+// specgate serves as JSON-RPC invalid params (-32602), which is what it is.
+// mcp-go answers every error a prompt handler returns as an internal error
+// (-32603), and answers invalid params only for a prompt it does not know;
+// so the hook, which runs before mcp-go looks the prompt up, renames the
+// request to a name no prompt has, carrying the short reason:
+// "prompt 'setup_limits (no spec "x"; loaded: petstore)' not found".
+func (s *Server) promptHooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddBeforeGetPrompt(func(ctx context.Context, _ any, req *mcp.GetPromptRequest) {
+		if why := s.promptProblem(ctx, *req); why != "" {
+			req.Params.Name = fmt.Sprintf("%.40s (%s)", req.Params.Name, why)
+		}
+	})
+	return h
+}
+
+// promptProblem is why req's arguments cannot make its prompt, or "".
+func (s *Server) promptProblem(ctx context.Context, req mcp.GetPromptRequest) string {
+	switch req.Params.Name {
+	case "setup_limits":
+		name := promptArg(req, "spec")
+		if name == "" {
+			return "the argument spec is required"
+		}
+		st, err := s.wait(ctx)
+		if err != nil {
+			return "" // the handler answers the load error
+		}
+		if _, ok := st.cat.Spec(name); !ok {
+			return fmt.Sprintf("no spec %q; loaded: %s", clipTo(name, 64), clipArg(strings.Join(st.cat.SpecNames(), ", ")))
+		}
+	case "diagnose_429":
+		id := promptArg(req, "endpointId")
+		if id == "" {
+			return ""
+		}
+		st, err := s.wait(ctx)
+		if err != nil {
+			return ""
+		}
+		if _, ok := st.cat.Lookup(id); !ok {
+			if _, excl := st.cat.Excluded(id); excl {
+				return fmt.Sprintf("endpoint %q is excluded by the config", clipTo(id, 64))
+			}
+			return fmt.Sprintf("no endpoint %q: use search to find endpoint ids", clipTo(id, 64))
+		}
+	}
+	return ""
+}
 
 // The prompts carry the operator's flows in plain language. Each embeds
 // what specgate knows right now (counts, stated limits, the very JSON
@@ -59,7 +138,7 @@ func (s *Server) statusJSON(ctx context.Context, args map[string]any) (string, b
 }
 
 func (s *Server) promptSetupLimits(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	name := strings.TrimSpace(req.Params.Arguments["spec"])
+	name := promptArg(req, "spec")
 	if name == "" {
 		return nil, fmt.Errorf("setup_limits needs the argument spec")
 	}
@@ -69,7 +148,7 @@ func (s *Server) promptSetupLimits(ctx context.Context, req mcp.GetPromptRequest
 	}
 	sp, ok := st.cat.Spec(name)
 	if !ok {
-		return nil, fmt.Errorf("no spec %q; loaded: %s", name, strings.Join(st.cat.SpecNames(), ", "))
+		return nil, fmt.Errorf("no spec %q; loaded: %s", name, clipArg(strings.Join(st.cat.SpecNames(), ", ")))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Help me set up rate limits for the API %q (%s) that specgate serves.\n\n", sp.Name, orUnknown(sp.Title))
@@ -108,7 +187,7 @@ Please:
 }
 
 func (s *Server) promptDiagnose429(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	id := strings.TrimSpace(req.Params.Arguments["endpointId"])
+	id := promptArg(req, "endpointId")
 	st, err := s.wait(ctx)
 	if err != nil {
 		return nil, err
@@ -148,8 +227,8 @@ Please:
 }
 
 func (s *Server) promptReviewTask(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	task := strings.TrimSpace(req.Params.Arguments["task"])
-	taskID := strings.TrimSpace(req.Params.Arguments["taskId"])
+	task := promptArg(req, "task")
+	taskID := promptArg(req, "taskId")
 	var b strings.Builder
 	if taskID != "" {
 		fmt.Fprintf(&b, "Review the long task %s", taskID)

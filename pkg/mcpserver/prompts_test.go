@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -161,5 +163,56 @@ func TestPromptReviewTask(t *testing.T) {
 	}
 	if !strings.Contains(review, "Review the long task t-1") || !strings.Contains(review, "Call end_task with this taskId") {
 		t.Errorf("review_task (review):\n%s", review)
+	}
+}
+
+// A 1 MB task made a 3 MB prompt, and a 1 MB unknown spec name came back
+// whole in a -32603. Arguments are now clipped, and an unknown name is
+// invalid params with a short message.
+func TestPromptArgumentsBounded(t *testing.T) {
+	f := newFixture(t, time.Second)
+	huge := strings.Repeat("é", 1<<19) // 1 MiB, two bytes a rune
+
+	for _, args := range []map[string]string{{"task": huge}, {"task": huge, "taskId": huge}} {
+		text, err := getPrompt(t, f.client, "review_task", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("review_task with %d argument bytes: a %d-byte prompt", len(args["task"])+len(args["taskId"]), len(text))
+		if len(text) > 8<<10 {
+			t.Errorf("review_task with a 1 MiB argument is %d bytes", len(text))
+		}
+		if !strings.Contains(text, "more bytes clipped]") || !strings.Contains(text, strings.Repeat("é", 100)) {
+			t.Errorf("review_task does not show the clipped argument with its marker:\n%.600s", text)
+		}
+		if !utf8.ValidString(text) {
+			t.Error("clipping split a rune")
+		}
+	}
+
+	for _, tt := range []struct {
+		prompt string
+		args   map[string]string
+		want   string
+	}{
+		{"setup_limits", map[string]string{"spec": huge}, "loaded: petstore"},
+		{"setup_limits", map[string]string{"spec": "nosuch"}, `no spec "nosuch"`},
+		{"setup_limits", nil, "the argument spec is required"},
+		{"diagnose_429", map[string]string{"endpointId": huge}, "no endpoint"},
+	} {
+		_, err := getPrompt(t, f.client, tt.prompt, tt.args)
+		if err == nil {
+			t.Fatalf("%s %.40v: no error", tt.prompt, tt.args)
+		}
+		if !errors.Is(err, mcp.ErrInvalidParams) {
+			t.Errorf("%s: %v, want invalid params (-32602)", tt.prompt, err)
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %.300v, want %q", tt.prompt, err, tt.want)
+		}
+		t.Logf("%s: a %d-byte error", tt.prompt, len(err.Error()))
+		if len(err.Error()) > 300 {
+			t.Errorf("%s: a %d-byte error echoes the argument", tt.prompt, len(err.Error()))
+		}
 	}
 }

@@ -140,6 +140,7 @@ func New(opts Options) *Server {
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions(opts.SpecNames)+readOnlyNote(opts.ReadOnly)),
 		server.WithRecovery(),
+		server.WithHooks(s.promptHooks()),
 	)
 	s.registerTools()
 	s.registerPrompts()

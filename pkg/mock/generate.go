@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,17 @@ const (
 	// required is generated, and a oneOf takes its first branch rather than
 	// trying others (nested oneOfs would otherwise multiply the work).
 	maxNodes = 4000
+	// hardNodes bounds even required values: past it each value is the
+	// shortest of its type (a required chain of minItems arrays multiplies).
+	hardNodes = 5 * maxNodes
+	// maxStringBytes bounds one generated string, maxItems one array,
+	// maxProps the entries added to reach minProperties.
+	maxStringBytes = 64 << 10
+	maxItems       = 64
+	maxProps       = 256
+	// maxAnswerBytes bounds the text of all the strings of one answer; past
+	// it strings are no longer padded to their minLength.
+	maxAnswerBytes = 1 << 20
 )
 
 // generator makes a value that satisfies a schema. The same seed gives the
@@ -46,6 +58,18 @@ type generator struct {
 	// depth counts the objects and arrays the current value is in.
 	depth int
 	nodes int
+	// bytes counts the string bytes generated, up to maxAnswerBytes.
+	bytes int
+	// clipped is the first bound a value was cut at, "" if none: the value
+	// made then is short and may fail its schema, which the caller warns of.
+	clipped string
+}
+
+// clip notes that a value was cut at a bound.
+func (g *generator) clip(why string) {
+	if g.clipped == "" {
+		g.clipped = why
+	}
 }
 
 // newGenerator returns a generator seeded with seed, for an answer
@@ -100,6 +124,10 @@ func (g *generator) value(s *openapi3.Schema, hint string) (any, bool) {
 		return nil, false
 	}
 	g.nodes++
+	if g.nodes > hardNodes {
+		g.clip("the answer passes " + strconv.Itoa(hardNodes) + " values")
+		return shortest(s), true
+	}
 	depth := len(g.stack)
 	g.stack = append(g.stack, s)
 	defer func() { g.stack = g.stack[:depth] }()
@@ -166,6 +194,23 @@ func (g *generator) value(s *openapi3.Schema, hint string) (any, bool) {
 	default:
 		return g.str(s, hint), true
 	}
+}
+
+// shortest is the smallest value of s's type, for a place past the bounds.
+func shortest(s *openapi3.Schema) any {
+	switch schemaType(s) {
+	case "object":
+		return map[string]any{}
+	case "array":
+		return []any{}
+	case "integer", "number":
+		return 0
+	case "boolean":
+		return false
+	case "null":
+		return nil
+	}
+	return ""
 }
 
 // schemaType is the type to generate: the first non-null type, else one the
@@ -420,7 +465,10 @@ func (g *generator) object(s *openapi3.Schema) (any, bool) {
 		}
 	}
 	// A map (additionalProperties only) gets one entry, as a real one would.
-	want := int(s.MinProps)
+	want := int(min(s.MinProps, maxProps))
+	if s.MinProps > maxProps {
+		g.clip("minProperties " + strconv.FormatUint(s.MinProps, 10) + " passes " + strconv.Itoa(maxProps))
+	}
 	if len(s.Properties) == 0 && s.AdditionalProperties.Schema != nil && shallow {
 		want = max(want, 1)
 	}
@@ -466,7 +514,10 @@ func (g *generator) array(s *openapi3.Schema, hint string) (any, bool) {
 	if s.MaxItems != nil && uint64(n) > *s.MaxItems {
 		n = int(*s.MaxItems)
 	}
-	n = min(n, 64)
+	if n > maxItems {
+		g.clip("minItems " + strconv.Itoa(n) + " passes " + strconv.Itoa(maxItems))
+		n = maxItems
+	}
 	out := make([]any, 0, n)
 	for i, p := range s.PrefixItems {
 		if i >= n || p == nil || p.Value == nil {
@@ -557,6 +608,17 @@ func bounds(s *openapi3.Schema, step float64) (lo, hi float64) {
 func (g *generator) integer(s *openapi3.Schema) any {
 	lo, hi := bounds(s, 1)
 	lo, hi = math.Ceil(lo), math.Floor(hi)
+	// Converting a float64 past int64 is undefined (1e308 became
+	// -9223372036854775808): with no int64 in range, the bound itself is
+	// answered, an integral JSON number.
+	const top = 1 << 63
+	if lo >= top || hi < -top {
+		if hi < lo {
+			return hi
+		}
+		return lo
+	}
+	lo, hi = max(lo, -top), min(hi, math.Nextafter(top, 0))
 	if hi < lo {
 		return int64(lo)
 	}
@@ -587,9 +649,21 @@ func (g *generator) number(s *openapi3.Schema) any {
 var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (g *generator) str(s *openapi3.Schema, hint string) string {
+	v := g.text(s, hint)
+	g.bytes += len(v)
+	return v
+}
+
+func (g *generator) text(s *openapi3.Schema, hint string) string {
+	minLen := int(min(s.MinLength, maxStringBytes+1))
 	if s.Pattern != "" {
-		if v, ok := fromPattern(s.Pattern, int(s.MinLength), maxLen(s)); ok {
+		if v, ok := fromPattern(s.Pattern, minLen, maxLen(s), maxStringBytes); ok && len(v) <= maxAnswerBytes-g.bytes {
 			return v
+		}
+		if _, err := regexp.Compile(s.Pattern); err != nil {
+			g.clip("its pattern does not compile (" + strings.TrimPrefix(err.Error(), "error parsing regexp: ") + ")")
+		} else {
+			g.clip("no string of at most " + strconv.Itoa(maxStringBytes) + " bytes matching its pattern was found")
 		}
 	}
 	n := g.rng.IntN(1000) + 1
@@ -622,7 +696,11 @@ func (g *generator) str(s *openapi3.Schema, hint string) string {
 	default:
 		v = pathWord(hint) + "-" + strconv.Itoa(n)
 	}
-	return fitLength(v, int(s.MinLength), maxLen(s))
+	if minLen > maxStringBytes || minLen > maxAnswerBytes-g.bytes {
+		g.clip("minLength " + strconv.FormatUint(s.MinLength, 10) + " passes the string bound")
+		minLen = 0
+	}
+	return fitLength(v, minLen, maxLen(s))
 }
 
 func maxLen(s *openapi3.Schema) int {
@@ -636,8 +714,8 @@ func maxLen(s *openapi3.Schema) int {
 // none).
 func fitLength(v string, minLen, maxLen int) string {
 	r := []rune(v)
-	for len(r) < minLen {
-		r = append(r, 'x')
+	if len(r) < minLen {
+		r = append(r, []rune(strings.Repeat("x", minLen-len(r)))...)
 	}
 	if maxLen >= 0 && len(r) > maxLen {
 		r = r[:maxLen]

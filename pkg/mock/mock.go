@@ -85,7 +85,7 @@ type Server struct {
 	ops map[string]*prepared // rebuilt operations by endpoint id, bounded
 	lru []string             // ids in ops, least recently used first
 
-	warned sync.Map // answers whose example failed its schema, warned once
+	warned sync.Map // answers whose example failed its schema or were clipped, warned once
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -492,6 +492,9 @@ func (m *Server) answer(w http.ResponseWriter, r *http.Request, e *spec.Endpoint
 		return
 	}
 	body := m.body(e, status, mt, media, g)
+	if g.clipped != "" {
+		m.warnClipped(e, status, mt, g.clipped)
+	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if s, ok := body.(string); ok && !isJSON(mt) {
 		w.Header().Set("Content-Type", mt)
@@ -567,6 +570,18 @@ func (m *Server) body(e *spec.Endpoint, status int, mt string, media *openapi3.M
 	}
 	m.warned.Store(key, true) // valid: no need to check again
 	return v
+}
+
+// warnClipped warns once per answer whose generated value was cut at a
+// bound (the schema asks for more than the mock makes, or for a string no
+// short one matches): the value served is short and may fail the schema.
+func (m *Server) warnClipped(e *spec.Endpoint, status int, mt, why string) {
+	key := "clipped " + e.ID + " " + strconv.Itoa(status) + " " + mt
+	if _, dup := m.warned.LoadOrStore(key, true); dup {
+		return
+	}
+	m.log.Warn("the schema asks for more than the mock generates; a short value is served",
+		"endpoint", e.ID, "status", status, "mediaType", mt, "bound", short(why))
 }
 
 // headerValue is a generated value for a response header, as text.

@@ -476,7 +476,7 @@ func TestFromPattern(t *testing.T) {
 		{`^(foo|bar)_[A-Z]?x*$`, 6, 10},
 		{`^\w+@\w+\.com$`, 0, -1},
 	} {
-		v, ok := fromPattern(tt.pattern, tt.minLen, tt.maxLen)
+		v, ok := fromPattern(tt.pattern, tt.minLen, tt.maxLen, maxStringBytes)
 		if !ok {
 			t.Errorf("fromPattern(%q) found nothing", tt.pattern)
 			continue
@@ -485,7 +485,7 @@ func TestFromPattern(t *testing.T) {
 			t.Errorf("fromPattern(%q) = %q: length %d outside [%d, %d]", tt.pattern, v, len(v), tt.minLen, tt.maxLen)
 		}
 	}
-	if _, ok := fromPattern(`^a{5}$`, 0, 3); ok {
+	if _, ok := fromPattern(`^a{5}$`, 0, 3, maxStringBytes); ok {
 		t.Error("a pattern longer than maxLength gave a value")
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// fromPattern returns a string that matches pattern and has between minLen
-// and maxLen characters (maxLen < 0: no bound), or false when it finds
-// none: repetitions are tried at their minimum first, then longer.
-func fromPattern(pattern string, minLen, maxLen int) (string, bool) {
+// fromPattern returns a string that matches pattern, has between minLen
+// and maxLen characters (maxLen < 0: no bound) and at most maxBytes bytes,
+// or false when it finds none: repetitions are tried at their minimum
+// first, then longer.
+func fromPattern(pattern string, minLen, maxLen, maxBytes int) (string, bool) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return "", false
@@ -22,7 +23,7 @@ func fromPattern(pattern string, minLen, maxLen int) (string, bool) {
 	re = re.Simplify()
 	for extra := 0; extra <= 64; extra++ {
 		var b strings.Builder
-		if !emit(&b, re, extra, 0) {
+		if !emit(&b, re, extra, 0, maxBytes) {
 			return "", false
 		}
 		v := b.String()
@@ -39,8 +40,8 @@ func fromPattern(pattern string, minLen, maxLen int) (string, bool) {
 
 // emit writes a string re matches, repeating each open-ended repetition
 // extra times beyond its minimum.
-func emit(b *strings.Builder, re *syntax.Regexp, extra, depth int) bool {
-	if depth > 100 || b.Len() > 4096 {
+func emit(b *strings.Builder, re *syntax.Regexp, extra, depth, maxBytes int) bool {
+	if depth > 100 || b.Len() > maxBytes {
 		return false
 	}
 	switch re.Op {
@@ -62,16 +63,16 @@ func emit(b *strings.Builder, re *syntax.Regexp, extra, depth int) bool {
 		b.WriteByte('a')
 		return true
 	case syntax.OpCapture:
-		return emit(b, re.Sub[0], extra, depth+1)
+		return emit(b, re.Sub[0], extra, depth+1, maxBytes)
 	case syntax.OpConcat:
 		for _, sub := range re.Sub {
-			if !emit(b, sub, extra, depth+1) {
+			if !emit(b, sub, extra, depth+1, maxBytes) {
 				return false
 			}
 		}
 		return true
 	case syntax.OpAlternate:
-		return emit(b, re.Sub[0], extra, depth+1)
+		return emit(b, re.Sub[0], extra, depth+1, maxBytes)
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
 		lo, hi := 0, -1
 		switch re.Op {
@@ -88,7 +89,7 @@ func emit(b *strings.Builder, re *syntax.Regexp, extra, depth int) bool {
 		}
 		n = max(n, lo)
 		for range n {
-			if !emit(b, re.Sub[0], extra, depth+1) {
+			if !emit(b, re.Sub[0], extra, depth+1, maxBytes) {
 				return false
 			}
 		}

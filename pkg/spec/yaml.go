@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/specgate/specgate/internal/yamlbudget"
 )
 
 // yamlToJSON converts a YAML document to JSON, keeping the order of mapping
@@ -29,18 +31,12 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxYAMLNodes bounds the work of expanding aliases, so a "billion laughs"
-// document is refused instead of exhausting memory.
-const maxYAMLNodes = 20_000_000
-
-// Bounds of the text that aliases repeat. Counting nodes is not enough: an
-// alias to a long string is one node, and 400 aliases to a 2 MiB string
+// The budget of the work aliases ask for is the one configs get too
+// (internal/yamlbudget): a node count, so a "billion laughs" document is
+// refused instead of exhausting memory, and the text aliases repeat, since
+// an alias to a long string is one node and 400 aliases to a 2 MiB string
 // would write 800 MiB.
-const (
-	aliasBytesFloor   = 4 << 20  // any document may repeat this much
-	aliasBytesPerByte = 2        // larger ones twice their own size
-	maxAliasBytes     = 64 << 20 // and never more than this
-)
+const aliasBytesFloor = yamlbudget.AliasBytesFloor
 
 type yamlWriter struct {
 	buf   *bytes.Buffer
@@ -63,8 +59,8 @@ type yamlWriter struct {
 func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer, size int) *yamlWriter {
 	return &yamlWriter{
 		buf:        buf,
-		limit:      min(maxYAMLNodes, 10*treeSize(doc, 0)+100_000),
-		aliasLimit: min(maxAliasBytes, max(aliasBytesFloor, aliasBytesPerByte*size)),
+		limit:      yamlbudget.NodeLimit(treeSize(doc, 0)),
+		aliasLimit: yamlbudget.AliasLimit(size),
 	}
 }
 
