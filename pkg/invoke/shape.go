@@ -56,6 +56,44 @@ const (
 	unlimited       = int(^uint(0) >> 1)
 )
 
+// MaxAnswerDepth is how many levels of objects and arrays a body the model
+// reads may nest: an upstream's 300-deep object passes through specgate, but
+// the parsers of some MCP clients fail past about 200 levels, and the
+// envelope around the body adds a few. A deeper body is previewed, its
+// containers at this level summarised, however small it is.
+const MaxAnswerDepth = 64
+
+// ReasonTooDeep is Shaped.Reason for a body that would fit the budget but
+// nests deeper than MaxAnswerDepth.
+const ReasonTooDeep = "too_deep"
+
+// deeperThan reports whether v nests more than n levels of objects and
+// arrays (a scalar is at level 0, [] at 1). It stops at level n+1, so a
+// value of any depth costs at most a walk of its first n+1 levels.
+func deeperThan(v any, n int) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if n < 1 {
+			return true
+		}
+		for _, x := range t {
+			if deeperThan(x, n-1) {
+				return true
+			}
+		}
+	case []any:
+		if n < 1 {
+			return true
+		}
+		for _, x := range t {
+			if deeperThan(x, n-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // DecodeJSON parses a JSON body keeping numbers exact (json.Number); it
 // rejects trailing data. Invalid UTF-8 in strings becomes U+FFFD.
 func DecodeJSON(b []byte) (any, error) {
