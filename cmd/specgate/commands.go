@@ -144,8 +144,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	// Loading runs while the server answers; when it fails as a whole (a
-	// required spec, or no spec at all) the server stops with that error.
+	// Loading runs while the server answers. A required spec that fails
+	// stops the server with its reason; when no spec loads at all, the
+	// server serves on and answers every call with the reason, so a client
+	// reads it instead of losing its connection.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	a, err := start(ctx, c, cfg)
@@ -154,6 +156,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	go func() {
 		if err := <-a.loaded; err != nil {
+			if errors.Is(err, errNoSpec) {
+				a.log.Error("no spec loaded: serving on, every call answers with the reason", "err", err)
+				return
+			}
 			a.log.Error("loading failed", "err", err)
 			stop(err)
 		}

@@ -284,3 +284,29 @@ func TestServeStopsOnRequiredSpecFailure(t *testing.T) {
 		t.Errorf("stdout carries more than protocol: %q", stdout.String())
 	}
 }
+
+// TestServeWithNoSpecAnswersEveryCall: when no spec loads (none required),
+// serve stayed up for one answer and then closed the connection; it serves
+// on, and every call reads the load error.
+func TestServeWithNoSpecAnswersEveryCall(t *testing.T) {
+	bin := specgateBinary(t)
+	bad := filepath.Join(t.TempDir(), "broken.json")
+	os.WriteFile(bad, []byte(`{"swagger":"2.0","info":{`), 0o600)
+	c, _ := stdioClient(t, bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "serve", "--spec", bad)
+	for i, tool := range []string{"search", "inspect", "search", "invoke"} {
+		args := map[string]any{"query": "pets", "endpointId": "broken.x"}
+		if tool == "search" {
+			delete(args, "endpointId")
+		} else {
+			delete(args, "query")
+		}
+		out, isErr := callJSON(t, c, tool, args)
+		msg, _ := out["error"].(map[string]any)["message"].(string)
+		if !isErr || !strings.Contains(msg, "no spec could be loaded") || !strings.Contains(msg, "broken.json") || strings.Count(msg, "no spec could be loaded") != 1 {
+			t.Fatalf("call %d (%s): %v, want the load error once", i, tool, out)
+		}
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("the connection is gone: %v", err)
+	}
+}

@@ -41,6 +41,10 @@ func specName(sc config.Spec) string {
 //
 // With search.embeddings, the endpoints are embedded too; limiter, when not
 // nil, governs the embeddings endpoint like any upstream.
+// errNoSpec is the load failure of a config none of whose specs loaded
+// (and none of them required): serve answers every call with it.
+var errNoSpec = errors.New("no spec could be loaded")
+
 func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger, limiter *ratelimit.Limiter) (*loaded, error) {
 	type result struct {
 		spec *spec.Spec
@@ -122,7 +126,7 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 		for _, f := range out.failures {
 			reasons = append(reasons, f.Reason)
 		}
-		return nil, errors.New("no spec could be loaded: " + strings.Join(reasons, "; "))
+		return nil, fmt.Errorf("%w: %s", errNoSpec, strings.Join(reasons, "; "))
 	}
 	cat, err := spec.NewCatalog(specs...)
 	if err != nil {

@@ -85,6 +85,12 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	if in.media != nil && in.media.Schema != nil {
 		schema = in.media.Schema.Value
 	}
+	if _, isString := in.value.(string); !isString && (base == "*/*" || base == "application/*") {
+		// A wildcard body with a structured value (Kubernetes declares
+		// every write */* with an object schema) goes as JSON; a string
+		// goes as it is, below.
+		base = "application/json"
+	}
 	switch {
 	case isJSONType(base):
 		v := in.value

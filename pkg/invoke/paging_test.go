@@ -20,7 +20,7 @@ import (
 
 // pagingDoc declares one operation per paging convention NextPage knows.
 // users_list has the parameters of Slack's users.list: the shared
-// slack-web.json does not load (tuple-style items), so it is written here.
+// A Slack-style cursor API, written here so the test needs no shared spec.
 const pagingDoc = `{
   "openapi": "3.0.3",
   "info": {"title": "paging", "version": "1"},

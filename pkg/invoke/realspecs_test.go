@@ -77,6 +77,66 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			// Every list call was refused for expand, a deepObject array the
+			// model never sent, which kin-openapi cannot decode.
+			name: "stripe list with limit only", file: "stripe.json", opID: "GetCustomers",
+			args: Args{Parameters: map[string]any{"limit": 2}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawQuery != "limit=2" {
+					t.Errorf("query %s", r.RawQuery)
+				}
+			},
+		},
+		{
+			name: "stripe paging with starting_after", file: "stripe.json", opID: "GetCustomers",
+			args: Args{Parameters: map[string]any{"limit": 2, "starting_after": "cus_123"}},
+			check: func(t *testing.T, r recorded) {
+				if !sameQuery(r.RawQuery, "limit=2&starting_after=cus_123") {
+					t.Errorf("query %s", r.RawQuery)
+				}
+			},
+		},
+		{
+			name: "stripe created range only", file: "stripe.json", opID: "GetCharges",
+			args: Args{Parameters: map[string]any{"created": map[string]any{"gt": 1700000000}}},
+			check: func(t *testing.T, r recorded) {
+				q, _ := url.QueryUnescape(r.RawQuery)
+				if q != "created[gt]=1700000000" {
+					t.Errorf("query %s", q)
+				}
+			},
+		},
+		{
+			// Kubernetes declares every write */* with an object schema:
+			// a JSON value goes as application/json.
+			name: "kubernetes create pod with a */* body", file: "k8s.json", opID: "createCoreV1NamespacedPod",
+			args: Args{Parameters: map[string]any{"namespace": "default"}, RequestBody: map[string]any{
+				"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web"},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}},
+			}},
+			check: func(t *testing.T, r recorded) {
+				if r.Method != "POST" || r.RawPath != "/api/v1/namespaces/default/pods" {
+					t.Errorf("%s %s", r.Method, r.RawPath)
+				}
+				if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				want := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"containers":[{"image":"nginx:1.27","name":"web"}]}}`
+				if string(r.Body) != want {
+					t.Errorf("body\n got %s\nwant %s", r.Body, want)
+				}
+			},
+		},
+		{
+			name: "kubernetes list pods with fieldSelector", file: "k8s.json", opID: "listCoreV1NamespacedPod",
+			args: Args{Parameters: map[string]any{"namespace": "default", "fieldSelector": "status.phase=Running", "limit": 50}},
+			check: func(t *testing.T, r recorded) {
+				if r.RawPath != "/api/v1/namespaces/default/pods" || !sameQuery(r.RawQuery, "fieldSelector=status.phase%3DRunning&limit=50") {
+					t.Errorf("%s ? %s", r.RawPath, r.RawQuery)
+				}
+			},
+		},
+		{
 			name: "stripe multipart file with deepObject fields", file: "stripe.json", opID: "PostFiles",
 			opts: func(s string) Options {
 				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"bearerAuth": {Token: "sk_test_123"}}}}}

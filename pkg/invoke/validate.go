@@ -74,7 +74,18 @@ func validate(ctx context.Context, v validation) (problems []string) {
 			}
 			if isParseProblem(re.Err) {
 				if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil {
-					if val, ok := v.values[p.In+"\x00"+p.Name]; ok && p.Schema != nil {
+					val, ok := v.values[p.In+"\x00"+p.Name]
+					if !ok {
+						// kin-openapi cannot decode some styles at all
+						// (deepObject arrays: Stripe's expand[] on every list
+						// call) and says so even when the parameter is absent:
+						// an absent parameter is only a problem when required.
+						if p.Required {
+							problems = append(problems, paramLabel(p.Name, p.In)+" is required")
+						}
+						continue
+					}
+					if p.Schema != nil {
 						checked[p.In+"\x00"+p.Name] = true
 						problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), v.op.Doc, false)...)
 						continue

@@ -96,11 +96,7 @@ type ReadResult struct {
 	Truncated  bool              `json:"truncated,omitempty"`
 }
 
-func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a ReadResponseArgs
-	if bad := decodeArgs("read_response", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest, a *ReadResponseArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("responseId", a.ResponseID); bad != nil {
 		return bad, nil
 	}

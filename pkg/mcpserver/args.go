@@ -65,54 +65,37 @@ func rewriteToolCall(msg []byte) []byte {
 	return out
 }
 
-// decodeArguments decodes a call's arguments with json.Number. A nil map
-// and no error means the call had no arguments.
-func decodeArguments(req mcp.CallToolRequest) (map[string]any, string) {
-	raw := req.Params.RawArguments
-	if len(raw) == 0 {
-		if m, ok := req.Params.Arguments.(map[string]any); ok {
-			return m, ""
-		}
-		if req.Params.Arguments == nil {
-			return nil, ""
-		}
-		b, err := json.Marshal(req.Params.Arguments)
-		if err != nil {
-			return nil, "arguments must be a JSON object"
-		}
-		raw = b
+// rawArguments returns a call's arguments as the client sent them; for a
+// request built in-process without wire bytes, its Arguments encoded.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments
 	}
-	v, err := decodeNumbers(raw)
+	if req.Params.Arguments == nil {
+		return nil
+	}
+	b, err := json.Marshal(req.Params.Arguments)
 	if err != nil {
-		return nil, "arguments must be a JSON object"
+		return json.RawMessage(`"unreadable"`)
 	}
-	if v == nil {
-		return nil, ""
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, "arguments must be a JSON object"
-	}
-	if s, ok := m[rawArgumentsKey].(string); ok && len(m) == 1 {
-		inner, err := decodeNumbers([]byte(s))
-		if err != nil {
-			return nil, "arguments must be a JSON object"
-		}
-		if m, ok = inner.(map[string]any); !ok {
-			return nil, "arguments must be a JSON object"
-		}
-	}
-	return m, ""
+	return b
 }
 
-func decodeNumbers(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+// unwrapArguments undoes rewriteToolCall: arguments that are one string
+// under rawArgumentsKey are that string's text.
+func unwrapArguments(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`specgate.rawArguments`)) {
+		return raw
 	}
-	return v, nil
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) != 1 {
+		return raw
+	}
+	var inner string
+	if json.Unmarshal(m[rawArgumentsKey], &inner) != nil {
+		return raw
+	}
+	return json.RawMessage(inner)
 }
 
 // numberArg reads a numeric argument decoded as json.Number (or float64

@@ -63,15 +63,15 @@ func TestDecodeArgumentsKeepsLargeIntegersExact(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"method":"tools/call","params":{"name":"invoke","arguments":{"endpointId":"petstore.getPetById","parameters":{"petId":9007199254740993}}}}`), &req); err != nil {
 		t.Fatal(err)
 	}
-	args, problem := decodeArguments(req)
-	if problem != "" {
-		t.Fatal(problem)
+	var args InvokeArgs
+	if bad := decodeArgs("invoke", rawArguments(req), &args); bad != nil {
+		t.Fatal(mustJSON(bad))
 	}
-	petID := args["parameters"].(map[string]any)["petId"]
+	petID := args.Parameters["petId"]
 	if n, ok := petID.(json.Number); !ok || n.String() != "9007199254740993" {
 		t.Fatalf("petId = %#v, want json.Number 9007199254740993", petID)
 	}
-	if _, problem := decodeArguments(mcp.CallToolRequest{Params: mcp.CallToolParams{RawArguments: json.RawMessage(`[1,2]`)}}); problem == "" {
+	if bad := decodeArgs("invoke", json.RawMessage(`[1,2]`), &args); bad == nil {
 		t.Error("an array of arguments was accepted")
 	}
 }
@@ -126,5 +126,40 @@ func TestStdioHugeNumberAndLargeInteger(t *testing.T) {
 	}
 	if p := f.upstream.requests[0].Path; p != "/api/v3/pet/9007199254740993" {
 		t.Errorf("upstream path %q, want the exact integer", p)
+	}
+}
+
+// TestDecodeArgsRefusesKeysTwoReadersDisagreeOn: over any transport, the one
+// decode of a call refuses a duplicate key, case-variant twins, and a key
+// that is not the exact name of an argument.
+func TestDecodeArgsRefusesKeysTwoReadersDisagreeOn(t *testing.T) {
+	for _, raw := range []string{
+		`{"endpointId":"a.b","endpointId":"c.d"}`,
+		`{"endpointId":"a.b","EndpointID":"c.d"}`,
+		`{"EndpointId":"a.b"}`,
+		`{"endpointId":"a.b","parameters":{"x":1,"x":2}}`,
+	} {
+		var a InvokeArgs
+		bad := decodeArgs("invoke", json.RawMessage(raw), &a)
+		if bad == nil || !bad.IsError || !strings.Contains(string(mustJSON(bad)), "validation_failed") {
+			t.Errorf("%s: decoded as %+v, want validation_failed", raw, a)
+		}
+	}
+}
+
+// TestEveryToolNamesKnownCodes: the codes a table entry lists are codes of
+// the closed set the model is told about.
+func TestEveryToolNamesKnownCodes(t *testing.T) {
+	known := map[string]bool{CodeRateLimit: true, CodeUpstreamRateLimit: true, CodeQueueFull: true, CodeQueueTimeout: true,
+		CodeTimeout: true, CodeCancelled: true, CodeValidationFailed: true, CodeNotFound: true, CodeHTTPError: true,
+		CodeUnreachable: true, CodeAuthError: true}
+	s := New(Options{AllowRuntimeTuning: true})
+	for _, tl := range s.tools() {
+		for _, c := range tl.codes {
+			code, _, _ := strings.Cut(c, " ")
+			if !known[code] {
+				t.Errorf("%s names the unknown code %q", tl.name, code)
+			}
+		}
 	}
 }

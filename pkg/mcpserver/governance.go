@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/specgate/specgate/pkg/invoke"
@@ -159,36 +158,4 @@ func (l *latency) p95() time.Duration {
 	s := slices.Clone(l.samples)
 	slices.Sort(s)
 	return s[(len(s)*95+99)/100-1]
-}
-
-func (s *Server) registerGovernanceTools() {
-	s.mcp.AddTool(mcp.NewTool("rate_limit_status",
-		mcp.WithDescription("Show rate governance now: per upstream and endpoint, configured limits, used and remaining in the window, "+
-			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
-			"refusals by code and scope (proxy or upstream), upstream 429s, latency. "+
-			errorCodesNote+"not_found."),
-		inputSchema[StatusArgs](), outputSchema[StatusResult](),
-		hints(true, false, true, false),
-	), s.handleStatus)
-	if s.opts.AllowRuntimeTuning && s.opts.Limiter != nil {
-		s.mcp.AddTool(mcp.NewTool("set_rate_limit",
-			mcp.WithDescription("Change a limit now, until restart: an endpoint's cooldown (endpointId + rateLimitInterval, e.g. \"5s\", \"0s\" for none) "+
-				"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent). "+
-				errorCodesNote+"validation_failed, not_found."),
-			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](),
-			hints(false, false, true, false),
-		), s.handleSetRateLimit)
-	}
-	s.mcp.AddTool(mcp.NewTool("begin_task",
-		mcp.WithDescription("Start measuring a long task; returns a taskId for end_task."),
-		inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](),
-		hints(false, false, false, false),
-	), s.handleBeginTask)
-	s.mcp.AddTool(mcp.NewTool("end_task",
-		mcp.WithDescription("End a task and review it: wall time, upstream time, calls, refusals by scope and code, queue wait, "+
-			"the serial estimate, and the round at which the given concurrency would hit each configured limit. "+
-			errorCodesNote+"not_found, validation_failed."),
-		inputSchema[EndTaskArgs](), outputSchema[TaskReview](),
-		hints(false, false, false, false),
-	), s.handleEndTask)
 }

@@ -3,8 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -45,88 +45,117 @@ func (s Scopes) has(granted []string, need string) bool {
 	return false
 }
 
-// readTools are the tools the read scope covers (besides GET/HEAD invokes).
-var readTools = map[string]bool{
-	"search": true, "inspect": true, "rate_limit_status": true, "read_response": true,
-	"begin_task": true, "end_task": true,
+// name is the scope name that covers need; "" when none is configured for
+// it, and then nothing is checked.
+func (s Scopes) name(need Scope) string {
+	switch need {
+	case ScopeRead:
+		return s.Read
+	case ScopeInvoke:
+		return s.Invoke
+	case ScopeAdmin:
+		return s.Admin
+	}
+	return ""
 }
 
-// neededScopes returns the scopes a JSON-RPC message (or each message of a
-// batch) needs; none when any valid token may send it. Only tools/call is gated: initialize,
-// the lists and ping are open to every valid token.
-func (h *httpHandler) neededScopes(body []byte) []string {
-	sc := h.opts.Scopes
+// precheck reads a POST body as the tool path will: it refuses a message
+// that two readers could read differently (a JSON-RPC error, with
+// ok false), and for each tools/call decodes the arguments with the
+// tool's own decode and finds the scope they need. A single tools/call's
+// decoded arguments come back in call, for the handler to run with.
+func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rpcErr *rpcError) {
+	t := bytes.TrimSpace(body)
 	var msgs []json.RawMessage
-	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+	batch := len(t) > 0 && t[0] == '['
+	if batch {
 		if json.Unmarshal(t, &msgs) != nil {
-			return nil
+			return nil, nil, nil // mcp-go answers the parse error
 		}
 	} else {
-		msgs = []json.RawMessage{body}
+		msgs = []json.RawMessage{t}
 	}
-	var need []string
 	for _, m := range msgs {
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					EndpointID string `json:"endpointId"`
-				} `json:"arguments"`
-			} `json:"params"`
+		err := checkKeys(m, levelEnvelope)
+		if errors.Is(err, errNotJSON) {
+			return nil, nil, nil // mcp-go answers the parse error
 		}
-		if json.Unmarshal(m, &msg) != nil || msg.Method != string(mcp.MethodToolsCall) {
+		var env struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		_ = json.Unmarshal(m, &env)
+		var kp *keyProblem
+		if errors.As(err, &kp) && (kp.lvl == levelEnvelope || env.Method == string(mcp.MethodToolsCall)) {
+			code := mcp.INVALID_PARAMS
+			if kp.lvl == levelEnvelope {
+				code = mcp.INVALID_REQUEST
+			}
+			return nil, nil, &rpcError{id: env.ID, code: code, msg: kp.msg + ": write each key once, in its documented case"}
+		}
+		if env.Method != string(mcp.MethodToolsCall) {
 			continue
 		}
-		n := sc.Invoke
-		switch name := msg.Params.Name; {
-		case name == "set_rate_limit":
-			n = sc.Admin
-		case readTools[name]:
-			n = sc.Read
-		case name == "invoke" && h.readOnlyEndpoint(msg.Params.Arguments.EndpointID):
-			n = sc.Read
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
 		}
-		if n != "" {
-			need = append(need, n)
+		if json.Unmarshal(env.Params, &p) != nil {
+			continue // mcp-go refuses it before any tool runs
+		}
+		tl := h.s.table[p.Name]
+		if tl == nil {
+			continue // not a tool: mcp-go answers that
+		}
+		args, bad := tl.decode(unwrapArguments(p.Arguments))
+		if bad != nil {
+			continue // the handler refuses it identically, before it runs
+		}
+		need = append(need, tl.scope(h.s, args))
+		if !batch {
+			call = &decodedCall{name: p.Name, args: args}
 		}
 	}
-	return need
+	return need, call, nil
 }
 
-// readOnlyEndpoint reports whether id names a GET or HEAD endpoint of the
-// served catalog. An unknown id is not read-only: the invoke scope it then
-// needs refuses nothing a read-only token could have done.
-func (h *httpHandler) readOnlyEndpoint(id string) bool {
-	st := h.s.state.Load()
-	if st == nil || st.cat == nil || id == "" {
-		return false
-	}
-	e, ok := st.cat.Lookup(id)
-	if !ok {
-		return false
-	}
-	m := strings.ToUpper(e.Method)
-	return m == http.MethodGet || m == http.MethodHead
+// rpcError is a JSON-RPC error the transport answers itself.
+type rpcError struct {
+	id   json.RawMessage
+	code int
+	msg  string
 }
 
-// checkScope answers 403 insufficient_scope when p lacks what body needs.
-func (h *httpHandler) checkScope(w http.ResponseWriter, r *http.Request, p Principal, body []byte) bool {
+func (e *rpcError) write(w http.ResponseWriter) {
+	id := e.id
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": e.code, "message": e.msg}})
+}
+
+// checkScope answers 403 insufficient_scope when p lacks what the calls
+// of a body need.
+func (h *httpHandler) checkScope(w http.ResponseWriter, r *http.Request, p Principal, need []Scope) bool {
 	if !h.opts.Scopes.enabled() || !h.auth {
 		return true
 	}
-	need := ""
-	for _, n := range h.neededScopes(body) {
-		if !h.opts.Scopes.has(p.Scopes, n) {
-			need = n
+	missing := ""
+	for _, n := range need {
+		if name := h.opts.Scopes.name(n); name != "" && !h.opts.Scopes.has(p.Scopes, name) {
+			missing = name
 			break
 		}
 	}
-	if need == "" {
+	if missing == "" {
 		return true
 	}
 	h.s.metrics.refused("insufficient_scope")
-	h.challenge(w, r, "insufficient_scope", need)
-	writeJSONError(w, http.StatusForbidden, "INSUFFICIENT_SCOPE", "this call needs the scope "+need+"; get a token that carries it", 0)
+	h.challenge(w, r, "insufficient_scope", missing)
+	writeJSONError(w, http.StatusForbidden, "INSUFFICIENT_SCOPE", "this call needs the scope "+missing+"; get a token that carries it", 0)
 	return false
 }

@@ -281,14 +281,26 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "the request body could not be read", 0)
 			return
 		}
-		if !h.checkScope(w, r, p, body) {
+		need, call, rpcErr := h.precheck(body)
+		if rpcErr != nil {
+			h.s.metrics.refused("ambiguous_keys")
+			rpcErr.write(w)
 			return
+		}
+		if !h.checkScope(w, r, p, need) {
+			return
+		}
+		if call != nil {
+			ctx = context.WithValue(ctx, decodedKey{}, call)
 		}
 		body = rewriteToolCall(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
 	if h.auth {
+		if h.opts.Scopes.enabled() {
+			ctx = withGrant(ctx, h.opts.Scopes, p.Scopes)
+		}
 		ctx = WithPrincipal(ctx, p)
 		ctx = invoke.WithPrincipal(ctx, invoke.Principal{Subject: p.Subject, Org: p.Org})
 	}

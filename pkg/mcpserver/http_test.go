@@ -66,7 +66,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *htt
 
 // newHTTPFixtureOn is newHTTPFixture with the limiter and the inbound
 // windows on store (nil: memory).
-func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store ratelimit.Store) *httpFixture {
+func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store ratelimit.Store, server ...func(*Options)) *httpFixture {
 	t.Helper()
 	rec := &recorder{}
 	up := httptest.NewServer(rec)
@@ -90,7 +90,11 @@ func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, st
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
 	audit := &lockedBuffer{}
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Audit: audit})
+	so := Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Audit: audit}
+	for _, f := range server {
+		f(&so)
+	}
+	srv := New(so)
 	srv.Publish(cat, ix, nil)
 	clock := &testClock{now: t0}
 	if opts.Now == nil {

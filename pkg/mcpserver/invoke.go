@@ -72,11 +72,7 @@ type invokeArgs struct {
 	maxBytes   int
 }
 
-func (s *Server) parseInvokeArgs(req mcp.CallToolRequest) (*invokeArgs, *mcp.CallToolResult) {
-	var in InvokeArgs
-	if bad := decodeArgs("invoke", req.GetArguments(), &in); bad != nil {
-		return nil, bad
-	}
+func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResult) {
 	if bad := requireString("endpointId", in.EndpointID); bad != nil {
 		return nil, bad
 	}
@@ -121,8 +117,8 @@ func (s *Server) parseShapeArgs(src string, max *float64, jq **invoke.JQ, maxByt
 	return nil
 }
 
-func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, bad := s.parseInvokeArgs(req)
+func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *InvokeArgs) (*mcp.CallToolResult, error) {
+	a, bad := s.parseInvokeArgs(in)
 	if bad != nil {
 		return bad, nil
 	}

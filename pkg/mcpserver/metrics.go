@@ -1,13 +1,11 @@
 package mcpserver
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/specgate/specgate/pkg/invoke"
@@ -135,37 +133,17 @@ func (m *Metrics) observeAttempt(upstream string, queueWait, latency time.Durati
 
 func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
-// toolMiddleware charges the caller's tool-call budget when the HTTP
-// transport set one, and counts every call by tool, endpoint, code and
-// scope.
-func (s *Server) toolMiddleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := s.chargeToolCall(ctx)
-		if res == nil {
-			args, problem := decodeArguments(req)
-			req.Params.Arguments = args
-			if problem != "" {
-				res = argError("%s", problem)
-			}
-		}
-		if res == nil {
-			res, err = next(ctx, req)
-		}
-		s.countCall(req, res, err)
-		return res, err
-	}
-}
-
-func (s *Server) countCall(req mcp.CallToolRequest, res *mcp.CallToolResult, err error) {
+// countCall counts a call by tool, endpoint, code and scope.
+func (s *Server) countCall(name string, args any, res *mcp.CallToolResult, err error) {
 	endpoint := ""
-	if req.Params.Name == "invoke" {
+	if name == "invoke" {
 		endpoint = "unknown"
-		if id, ok := req.GetArguments()["endpointId"].(string); ok {
+		if a, ok := args.(*InvokeArgs); ok {
 			// Only ids of the catalog become labels: the model's typos must
 			// not grow the series without bound.
 			if st := s.state.Load(); st != nil && st.cat != nil {
-				if _, found := st.cat.Lookup(id); found {
-					endpoint = id
+				if _, found := st.cat.Lookup(a.EndpointID); found {
+					endpoint = a.EndpointID
 				}
 			}
 		}
@@ -180,5 +158,5 @@ func (s *Server) countCall(req mcp.CallToolRequest, res *mcp.CallToolResult, err
 			code, scope = env.Error.Code, env.Error.Scope
 		}
 	}
-	s.metrics.calls.WithLabelValues(req.Params.Name, endpoint, code, scope).Inc()
+	s.metrics.calls.WithLabelValues(name, endpoint, code, scope).Inc()
 }

@@ -42,7 +42,11 @@ func (s *Server) statusJSON(ctx context.Context, args map[string]any) (string, b
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "rate_limit_status"
 	req.Params.Arguments = args
-	res, err := s.handleStatus(ctx, req)
+	var a StatusArgs
+	if bad := decodeArgs(req.Params.Name, rawArguments(req), &a); bad != nil {
+		return "", false
+	}
+	res, err := s.handleStatus(ctx, req, &a)
 	if err != nil || res == nil {
 		return "", false
 	}

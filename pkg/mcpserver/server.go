@@ -106,6 +106,8 @@ type Server struct {
 	audMu   sync.Mutex
 	// metrics are the Prometheus collectors HTTPHandlerWith serves.
 	metrics *Metrics
+	// table holds the tools registered, by name; read-only after New.
+	table map[string]*tool
 }
 
 // New returns a Server with its tools registered. Call Publish when the
@@ -141,7 +143,6 @@ func New(opts Options) *Server {
 	)
 	s.registerTools()
 	s.registerPrompts()
-	s.mcp.Use(s.toolMiddleware)
 	return s
 }
 

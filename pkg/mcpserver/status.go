@@ -71,13 +71,9 @@ type UpstreamStatus struct {
 	UpstreamTimeMs int64   `json:"upstreamTimeMs,omitempty"`
 }
 
-func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *StatusArgs) (*mcp.CallToolResult, error) {
 	if s.opts.Limiter == nil {
 		return jsonResult(StatusResult{At: s.now().UTC().Format(time.RFC3339Nano), Upstreams: []UpstreamStatus{}, Note: "rate governance is off"}), nil
-	}
-	var a StatusArgs
-	if bad := decodeArgs("rate_limit_status", req.GetArguments(), &a); bad != nil {
-		return bad, nil
 	}
 	endpointID, specName := a.EndpointID, a.Spec
 	st, err := s.wait(ctx)

@@ -11,11 +11,7 @@ import (
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
-func (s *Server) handleBeginTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a BeginTaskArgs
-	if bad := decodeArgs("begin_task", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleBeginTask(ctx context.Context, req mcp.CallToolRequest, a *BeginTaskArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("name", a.Name); bad != nil {
 		return bad, nil
 	}
@@ -47,11 +43,7 @@ type TaskReview struct {
 	EndpointsTouched int              `json:"endpointsTouched"`
 }
 
-func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a EndTaskArgs
-	if bad := decodeArgs("end_task", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest, a *EndTaskArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("taskId", a.TaskID); bad != nil {
 		return bad, nil
 	}

@@ -21,51 +21,6 @@ func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolOption {
 	})
 }
 
-// errorCodesNote opens the list of a tool's error codes; the instructions
-// describe the error object once, and every answer carries it whole.
-const errorCodesNote = "Error codes: "
-
-func (s *Server) registerTools() {
-	s.mcp.AddTool(mcp.NewTool("search",
-		mcp.WithDescription("Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
-			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
-			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Use the API's own nouns (customer, pull request, pod); "+
-			"when the first phrasing misses, try a second one. Next: inspect an id. "+
-			errorCodesNote+"validation_failed."),
-		inputSchema[SearchArgs](), outputSchema[SearchResult](),
-		hints(true, false, true, false),
-	), s.handleSearch)
-
-	s.mcp.AddTool(mcp.NewTool("inspect",
-		mcp.WithDescription("Show one endpoint's contract: parameters (name, in, required, schema), request body types and schema, "+
-			"main responses, base URL, auth needed, and its current rate limit. Read it before invoke. "+
-			errorCodesNote+"not_found (use search)."),
-		inputSchema[InspectArgs](), outputSchema[inspectResult](),
-		hints(true, false, true, false),
-	), s.handleInspect)
-
-	s.mcp.AddTool(mcp.NewTool("invoke",
-		mcp.WithDescription("Call an endpoint. Returns {statusCode, headers, body, rateLimit}; a body over the answer budget comes back as a "+
-			"valid-JSON preview with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage {parameters} "+
-			"when the API has more pages. Use jq to pick fields. "+
-			errorCodesNote+"rate_limit (specgate's limit, scope proxy), upstream_rate_limit (the API's, scope upstream), "+
-			"queue_full, queue_timeout, timeout, cancelled, validation_failed (fix arguments; costs no rate limit), "+
-			"not_found, http_error (upstream 4xx/5xx), upstream_unreachable, auth_error."),
-		inputSchema[InvokeArgs](), outputSchema[InvokeResult](),
-		hints(false, true, false, true),
-	), s.handleInvoke)
-
-	s.mcp.AddTool(mcp.NewTool("read_response",
-		mcp.WithDescription("Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
-			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}. "+
-			errorCodesNote+"not_found (unknown, expired or evicted id), validation_failed, timeout (jq too slow)."),
-		inputSchema[ReadResponseArgs](), outputSchema[ReadResult](),
-		hints(true, false, true, false),
-	), s.handleReadResponse)
-
-	s.registerGovernanceTools()
-}
-
 // argError is a validation_failed error about the tool's own arguments.
 func argError(format string, a ...any) *mcp.CallToolResult {
 	msg := fmt.Sprintf(format, a...)
@@ -77,7 +32,11 @@ func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorResult(mapError(err, s.now()))
 	}
-	return errorResult(&ErrorObject{Code: CodeNotFound, Message: "no spec could be loaded: " + err.Error(),
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "no spec could be loaded") {
+		msg = "no spec could be loaded: " + msg
+	}
+	return errorResult(&ErrorObject{Code: CodeNotFound, Message: msg,
 		Hint: "The operator must fix the specs in specgate's config."})
 }
 
@@ -99,11 +58,7 @@ type SearchResult struct {
 	Failed    []string    `json:"failedSpecs,omitempty"`
 }
 
-func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a SearchArgs
-	if bad := decodeArgs("search", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest, a *SearchArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("query", a.Query); bad != nil {
 		return bad, nil
 	}
@@ -140,11 +95,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	return jsonResult(out), nil
 }
 
-func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a InspectArgs
-	if bad := decodeArgs("inspect", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest, a *InspectArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("endpointId", a.EndpointID); bad != nil {
 		return bad, nil
 	}

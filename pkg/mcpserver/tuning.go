@@ -12,11 +12,7 @@ import (
 
 // handleSetRateLimit answers set_rate_limit: runtime tuning of a cooldown
 // or an upstream's budget, until restart.
-func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a SetRateLimitArgs
-	if bad := decodeArgs("set_rate_limit", req.GetArguments(), &a); bad != nil {
-		return bad, nil
-	}
+func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest, a *SetRateLimitArgs) (*mcp.CallToolResult, error) {
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
@@ -25,11 +21,11 @@ func (s *Server) handleSetRateLimit(ctx context.Context, req mcp.CallToolRequest
 	case a.EndpointID != "" && a.Upstream != "":
 		return argError("give endpointId or upstream, not both: change one limit per call"), nil
 	case a.EndpointID != "":
-		return s.setCooldown(st, &a), nil
+		return s.setCooldown(st, a), nil
 	case a.Upstream == "":
 		return argError("give endpointId (with rateLimitInterval) or upstream (with budget values)"), nil
 	}
-	return s.setBudget(st, &a), nil
+	return s.setBudget(st, a), nil
 }
 
 // setCooldown sets the cooldown of a.EndpointID.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -95,21 +96,46 @@ type EndTaskArgs struct {
 	Concurrency *float64 `json:"concurrency,omitempty" jsonschema:"Parallel calls to plan for (default 1)"`
 }
 
-// decodeArgs decodes a call's arguments into dst, a pointer to an
-// arguments struct. The problem it returns names the argument and what it
-// must be, or lists the arguments the tool takes.
-func decodeArgs(tool string, args map[string]any, dst any) *mcp.CallToolResult {
-	if args == nil {
-		args = map[string]any{}
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
+// decodeArgs decodes a call's raw arguments into dst, a pointer to an
+// arguments struct: the one decode of a tool call. Every key must be one
+// of dst's JSON names exactly (encoding/json alone would also take
+// "EndpointID" for endpointId), no key may appear twice at any depth, and
+// free-form values keep their numbers as json.Number, so large integers
+// reach the upstream exactly. The problem it returns names the argument
+// and what it must be, or lists the arguments the tool takes.
+func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
+	raw = unwrapArguments(raw)
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = []byte("{}")
+	} else if t[0] != '{' {
 		return argError("arguments must be a JSON object")
+	}
+	if err := checkKeys(raw, levelArguments); err != nil {
+		var kp *keyProblem
+		if errors.As(err, &kp) {
+			return argError("%s", kp.msg)
+		}
+		return argError("arguments must be a JSON object")
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return argError("arguments must be a JSON object")
+	}
+	names := argNames(dst)
+	for k := range keys {
+		if !slices.Contains(names, k) {
+			for _, n := range names {
+				if strings.EqualFold(n, k) {
+					return argError("unknown argument %s: did you mean %s? %s takes %s", quoteKey(k), n, tool, strings.Join(names, ", "))
+				}
+			}
+			return argError("unknown argument %s: %s takes %s", clip(k, 64), tool, strings.Join(names, ", "))
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
-	err = dec.Decode(dst)
+	err := dec.Decode(dst)
 	if err == nil {
 		return nil
 	}
@@ -121,11 +147,7 @@ func decodeArgs(tool string, args map[string]any, dst any) *mcp.CallToolResult {
 		}
 		return argError("%s must be %s", clip(field, 64), argKind(dst, field))
 	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return argError("unknown argument %s: %s takes %s", clip(name, 64), tool, strings.Join(argNames(dst), ", "))
-	}
-	return argError("arguments could not be read: %s", clip(strings.TrimPrefix(msg, "json: "), 200))
+	return argError("arguments could not be read: %s", clip(strings.TrimPrefix(err.Error(), "json: "), 200))
 }
 
 // argNames lists the JSON names of an arguments struct, in order.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -414,4 +415,62 @@ func topLevelRef(raw []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// tupleItems matches an "items" written as an array, the tuple form of
+// JSON Schema drafts before 2020-12 that neither Swagger 2.0 nor OpenAPI
+// 3.0 allows; Slack's Web API spec has them.
+var tupleItems = regexp.MustCompile(`"items"\s*:\s*\[`)
+
+// untupleItems reads each tuple-style "items" array in a schema position
+// as its first schema (an empty array as any value), so a spec written
+// that way loads; it returns the document and one warning, or the
+// document unchanged when it has none. Example, default and enum values
+// and extensions are data, not schemas, and are left as they are.
+func untupleItems(doc []byte) ([]byte, []string) {
+	if !tupleItems.Match(doc) {
+		return doc, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return doc, nil
+	}
+	n := 0
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if k == "example" || k == "examples" || k == "default" || k == "enum" || k == "const" || strings.HasPrefix(k, "x-") {
+					continue
+				}
+				if arr, ok := c.([]any); ok && k == "items" {
+					n++
+					if len(arr) == 0 {
+						x[k] = map[string]any{}
+						continue
+					}
+					x[k] = walk(arr[0])
+					continue
+				}
+				x[k] = walk(c)
+			}
+		case []any:
+			for i, c := range x {
+				x[i] = walk(c)
+			}
+		}
+		return v
+	}
+	v = walk(v)
+	if n == 0 {
+		return doc, nil
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return doc, nil
+	}
+	return out, []string{fmt.Sprintf("%d tuple-style items arrays (a list of schemas) read as their first schema", n)}
 }

@@ -266,8 +266,10 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 		}
 		// kin-openapi decodes each schema level again from its bytes: a
 		// deep one must go before it reads the document.
-		var pruned []string
+		var pruned, tuples []string
 		pruned, trimmed = pruneDeepSwagger2(trimmed)
+		trimmed, tuples = untupleItems(trimmed)
+		pruned = append(pruned, tuples...)
 		var doc2 openapi2.T
 		if err := json.Unmarshal(trimmed, &doc2); err != nil {
 			return nil, "", nil, &LoadError{Location: location, Reason: "invalid Swagger 2.0: " + jsonErrorText(err)}
@@ -294,6 +296,10 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 		compact.Grow(len(trimmed))
 		if err := json.Compact(&compact, trimmed); err != nil {
 			return nil, "", nil, &LoadError{Location: location, Reason: "not JSON or YAML: " + jsonErrorText(err)}
+		}
+		if strings.HasPrefix(v, "3.0") {
+			out, tuples := untupleItems(compact.Bytes())
+			return out, v, tuples, nil
 		}
 		return compact.Bytes(), v, nil, nil
 	default:

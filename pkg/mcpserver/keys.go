@@ -1,0 +1,144 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
+// Two readers of one JSON-RPC message must never disagree about what it
+// says. encoding/json keeps the last of two duplicate keys and matches
+// struct fields without case, while a map keeps keys with case: a message
+// with {"endpointId": A, "EndpointID": B} was read as A by one reader and B
+// by another, and a read-only token ran a POST that way. So a tools/call
+// whose envelope, params or arguments hold a duplicate key, two keys that
+// differ only in case, or a known key spelled in another case, is refused
+// whole before any reader acts on it.
+
+// level is where an object sits in a JSON-RPC message.
+type level int
+
+const (
+	levelOther     level = iota // deeper values: only exact duplicates are refused
+	levelEnvelope               // the message itself
+	levelParams                 // params of a request
+	levelArguments              // params.arguments of a tools/call
+)
+
+// canonical lists the keys mcp-go reads at a level, each in its only
+// accepted spelling.
+var canonical = map[level][]string{
+	levelEnvelope: {"jsonrpc", "id", "method", "params", "result", "error"},
+	levelParams:   {"name", "arguments", "_meta", "task", "inputResponses", "requestState"},
+}
+
+// keyProblem is a message's key that two readers could read differently.
+type keyProblem struct {
+	lvl level
+	msg string
+}
+
+func (p *keyProblem) Error() string { return p.msg }
+
+// errNotJSON is a message that is not one JSON value.
+var errNotJSON = errors.New("the message is not valid JSON")
+
+// checkKeys walks one JSON value whose outermost object sits at top and
+// returns the first key problem, errNotJSON, or nil.
+func checkKeys(msg []byte, top level) error {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	dec.UseNumber()
+	if err := walkKeys(dec, top); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errNotJSON
+	}
+	return nil
+}
+
+func walkKeys(dec *json.Decoder, lvl level) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return errNotJSON
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	if d == '[' {
+		for dec.More() {
+			if err := walkKeys(dec, levelOther); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token()
+		if err != nil {
+			return errNotJSON
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	folded := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errNotJSON
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return errNotJSON
+		}
+		if seen[key] {
+			return &keyProblem{lvl, "the key " + quoteKey(key) + " appears twice" + where(lvl)}
+		}
+		seen[key] = true
+		if lvl != levelOther {
+			lower := strings.ToLower(key)
+			if prev, ok := folded[lower]; ok {
+				return &keyProblem{lvl, "the keys " + quoteKey(prev) + " and " + quoteKey(key) + " differ only in case" + where(lvl)}
+			}
+			folded[lower] = key
+			for _, c := range canonical[lvl] {
+				if key != c && strings.EqualFold(key, c) {
+					return &keyProblem{lvl, "the key " + quoteKey(key) + " must be written " + quoteKey(c) + where(lvl)}
+				}
+			}
+		}
+		child := levelOther
+		switch {
+		case lvl == levelEnvelope && key == "params":
+			child = levelParams
+		case lvl == levelParams && key == "arguments":
+			child = levelArguments
+		}
+		if err := walkKeys(dec, child); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errNotJSON
+	}
+	return nil
+}
+
+func where(lvl level) string {
+	switch lvl {
+	case levelEnvelope:
+		return " in the message"
+	case levelParams:
+		return " in params"
+	case levelArguments:
+		return " in arguments"
+	}
+	return " in one object of the arguments"
+}
+
+// quoteKey quotes a key for a message, clipped: a key can be as long as
+// the body.
+func quoteKey(k string) string {
+	b, _ := json.Marshal(clip(k, 64))
+	return string(b)
+}

@@ -1,0 +1,256 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// Scope is what a tool call needs of the caller's token, when the HTTP
+// transport checks scopes (HTTPOptions.Scopes). The zero value needs
+// nothing.
+type Scope int
+
+const (
+	// ScopeNone: any valid token may make the call.
+	ScopeNone Scope = iota
+	// ScopeRead: reading (search, inspect, status, GET and HEAD invokes).
+	ScopeRead
+	// ScopeInvoke: calls that may change the upstream's state.
+	ScopeInvoke
+	// ScopeAdmin: changing specgate's own limits.
+	ScopeAdmin
+)
+
+// endpointScope is the scope an invoke of e needs: read for GET and HEAD,
+// invoke for every other method.
+func endpointScope(e *spec.Endpoint) Scope {
+	switch strings.ToUpper(e.Method) {
+	case http.MethodGet, http.MethodHead:
+		return ScopeRead
+	}
+	return ScopeInvoke
+}
+
+// tool is one entry of the table of tools, which owns everything about a
+// tool: its name and what the model reads of it, its argument type, the
+// scope a call needs, the error codes it answers with, and its handler.
+// A new tool is one entry of Server.tools.
+type tool struct {
+	name string
+	// description is what the model reads; codes are appended to it as
+	// "Error codes: ...", each with an optional note in parentheses.
+	description string
+	codes       []string
+	options     []mcp.ToolOption
+	// enabled reports whether the server offers the tool. If nil, always.
+	enabled func(s *Server) bool
+	// decode reads a call's raw arguments, once, into the tool's argument
+	// type; the problem is a validation_failed result.
+	decode func(raw json.RawMessage) (any, *mcp.CallToolResult)
+	// scope is what a call with these decoded arguments needs.
+	scope func(s *Server, args any) Scope
+	// run handles a call with its decoded arguments.
+	run func(s *Server, ctx context.Context, req mcp.CallToolRequest, args any) (*mcp.CallToolResult, error)
+}
+
+// newTool builds a table entry for arguments of type A. scope, if nil,
+// is a constant: need.
+func newTool[A any](name, description string, codes []string, need Scope, scope func(*Server, *A) Scope,
+	run func(*Server, context.Context, mcp.CallToolRequest, *A) (*mcp.CallToolResult, error), options ...mcp.ToolOption) tool {
+	return tool{
+		name: name, description: description, codes: codes, options: options,
+		decode: func(raw json.RawMessage) (any, *mcp.CallToolResult) {
+			a := new(A)
+			if bad := decodeArgs(name, raw, a); bad != nil {
+				return nil, bad
+			}
+			return a, nil
+		},
+		scope: func(s *Server, args any) Scope {
+			if scope == nil {
+				return need
+			}
+			return scope(s, args.(*A))
+		},
+		run: func(s *Server, ctx context.Context, req mcp.CallToolRequest, args any) (*mcp.CallToolResult, error) {
+			return run(s, ctx, req, args.(*A))
+		},
+	}
+}
+
+// errorCodesNote opens the list of a tool's error codes; the instructions
+// describe the error object once, and every answer carries it whole.
+const errorCodesNote = "Error codes: "
+
+// fullDescription is what the model reads of t.
+func (t *tool) fullDescription() string {
+	if len(t.codes) == 0 {
+		return t.description
+	}
+	return t.description + " " + errorCodesNote + strings.Join(t.codes, ", ") + "."
+}
+
+// tools is the table of every tool the server can offer, in the order
+// they are listed.
+func (s *Server) tools() []tool {
+	return []tool{
+		newTool("search", "Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
+			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
+			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Use the API's own nouns (customer, pull request, pod); "+
+			"when the first phrasing misses, try a second one. Next: inspect an id.",
+			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
+			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
+
+		newTool("inspect", "Show one endpoint's contract: parameters (name, in, required, schema), request body types and schema, "+
+			"main responses, base URL, auth needed, and its current rate limit. Read it before invoke.",
+			[]string{CodeNotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
+			inputSchema[InspectArgs](), outputSchema[inspectResult](), hints(true, false, true, false)),
+
+		newTool("invoke", "Call an endpoint. Returns {statusCode, headers, body, rateLimit}; a body over the answer budget comes back as a "+
+			"valid-JSON preview with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage {parameters} "+
+			"when the API has more pages. Use jq to pick fields.",
+			[]string{CodeRateLimit + " (specgate's limit, scope proxy)", CodeUpstreamRateLimit + " (the API's, scope upstream)",
+				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
+				CodeNotFound, CodeHTTPError + " (upstream 4xx/5xx)", CodeUnreachable, CodeAuthError},
+			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
+			inputSchema[InvokeArgs](), outputSchema[InvokeResult](), hints(false, true, false, true)),
+
+		newTool("read_response", "Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
+			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}.",
+			[]string{CodeNotFound + " (unknown, expired or evicted id)", CodeValidationFailed, CodeTimeout + " (jq too slow)"},
+			ScopeRead, nil, (*Server).handleReadResponse,
+			inputSchema[ReadResponseArgs](), outputSchema[ReadResult](), hints(true, false, true, false)),
+
+		newTool("rate_limit_status", "Show rate governance now: per upstream and endpoint, configured limits, used and remaining in the window, "+
+			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
+			"refusals by code and scope (proxy or upstream), upstream 429s, latency.",
+			[]string{CodeNotFound}, ScopeRead, nil, (*Server).handleStatus,
+			inputSchema[StatusArgs](), outputSchema[StatusResult](), hints(true, false, true, false)),
+
+		withEnabled(newTool("set_rate_limit", "Change a limit now, until restart: an endpoint's cooldown (endpointId + rateLimitInterval, e.g. \"5s\", \"0s\" for none) "+
+			"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent).",
+			[]string{CodeValidationFailed, CodeNotFound}, ScopeAdmin, nil, (*Server).handleSetRateLimit,
+			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](), hints(false, false, true, false)),
+			func(s *Server) bool { return s.opts.AllowRuntimeTuning && s.opts.Limiter != nil }),
+
+		newTool("begin_task", "Start measuring a long task; returns a taskId for end_task.",
+			nil, ScopeRead, nil, (*Server).handleBeginTask,
+			inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](), hints(false, false, false, false)),
+
+		newTool("end_task", "End a task and review it: wall time, upstream time, calls, refusals by scope and code, queue wait, "+
+			"the serial estimate, and the round at which the given concurrency would hit each configured limit.",
+			[]string{CodeNotFound, CodeValidationFailed}, ScopeRead, nil, (*Server).handleEndTask,
+			inputSchema[EndTaskArgs](), outputSchema[TaskReview](), hints(false, false, false, false)),
+	}
+}
+
+func withEnabled(t tool, enabled func(*Server) bool) tool {
+	t.enabled = enabled
+	return t
+}
+
+// invokeScope is what an invoke needs: by the endpoint's method. An
+// unknown id needs invoke: that refuses nothing a read-only token could
+// have done.
+func (s *Server) invokeScope(a *InvokeArgs) Scope {
+	st := s.state.Load()
+	if st == nil || st.cat == nil {
+		return ScopeInvoke
+	}
+	e, ok := st.cat.Lookup(a.EndpointID)
+	if !ok {
+		return ScopeInvoke
+	}
+	return endpointScope(e)
+}
+
+// registerTools registers every enabled entry of the table with mcp-go.
+func (s *Server) registerTools() {
+	s.table = map[string]*tool{}
+	for _, t := range s.tools() {
+		if t.enabled != nil && !t.enabled(s) {
+			continue
+		}
+		t := t
+		s.table[t.name] = &t
+		opts := append([]mcp.ToolOption{mcp.WithDescription(t.fullDescription())}, t.options...)
+		s.mcp.AddTool(mcp.NewTool(t.name, opts...), s.handlerOf(&t))
+	}
+}
+
+// decodedKey is the context key of a tools/call the HTTP transport
+// already decoded (to answer a missing scope with 403): the handler runs
+// with those very arguments instead of decoding them again.
+type decodedKey struct{}
+
+type decodedCall struct {
+	name string
+	args any
+}
+
+// handlerOf is the one path of every call of t: the caller's tool-call
+// budget, the one decode of the arguments, the scope those arguments
+// need, then the handler, and the call counted.
+func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := s.chargeToolCall(ctx)
+		var args any
+		if res == nil {
+			if d, ok := ctx.Value(decodedKey{}).(*decodedCall); ok && d.name == t.name {
+				args = d.args
+			} else {
+				args, res = t.decode(rawArguments(req))
+			}
+		}
+		if res == nil {
+			if obj := s.requireScope(ctx, t.scope(s, args)); obj != nil {
+				res = errorResult(obj)
+			}
+		}
+		if res == nil {
+			res, err = t.run(s, ctx, req, args)
+		}
+		s.countCall(t.name, args, res, err)
+		return res, err
+	}
+}
+
+// grantKey is the context key of the scopes a caller's token carries, set
+// by the HTTP transport when it checks scopes.
+type grantKey struct{}
+
+type grant struct {
+	scopes  Scopes
+	granted []string
+}
+
+// withGrant returns ctx carrying the scope names in force and those the
+// caller's token carries.
+func withGrant(ctx context.Context, sc Scopes, granted []string) context.Context {
+	return context.WithValue(ctx, grantKey{}, grant{scopes: sc, granted: granted})
+}
+
+// requireScope refuses a call whose caller lacks the scope need, when the
+// transport checks scopes; nil otherwise. The HTTP transport answers 403
+// before a call runs; this check, on the arguments the handler runs with,
+// is what makes that answer true.
+func (s *Server) requireScope(ctx context.Context, need Scope) *ErrorObject {
+	g, ok := ctx.Value(grantKey{}).(grant)
+	if !ok || !g.scopes.enabled() {
+		return nil
+	}
+	name := g.scopes.name(need)
+	if name == "" || g.scopes.has(g.granted, name) {
+		return nil
+	}
+	s.metrics.refused("insufficient_scope")
+	return &ErrorObject{Code: CodeAuthError, Message: "this call needs the scope " + name,
+		Hint: "Your token does not carry " + name + "; ask for a token that does."}
+}
