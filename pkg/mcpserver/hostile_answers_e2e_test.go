@@ -279,3 +279,52 @@ func callRaw(t *testing.T, c *client.Client, name string, args map[string]any) *
 	}
 	return res
 }
+
+// A 300-deep upstream object came back 301 levels deep in
+// structuredContent and text, past what the parser under the Python MCP SDK
+// reads. invoke, read_response and jq now answer it at most 64 levels deep
+// in the body and about 70 in the whole result.
+func TestE2EDeepUpstreamJSONIsCutAt64Levels(t *testing.T) {
+	u := newHostileUpstream(t, 0, 300)
+	c := connectTB(t, newHostileServer(t, u, Options{}), nil)
+	deep := map[string]any{"endpointId": "hostile.getDeep"}
+	first := callRaw(t, c, "invoke", deep)
+	a := callText(t, c, "invoke", deep).ok(t)
+	id, _ := a.m["responseId"].(string)
+	if id == "" {
+		t.Fatalf("the deep answer was not stored: %.300s", a.text)
+	}
+	for _, tt := range []struct {
+		name string
+		res  *mcp.CallToolResult
+	}{
+		{"invoke", first},
+		{"invoke with jq", callRaw(t, c, "invoke", withArgs(deep, "jq", ".a.a"))},
+		{"read_response", callRaw(t, c, "read_response", map[string]any{"responseId": id})},
+		{"read_response with jq", callRaw(t, c, "read_response", map[string]any{"responseId": id, "jq": "."})},
+		{"read_response at the smallest budget", callRaw(t, c, "read_response", map[string]any{"responseId": id, "maxBytes": invoke.MinResultBytes})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.res.IsError {
+				t.Fatalf("tool error: %.300v", tt.res.Content)
+			}
+			whole := resultDepth(t, tt.res)
+			text := []byte(tt.res.Content[0].(mcp.TextContent).Text)
+			var m struct {
+				Body   json.RawMessage `json:"body"`
+				Shaped *invoke.Shaped  `json:"shaped"`
+			}
+			if err := json.Unmarshal(text, &m); err != nil {
+				t.Fatal(err)
+			}
+			body := jsonDepth(t, m.Body)
+			t.Logf("300-deep upstream object: body %d levels, whole result %d levels", body, whole)
+			if body > invoke.MaxAnswerDepth || whole > invoke.MaxAnswerDepth+6 {
+				t.Errorf("body %d levels deep, whole result %d: want at most %d and %d", body, whole, invoke.MaxAnswerDepth, invoke.MaxAnswerDepth+6)
+			}
+			if m.Shaped == nil {
+				t.Errorf("a summarised body carries no shaped: %.300s", text)
+			}
+		})
+	}
+}
