@@ -35,7 +35,7 @@ func (s *Server) resultBytes() int {
 }
 
 func (s *Server) jqLimits() invoke.JQLimits {
-	return invoke.JQLimits{Timeout: s.opts.JQTimeout}
+	return invoke.JQLimits{Timeout: s.opts.JQTimeout, Slots: s.opts.JQSlots}
 }
 
 // answerResult renders a stored answer into out within the call's budget:

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -326,5 +328,50 @@ func TestE2EDeepUpstreamJSONIsCutAt64Levels(t *testing.T) {
 				t.Errorf("a summarised body carries no shaped: %.300s", text)
 			}
 		})
+	}
+}
+
+// One principal's jq starved another's: 8 heavy filters from one made
+// another's `jq: "length"` wait about 1s, and 2 of 8 timed out. With ada's
+// filters holding half the slots and more of hers waiting, bob's invoke and
+// read_response with jq run at once.
+func TestE2EOnePrincipalsJQLeavesSlotsForAnother(t *testing.T) {
+	u := newHostileUpstream(t, 0, 0)
+	slots := invoke.NewJQSlots(8)
+	srv := newHostileServer(t, u, Options{JQSlots: slots})
+	cs := httpClients(t, srv, "ada", "bob")
+	bob := cs[1]
+
+	// Ada's 8 heavy filters, as the HTTP handler names her: half hold a
+	// slot, the rest wait for one of hers.
+	ada := invoke.WithPrincipal(t.Context(), invoke.Principal{Subject: "ada", Org: "acme"})
+	adaWaits, stopAda := context.WithCancel(ada)
+	defer stopAda()
+	for range slots.Share() {
+		release, err := slots.Acquire(ada)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopAda()
+	for range 8 - slots.Share() {
+		wg.Go(func() {
+			if release, err := slots.Acquire(adaWaits); err == nil {
+				release()
+			}
+		})
+	}
+
+	a := callText(t, bob, "invoke", map[string]any{"endpointId": "hostile.listNumbers", "jq": "length"}).ok(t)
+	if fmt.Sprint(a.m["body"]) != "200" {
+		t.Errorf("bob's invoke with jq: body %.200v", a.m["body"])
+	}
+	id, _ := a.m["responseId"].(string)
+	r := callText(t, bob, "read_response", map[string]any{"responseId": id, "jq": "length"}).ok(t)
+	if fmt.Sprint(r.m["body"]) != "200" {
+		t.Errorf("bob's read_response with jq: body %.200v", r.m["body"])
 	}
 }
