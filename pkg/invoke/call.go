@@ -81,7 +81,9 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 	if len(paged.Results) == 1 {
 		r.Size = res.Size
 	}
-	if len(r.Answer.Body) > 0 && c.Answers != nil {
+	// An answer with a next page is stored even without a body: its id
+	// stands for next-page parameters too large to show (NextPageFor).
+	if (len(r.Answer.Body) > 0 || r.Answer.NextPage != nil) && c.Answers != nil {
 		r.ResponseID, r.StoreErr = c.Answers.Put(ctx, principal, r.Answer)
 		if r.StoreErr != nil {
 			r.ResponseID = ""
@@ -91,6 +93,39 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 		c.Cache.put(key, cachedAnswer{responseID: r.ResponseID, size: r.Size}, c.now())
 	}
 	return r, nil
+}
+
+// NextPageArgs returns in set to ask for the next page of the answer id of
+// principal names, for invoke's nextPageOf: the stored next-page parameters
+// are used as they are (the cursor among them), and in's parameters add only
+// the names they lack, so a model that repeats its last call's parameters
+// beside nextPageOf still moves on. Its errors are *AnswerNotFoundError
+// (unknown, expired or evicted, another principal's, or no store) and
+// *ArgError (an answer of another endpoint than e, or one without a next
+// page).
+func (c *Caller) NextPageArgs(ctx context.Context, principal string, e *spec.Endpoint, id string, in Args) (Args, error) {
+	if c.Answers == nil {
+		return in, notFound(id, AnswerUnknown)
+	}
+	a, err := c.Answers.Get(ctx, principal, id)
+	if err != nil {
+		return in, err
+	}
+	if a.Endpoint != e.ID {
+		return in, &ArgError{Endpoint: e.ID, Problems: []string{"nextPageOf names an answer of " + clip(a.Endpoint) + ", not of " + e.ID + ": call that endpoint with it"}}
+	}
+	if a.NextPage == nil {
+		return in, &ArgError{Endpoint: e.ID, Problems: []string{"the answer nextPageOf names has no next page"}}
+	}
+	params := make(map[string]any, len(a.NextPage)+len(in.Parameters))
+	for k, v := range in.Parameters {
+		params[k] = v
+	}
+	for k, v := range a.NextPage {
+		params[k] = v
+	}
+	in.Parameters = params
+	return in, nil
 }
 
 // ReadBytes is how much the upstream sent for the call, all pages; zero

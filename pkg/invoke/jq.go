@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"math/big"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,6 +115,9 @@ type JQLimits struct {
 	// MaxBytes bounds the encoded JSON of the result, counted while the
 	// outputs are produced.
 	MaxBytes int
+	// Slots bound the filters running at once, fairly among principals.
+	// If nil, the process's slots: as many as GOMAXPROCS, at least 2.
+	Slots *JQSlots
 }
 
 func (l JQLimits) withDefaults() JQLimits {
@@ -127,6 +129,9 @@ func (l JQLimits) withDefaults() JQLimits {
 	}
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultJQMaxBytes
+	}
+	if l.Slots == nil {
+		l.Slots = defaultJQSlots
 	}
 	return l
 }
@@ -658,12 +663,6 @@ func jqMultiply(_ any, args []any) any {
 
 var errStringRepeat = errors.New("string repetition (string * number) is not allowed")
 
-// jqSlots bounds the filters running at once, each within its deadline: a
-// filter may allocate a few hundred MB in its second (a cartesian product
-// collected in an array), and a burst of them must not add up. A filter
-// waits for a slot within its own deadline.
-var jqSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
-
 // Run applies the filter to v (a value from encoding/json, with UseNumber or
 // without: gojq reads json.Number exactly, as int or *big.Int when it is an
 // integer) under ctx and the limits. One output is returned as itself;
@@ -679,15 +678,14 @@ func (q *JQ) Run(ctx context.Context, v any, lim JQLimits) (res any, err error) 
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	select {
-	case jqSlots <- struct{}{}:
-		defer func() { <-jqSlots }()
-	case <-ctx.Done():
-		if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
-			return nil, &JQError{Kind: JQTimeout, Msg: fmt.Sprintf("waited past its %s limit for one of the %d filters running at once to end; try again", lim.Timeout, cap(jqSlots)), cause: err}
+	release, err := lim.Slots.Acquire(ctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, &JQError{Kind: JQTimeout, Msg: fmt.Sprintf("waited past its %s limit for one of the %d filters running at once to end (one caller may run %d); try again", lim.Timeout, lim.Slots.Size(), lim.Slots.Share()), cause: err}
 		}
-		return nil, q.runError(ctx, ctx.Err(), lim)
+		return nil, q.runError(ctx, err, lim)
 	}
+	defer release()
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &JQError{Kind: JQRuntime, Msg: clip(fmt.Sprintf("internal error: %v", p))}

@@ -506,18 +506,25 @@ func ExampleCompileJQ() {
 // its own deadline, then says why it did not run.
 func TestJQRunsAreBoundedInNumber(t *testing.T) {
 	q := compileJQ(t, `length`)
-	for range cap(jqSlots) {
-		jqSlots <- struct{}{}
+	slots := NewJQSlots(2)
+	var releases []func()
+	for _, who := range []string{"ada", "bob"} {
+		release, err := slots.Acquire(WithPrincipal(t.Context(), Principal{Subject: who}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
 	}
-	_, err := q.Run(t.Context(), []any{1, 2}, JQLimits{Timeout: 20 * time.Millisecond})
-	for range cap(jqSlots) {
-		<-jqSlots
+	carol := WithPrincipal(t.Context(), Principal{Subject: "carol"})
+	_, err := q.Run(carol, []any{1, 2}, JQLimits{Timeout: 20 * time.Millisecond, Slots: slots})
+	for _, release := range releases {
+		release()
 	}
 	je := asJQError(t, err, JQTimeout)
 	if !strings.Contains(je.Msg, "running at once") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %q", je.Msg)
 	}
-	got, err := q.Run(t.Context(), []any{1, 2}, JQLimits{})
+	got, err := q.Run(carol, []any{1, 2}, JQLimits{Slots: slots})
 	if err != nil || fmt.Sprint(got) != "2" {
 		t.Errorf("with a free slot: %v, %v", got, err)
 	}

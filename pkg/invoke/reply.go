@@ -101,6 +101,7 @@ type View struct {
 	opt  RenderOptions
 	kind int
 	v    any    // viewJSON: the value shown
+	deep bool   // viewJSON: v nests deeper than MaxAnswerDepth, so it is never shown whole
 	size int    // viewJSON: its encoded size, for Shaped.Bytes
 	data []byte // viewText, viewBinary: the bytes shown
 	base string // media type, for binary
@@ -190,7 +191,7 @@ func (w *View) json(ctx context.Context, v any, size int) error {
 		}
 		size, _ = jsonSize(v, unlimited)
 	}
-	w.v, w.size = v, size
+	w.v, w.size, w.deep = v, size, deeperThan(v, MaxAnswerDepth)
 	return nil
 }
 
@@ -248,7 +249,7 @@ func (w *View) Fit(total int, encode func(*Reply) []byte) ([]byte, *Reply) {
 		r := w.Render(total, false)
 		return encode(r), r
 	}
-	if w.kind == viewJSON {
+	if w.kind == viewJSON && !w.deep {
 		if n, _ := jsonSize(w.v, total); n+empty <= total {
 			if r := w.Render(total-empty, false); r.Shaped == nil {
 				if out := encode(r); len(out) <= total {
@@ -293,7 +294,7 @@ func (w *View) Fit(total int, encode func(*Reply) []byte) ([]byte, *Reply) {
 }
 
 func (w *View) renderJSON(r *Reply, budget int, tight bool) {
-	if n, _ := jsonSize(w.v, budget); n <= budget {
+	if n, _ := jsonSize(w.v, budget); n <= budget && !w.deep {
 		if b, err := EncodeJSON(w.v); err == nil && len(b) <= budget {
 			r.Body = json.RawMessage(b)
 			return
@@ -345,6 +346,9 @@ var hintFields = []string{"id", "number", "name", "title", "login", "state", "st
 // short sentence.
 func jsonHint(s Shaped, opt RenderOptions, tight bool) string {
 	if opt.ResponseID == "" {
+		if s.Reason == ReasonTooDeep {
+			return "The answer nests too deep to show whole and was not stored: call again with jq to pick the part you need."
+		}
 		if tight {
 			return "Too large and not stored: call again with jq."
 		}

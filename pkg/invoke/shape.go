@@ -56,6 +56,45 @@ const (
 	unlimited       = int(^uint(0) >> 1)
 )
 
+// MaxAnswerDepth is how many levels of objects and arrays a body the model
+// reads may nest: an upstream's 300-deep object passes through specgate, but
+// the parsers of some MCP clients fail past about 200 levels, and the
+// envelope around the body adds a few. A deeper body is previewed, its
+// containers at this level summarised, however small it is.
+const MaxAnswerDepth = 64
+
+// ReasonTooDeep is Shaped.Reason for a body that would fit the budget but
+// nests deeper than MaxAnswerDepth: the preview is the whole body with its
+// containers at that level summarised.
+const ReasonTooDeep = "too_deep"
+
+// deeperThan reports whether v nests more than n levels of objects and
+// arrays (a scalar is at level 0, [] at 1). It stops at level n+1, so a
+// value of any depth costs at most a walk of its first n+1 levels.
+func deeperThan(v any, n int) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if n < 1 {
+			return true
+		}
+		for _, x := range t {
+			if deeperThan(x, n-1) {
+				return true
+			}
+		}
+	case []any:
+		if n < 1 {
+			return true
+		}
+		for _, x := range t {
+			if deeperThan(x, n-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // DecodeJSON parses a JSON body keeping numbers exact (json.Number); it
 // rejects trailing data. Invalid UTF-8 in strings becomes U+FFFD.
 func DecodeJSON(b []byte) (any, error) {
@@ -208,6 +247,10 @@ func isIdentifier(s string) bool {
 // A container past the depth allowance whose encoding is short (at least
 // 96 bytes, more as room allows) shows whole rather than as a summary.
 //
+// Whatever the budget, the preview nests at most MaxAnswerDepth levels: a
+// container at that level which holds containers is summarised as above
+// (Reason is ReasonTooDeep when all else shows whole).
+//
 // The preview is built to fill the budget: first the least detail that
 // still shows each item's own fields, with as many items of the main array
 // (see MainArray) as fit; then, with that count fixed, more keys, deeper
@@ -241,6 +284,13 @@ func PreviewJSON(v any, size, budget int) (json.RawMessage, Shaped) {
 	whole := limits{depth: maxPreviewDepth, items: unlimited, main: unlimited, str: unlimited, keys: unlimited, names: 0}
 	if p.try(whole) && !p.hit.any() {
 		sh.Shown = len(items)
+		if p.capped {
+			// The whole value, but for what nests past MaxAnswerDepth.
+			sh.Reason = ReasonTooDeep
+			if size > budget {
+				sh.Reason = ReasonOverBudget
+			}
+		}
 		return json.RawMessage(bytes.Clone(p.buf)), sh
 	}
 	sh.Reason = ReasonOverBudget
@@ -304,13 +354,15 @@ type previewer struct {
 	pastSeen int // containers just past depth met so far in this trial
 	sorted   map[uintptr][]string
 	names    []string // a stack of the names listed in markers of the objects being written
+	level    int      // how many containers enclose the value being written
+	capped   bool     // a container at MaxAnswerDepth was summarised in this trial
 	keep     []any    // values converted during the preview, alive so no map address is reused
 }
 
 // try writes a preview under lim and reports whether it fits.
 func (p *previewer) try(lim limits) bool {
 	p.lim, p.buf, p.over, p.hit, p.names = lim, p.buf[:0], false, hits{}, p.names[:0]
-	p.extra, p.pastSeen = 0, 0
+	p.extra, p.pastSeen, p.level, p.capped = 0, 0, 0, false
 	on := -1
 	if p.hasMain {
 		on = 0
@@ -453,7 +505,7 @@ func grow(n, limit int) int {
 // fallback is the summary of the root that fits any budget of at least
 // MinPreviewBudget: a count for an object or array, the head of a string.
 func (p *previewer) fallback() []byte {
-	p.buf = p.buf[:0]
+	p.buf, p.level = p.buf[:0], 0
 	switch t := p.root.(type) {
 	case map[string]any:
 		p.lim = limits{}
@@ -587,6 +639,8 @@ func (p *previewer) array(a []any, depth, on int) {
 	}
 	var k, childDepth int
 	switch {
+	case p.atCap(a):
+		k = 0
 	case p.hasMain && on == len(p.path):
 		k, childDepth = p.lim.main, 1
 		if k < len(a) {
@@ -613,6 +667,7 @@ func (p *previewer) array(a []any, depth, on int) {
 	}
 	k = min(k, len(a))
 	p.buf = append(p.buf, '[')
+	p.level++
 	for i, item := range a[:k] {
 		if i > 0 {
 			p.buf = append(p.buf, ',')
@@ -622,6 +677,7 @@ func (p *previewer) array(a []any, depth, on int) {
 			return
 		}
 	}
+	p.level--
 	if k < len(a) {
 		if k > 0 {
 			p.buf = append(p.buf, ',')
@@ -629,6 +685,18 @@ func (p *previewer) array(a []any, depth, on int) {
 		p.moreItems(len(a) - k)
 	}
 	p.buf = append(p.buf, ']')
+}
+
+// atCap reports whether container v, about to be written, sits at
+// MaxAnswerDepth and holds containers, which would nest past it: it is then
+// summarised whatever the limits, as the whole body would be too deep for
+// some clients to parse.
+func (p *previewer) atCap(v any) bool {
+	if p.level+1 < MaxAnswerDepth || !deeperThan(v, 1) {
+		return false
+	}
+	p.capped = true
+	return true
 }
 
 // What becomes of a non-empty container past the depth allowance.
@@ -760,6 +828,12 @@ func (p *previewer) object(m map[string]any, depth, on int) {
 		p.buf = append(p.buf, "{}"...)
 		return
 	}
+	if p.atCap(m) {
+		d := p.hit.depth // the cap is no allowance a richer trial could raise
+		p.summary(m)
+		p.hit.depth = d
+		return
+	}
 	onPath := p.hasMain && on >= 0 && on < len(p.path)
 	if !onPath && depth > p.lim.depth {
 		switch p.fate(m, depth) {
@@ -827,7 +901,9 @@ func (p *previewer) object(m map[string]any, depth, on int) {
 		if onPath && k == pathKey {
 			childOn = on + 1
 		}
+		p.level++
 		p.value(m[k], depth+1, childOn)
+		p.level--
 		if p.over {
 			return
 		}

@@ -35,7 +35,7 @@ func (s *Server) resultBytes() int {
 }
 
 func (s *Server) jqLimits() invoke.JQLimits {
-	return invoke.JQLimits{Timeout: s.opts.JQTimeout}
+	return invoke.JQLimits{Timeout: s.opts.JQTimeout, Slots: s.opts.JQSlots}
 }
 
 // answerResult renders a stored answer into out within the call's budget:
@@ -133,19 +133,28 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	}
 	out := &ReadResult{ResponseID: id, EndpointID: ans.Endpoint, StatusCode: ans.StatusCode,
 		Headers: boundHeaders(ans.Headers, headerBytes(maxBytes)), Truncated: ans.Truncated}
-	if ans.NextPage != nil {
-		out.NextPage = &NextPage{Parameters: ans.NextPage}
-	}
+	var note string
+	out.NextPage, note = nextPageOf(ans, id, maxBytes)
 	view, err := invoke.NewView(ctx, ans, opt)
 	if err != nil {
 		return errorResult(mapError(err, s.now())), nil
 	}
 	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
-		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, r.Note
+		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, joinNote(note, r.Note)
 		b, _ := json.Marshal(out)
 		return b
 	})
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text)), nil
+}
+
+// nextPageOf is what an answer of budget bytes says of ans's next page
+// (invoke.NextPageFor), and a note when there is one it cannot name.
+func nextPageOf(ans *invoke.Answer, responseID string, budget int) (*NextPage, string) {
+	next := invoke.NextPageFor(ans.NextPage, responseID, budget)
+	if next == nil && ans.NextPage != nil {
+		return nil, "the API has a next page, but its parameters are too large to show and the answer was not stored"
+	}
+	return next, ""
 }
 
 // Bounds on the response headers an answer repeats.

@@ -39,10 +39,10 @@ type InvokeResult struct {
 	AgeSeconds float64 `json:"ageSeconds,omitempty"`
 }
 
-// NextPage holds the exact parameters to pass to invoke for the next page.
-type NextPage struct {
-	Parameters map[string]any `json:"parameters"`
-}
+// NextPage names the next page: the exact parameters to pass to invoke, or,
+// when they would take more than a quarter of the answer budget, the
+// responseId to pass as nextPageOf.
+type NextPage = invoke.NextPageRef
 
 // CallRateLimit is the governance snapshot of one call.
 type CallRateLimit struct {
@@ -64,11 +64,12 @@ type Attempt struct {
 
 // invokeArgs are the invoke tool's arguments beyond the call itself.
 type invokeArgs struct {
-	id       string
-	in       invoke.Args
-	jq       *invoke.JQ
-	pages    int
-	maxBytes int
+	id         string
+	nextPageOf string
+	in         invoke.Args
+	jq         *invoke.JQ
+	pages      int
+	maxBytes   int
 }
 
 func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResult) {
@@ -78,7 +79,7 @@ func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResu
 	if len(in.ContentType) > 256 {
 		return nil, argError("contentType must be a media type string (at most 256 bytes)")
 	}
-	a := &invokeArgs{id: in.EndpointID, pages: 1, in: invoke.Args{
+	a := &invokeArgs{id: in.EndpointID, nextPageOf: in.NextPageOf, pages: 1, in: invoke.Args{
 		Parameters: in.Parameters, RequestBody: in.RequestBody, Headers: in.Headers, ContentType: in.ContentType,
 	}}
 	if in.Pages != nil {
@@ -129,6 +130,11 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if !ok {
 		return s.notFound(st, a.id), nil
 	}
+	if a.nextPageOf != "" {
+		if a.in, err = s.caller().NextPageArgs(ctx, principalOf(ctx), e, a.nextPageOf, a.in); err != nil {
+			return errorResult(mapError(err, s.now())), nil
+		}
+	}
 	if a.pages > 1 && e.Method != "GET" {
 		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
 	}
@@ -138,7 +144,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	r, err := s.caller().Call(ctx, principalOf(ctx), e, a.in, a.pages, progressFunc(ctx, req))
 	if r.Cached {
 		s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
-		return s.answerResult(ctx, r.Answer, r.ResponseID, a, s.invokeResult(r)), nil
+		return s.answerResult(ctx, r.Answer, r.ResponseID, a, s.invokeResult(r, a.maxBytes)), nil
 	}
 	snap := s.snapshot(r.Paged.Outcome)
 	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: r.Latency.Milliseconds(),
@@ -167,30 +173,29 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if r.StoreErr != nil {
 		s.log.Warn("answer not stored", "endpoint", e.ID, "err", r.StoreErr)
 	}
-	out := s.invokeResult(r)
+	out := s.invokeResult(r, a.maxBytes)
 	out.RateLimit = snap
 	return s.answerResult(ctx, r.Answer, r.ResponseID, a, out), nil
 }
 
-// invokeResult is the answer of a call before it is fitted: what the
-// upstream said and why pages stopped, or that it came from the cache.
-func (s *Server) invokeResult(r *invoke.CallResult) *InvokeResult {
+// invokeResult is the answer of a call before it is fitted into budget
+// bytes: what the upstream said and why pages stopped, or that it came from
+// the cache.
+func (s *Server) invokeResult(r *invoke.CallResult, budget int) *InvokeResult {
 	ans := r.Answer
 	out := &InvokeResult{
 		StatusCode: ans.StatusCode, Headers: ans.Headers, Truncated: ans.Truncated, Size: r.Size,
 		Cached: r.Cached, AgeSeconds: r.Age.Seconds(),
 	}
-	if ans.NextPage != nil {
-		out.NextPage = &NextPage{Parameters: ans.NextPage}
-	}
+	out.NextPage, out.Note = nextPageOf(ans, r.ResponseID, budget)
 	if p := r.Paged; p != nil {
 		out.TruncatedReason = p.Result.TruncatedReason
 		if p.Full && p.NextPage != nil {
-			out.Note = "stopped after " + strconv.Itoa(len(p.Results)) + " pages: together they reached max_response_bytes; nextPage asks for the rest"
+			out.Note = joinNote(out.Note, "stopped after "+strconv.Itoa(len(p.Results))+" pages: together they reached max_response_bytes; nextPage asks for the rest")
 		}
 		if p.PageErr != nil {
 			obj := mapError(p.PageErr, s.now())
-			out.Note = "stopped after " + strconv.Itoa(len(p.Results)) + " pages: the next one failed with " + obj.Code + " (" + clip(obj.Message, 200) + "); nextPage asks for it again"
+			out.Note = joinNote(out.Note, "stopped after "+strconv.Itoa(len(p.Results))+" pages: the next one failed with "+obj.Code+" ("+clip(obj.Message, 200)+"); nextPage asks for it again")
 		}
 	}
 	return out

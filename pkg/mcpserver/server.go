@@ -63,6 +63,9 @@ type Options struct {
 	ResultBytes int
 	// JQTimeout bounds one jq run. If zero, 1s.
 	JQTimeout time.Duration
+	// JQSlots bound the jq filters running at once, at most half of them
+	// for one principal. If nil, the process's (invoke.JQLimits).
+	JQSlots *invoke.JQSlots
 	// Credentials reports, for inspect, whether the credentials a scheme of a
 	// spec needs are configured for the caller ctx carries (see
 	// invoke.PrincipalFrom). If nil, nothing is reported.

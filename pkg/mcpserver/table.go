@@ -113,9 +113,9 @@ func (s *Server) tools() []tool {
 			[]string{CodeNotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
 			inputSchema[InspectArgs](), outputSchema[inspectResult](), hints(true, false, true, false)),
 
-		newTool("invoke", "Call an endpoint. Returns {statusCode, headers, body, rateLimit}; a body over the answer budget comes back as a "+
-			"valid-JSON preview with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage {parameters} "+
-			"when the API has more pages. Use jq to pick fields.",
+		newTool("invoke", "Call an endpoint. Returns {statusCode, headers, body, rateLimit}; over budget, body is a valid-JSON preview "+
+			"with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage holds the next page's "+
+			"arguments. Use jq to pick fields.",
 			[]string{CodeRateLimit + " (specgate's limit, scope proxy)", CodeUpstreamRateLimit + " (the API's, scope upstream)",
 				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
 				CodeNotFound, CodeHTTPError + " (upstream 4xx/5xx)", CodeUnreachable, CodeAuthError},

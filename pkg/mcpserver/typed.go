@@ -41,6 +41,7 @@ type InvokeArgs struct {
 	JQ          string            `json:"jq,omitempty" jsonschema:"A read-only jq filter applied to the JSON answer, e.g. [.[] | {id, title}]"`
 	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow the API's next pages, 1-5 (default 1); arrays are joined"`
 	MaxBytes    *float64          `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+	NextPageOf  string            `json:"nextPageOf,omitempty"`
 }
 
 // ReadResponseArgs are the read_response tool's arguments.
