@@ -174,8 +174,8 @@ func TestSearch(t *testing.T) {
 func TestHostileScripts(t *testing.T) {
 	tests := []struct {
 		name, code, code2 string // code2: the error code
-		msg                      string
-		opts                     Options
+		msg               string
+		opts              Options
 	}{
 		{"syntax error with its line", "const a = 1;\nconst = 2;", CodeScriptError, "line 2", Options{}},
 		{"endless loop", "while (true) {}", CodeTimeout, "deadline", Options{Timeout: 200 * time.Millisecond}},
