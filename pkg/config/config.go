@@ -538,8 +538,8 @@ func Default() *Config {
 		JQTimeout:          Duration(time.Second),
 		Scripts: Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
 			MaxMemory: 64 << 20},
-		SpecFetchTimeout:   Duration(30 * time.Second),
-		MaxSpecBytes:       64 << 20,
+		SpecFetchTimeout: Duration(30 * time.Second),
+		MaxSpecBytes:     64 << 20,
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			MaxBodyBytes:    4 << 20,
