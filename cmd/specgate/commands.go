@@ -101,6 +101,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
 		ReadOnly:           allReadOnly(cfg),
 		Metrics:            metrics,
+		Scripts:            scriptOptions(cfg, log),
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
 	go func() {
@@ -368,6 +369,43 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "invoke", call, stderr)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, out)
+}
+
+// cmdRunScript runs a run_script program from a file (or - for stdin)
+// through the in-process server, as a model's call would.
+func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c := newCommon("run-script", stderr)
+	timeout := c.fs.Int("timeout", 0, "deadline in seconds (default: scripts.timeout)")
+	rest, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return c.usageError("usage: specgate run-script [flags] FILE.js (- reads stdin)")
+	}
+	var code []byte
+	if rest[0] == "-" {
+		code, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
+	} else {
+		code, err = os.ReadFile(rest[0])
+	}
+	if err != nil {
+		return err
+	}
+	call := map[string]any{"code": string(code)}
+	if *timeout > 0 {
+		call["timeoutSeconds"] = *timeout
+	}
+	cl, _, err := inProcess(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out, err := callTool(ctx, cl, "run_script", call, stderr)
 	if err != nil {
 		return err
 	}

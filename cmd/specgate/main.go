@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/specgate/specgate/pkg/script"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -61,6 +63,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdInit(ctx, args[1:], stdout, stderr)
 	case "mock":
 		err = cmdMock(ctx, args[1:], stderr)
+	case "run-script":
+		err = cmdRunScript(ctx, args[1:], stdin, stdout, stderr)
+	case scriptWorkerCommand:
+		// Not in the usage: serve starts it, one process per script.
+		return script.WorkerMain(args[1:], stdin, stdout)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "specgate", version)
 		return 0
@@ -91,6 +98,7 @@ Usage:
   specgate search  [flags] QUERY    search endpoints
   specgate inspect [flags] ID       show one endpoint's contract
   specgate invoke  [flags] ID       call one endpoint (--params JSON, --body JSON)
+  specgate run-script [flags] FILE.js   run a run_script program (- reads stdin) [--timeout SECONDS]
   specgate check   [flags]          load the config and specs and report problems
   specgate init    SPEC|URL [--out FILE] [--force]   write a commented config for a spec
   specgate mock    --spec S --http ADDR [--requests-per-window N --window D] [--cooldown D]

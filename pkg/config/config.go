@@ -114,6 +114,8 @@ type Config struct {
 	Store Store `yaml:"store" json:"store"`
 	// Search tunes endpoint search.
 	Search Search `yaml:"search" json:"search"`
+	// Scripts bound run_script.
+	Scripts Scripts `yaml:"scripts" json:"scripts"`
 
 	// Source is the path Load read, for messages. Not a key in the file.
 	Source string `yaml:"-" json:"-"`
@@ -505,6 +507,24 @@ type Store struct {
 	FallbackShare float64 `yaml:"fallback_share" json:"fallback_share"`
 }
 
+// Scripts bound run_script programs.
+type Scripts struct {
+	// AllowWrites lets scripts call operations other than GET, HEAD and
+	// OPTIONS. Default false.
+	AllowWrites bool `yaml:"allow_writes" json:"allow_writes"`
+	// Timeout is a run's longest deadline and its default. Default 60s, at
+	// most 5m.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// MaxCalls bounds api calls per run. Default 200.
+	MaxCalls int `yaml:"max_calls" json:"max_calls"`
+	// MaxConcurrent bounds a run's calls in flight. Default 4.
+	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent"`
+	// PerPrincipal bounds runs at once per principal. Default 2.
+	PerPrincipal int `yaml:"per_principal" json:"per_principal"`
+	// MaxMemory bounds a run's memory. Default 64MiB.
+	MaxMemory ByteSize `yaml:"max_memory" json:"max_memory"`
+}
+
 // Default returns a Config holding every default and no specs.
 func Default() *Config {
 	return &Config{
@@ -517,8 +537,10 @@ func Default() *Config {
 		ResponseStoreBytes: 64 << 20,
 		ResponseTTL:        Duration(15 * time.Minute),
 		JQTimeout:          Duration(time.Second),
-		SpecFetchTimeout:   Duration(30 * time.Second),
-		MaxSpecBytes:       64 << 20,
+		Scripts: Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
+			MaxMemory: 64 << 20},
+		SpecFetchTimeout: Duration(30 * time.Second),
+		MaxSpecBytes:     64 << 20,
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			MaxBodyBytes:    4 << 20,

@@ -36,6 +36,21 @@ func (c *Config) Validate() error {
 	v.positiveSize("response_store_bytes", c.ResponseStoreBytes)
 	v.positive("response_ttl", c.ResponseTTL)
 	v.positive("jq_timeout", c.JQTimeout)
+	v.positive("scripts.timeout", c.Scripts.Timeout)
+	if c.Scripts.Timeout > Duration(5*60*1e9) {
+		v.add("scripts.timeout", "may be at most 5m")
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"scripts.max_calls", c.Scripts.MaxCalls}, {"scripts.max_concurrent", c.Scripts.MaxConcurrent}, {"scripts.per_principal", c.Scripts.PerPrincipal}} {
+		if n.v < 1 || n.v > maxCount {
+			v.addf(n.key, "must be from 1 to %d (got %d)", maxCount, n.v)
+		}
+	}
+	if c.Scripts.MaxMemory < 8<<20 {
+		v.add("scripts.max_memory", "must be at least 8MiB")
+	}
 	v.positive("spec_fetch_timeout", c.SpecFetchTimeout)
 	v.positiveSize("max_spec_bytes", c.MaxSpecBytes)
 	v.hosts("allowed_hosts", c.AllowedHosts)

@@ -2,6 +2,8 @@ package invoke
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -34,6 +36,11 @@ type Governed struct {
 	Observer Observer
 	// Now is the clock for the next-call estimate. If nil, time.Now.
 	Now func() time.Time
+	// CooldownByArgs keeps the endpoint's cooldown per endpoint and
+	// arguments (run_script's calls): a loop over distinct arguments is paced
+	// by the budgets, an identical repeat within the interval is refused.
+	// False: per endpoint, as for a direct invoke.
+	CooldownByArgs bool
 }
 
 // Observer receives what happened to each attempt of a governed call.
@@ -109,14 +116,19 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 		return out, err
 	}
 	out.Call = prepared
-	err = g.send(ctx, e, prepared, hasIdempotencyKey(e, in), false, progress, out)
+	cdKey := ""
+	if g.CooldownByArgs {
+		cdKey = argsKey(in)
+	}
+	err = g.send(ctx, e, prepared, hasIdempotencyKey(e, in), false, cdKey, progress, out)
 	return out, err
 }
 
 // send admits and sends a prepared call, retrying as allowed. again marks
 // a follow-up request of a call already admitted once (a next page): the
-// endpoint's cooldown is not charged again.
-func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, keyed, again bool, progress func(ratelimit.Progress), out *Outcome) error {
+// endpoint's cooldown is not charged again. cdKey, when not empty, keys
+// the cooldown on the call's arguments (see ratelimit.Request.CooldownKey).
+func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, keyed, again bool, cdKey string, progress func(ratelimit.Progress), out *Outcome) error {
 	deadline, _ := ctx.Deadline()
 	up := g.upstreamOf(e)
 	// Tokens are estimated as the request plus an equal response, then
@@ -126,7 +138,7 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 	tr := &out.Trace
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0}
+		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0, CooldownKey: cdKey}
 		var ticket ratelimit.Ticket
 		if g.Limiter != nil {
 			var err error
@@ -326,7 +338,7 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 		call, err := g.Client.Prepare(pctx, e, next)
 		if err == nil {
 			page := &Outcome{}
-			err = g.send(pctx, e, call, false, true, progress, page)
+			err = g.send(pctx, e, call, false, true, "", progress, page)
 			out.Trace.QueueWait += page.Trace.QueueWait
 			out.Trace.Attempts = append(out.Trace.Attempts, page.Trace.Attempts...)
 			if page.Trace.Remaining != nil {
@@ -364,6 +376,14 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 		}
 	}
 	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
+}
+
+// argsKey identifies a call's arguments for an argument-keyed cooldown: a
+// digest, so the limiter (and a shared store) holds no argument values.
+func argsKey(in Args) string {
+	b, _ := json.Marshal(in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // paramsKey identifies a set of parameters; encoding/json sorts map keys.

@@ -9,8 +9,10 @@ import (
 // auditRecord is one line of the audit log. It never holds argument values
 // or headers.
 type auditRecord struct {
-	Time          string `json:"time"`
-	Endpoint      string `json:"endpoint"`
+	Time     string `json:"time"`
+	Endpoint string `json:"endpoint"`
+	// RunID names the run_script run that made the call; empty for invoke.
+	RunID         string `json:"runId,omitempty"`
 	Principal     string `json:"principal,omitempty"`
 	Outcome       string `json:"outcome"`
 	Status        int    `json:"status,omitempty"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/script"
 )
 
 // Error codes the model reads: a closed set, named in the tool descriptions.
@@ -28,6 +29,9 @@ const (
 	CodeHTTPError         = "http_error"
 	CodeUnreachable       = "upstream_unreachable"
 	CodeAuthError         = "auth_error"
+	// CodeScriptError is a run_script program that did not finish: a
+	// syntax error, an uncaught throw, memory past its bound.
+	CodeScriptError = script.CodeScriptError
 )
 
 // ErrorObject is the error a tool result carries, as DESIGN.md lays it out.
@@ -44,6 +48,13 @@ type ErrorObject struct {
 	Body              any          `json:"body,omitempty"`
 	Problems          []string     `json:"problems,omitempty"`
 	Suggestions       []Suggestion `json:"suggestions,omitempty"`
+	// Line is the script's line a run_script failure points at.
+	Line int `json:"line,omitempty"`
+	// Calls and Logs say what a run_script run that did not finish had
+	// already done; RunID names it in the audit log.
+	Calls *script.Calls `json:"calls,omitempty"`
+	Logs  []string      `json:"logs,omitempty"`
+	RunID string        `json:"runId,omitempty"`
 }
 
 // LimitInfo names the limit that bound a refused call.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestGoldenToolsListAndInstructions(t *testing.T) {
 	if n := len(init.Instructions); n > 2048 {
 		t.Errorf("instructions of %d bytes, want at most 2 KB", n)
 	}
-	want := []string{"begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "search", "set_rate_limit"}
+	want := []string{"begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "run_script", "search", "set_rate_limit"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
@@ -199,6 +200,48 @@ func TestGoldenErrorResults(t *testing.T) {
 	}
 }
 
+// runIDs are random; the transcripts hold one fixed id.
+var runIDs = regexp.MustCompile(`run-[0-9a-f]{12}`)
+
+// TestGoldenRunScript keeps run_script's answer and each of its failures
+// as the model reads them.
+func TestGoldenRunScript(t *testing.T) {
+	c, _ := goldenClient(t)
+	tests := []struct {
+		name, code string
+		timeout    int
+		isError    bool
+	}{
+		{"ok", `const r = await api.search("find pets by status", {limit: 2});
+console.log("found", r.endpoints.length);
+return r.endpoints.map(e => e.id);`, 0, false},
+		{"syntax_error", "const a = 1;\nconst = 2;", 0, true},
+		{"uncaught", `const r = await api.invoke("petstore.getPetById", {parameters: {petId: 1}});
+return r.body;`, 0, true},
+		{"timeout", `console.log("looping"); while (true) {}`, 1, true},
+		{"memory", `return "x".repeat(2**30).length;`, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "run_script"
+			req.Params.Arguments = map[string]any{"code": tt.code}
+			if tt.timeout > 0 {
+				req.Params.Arguments = map[string]any{"code": tt.code, "timeoutSeconds": tt.timeout}
+			}
+			res, err := c.CallTool(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tt.isError {
+				t.Fatalf("isError %v: %+v", res.IsError, res.Content)
+			}
+			text := runIDs.ReplaceAll(indentJSON(t, resultView(res)), []byte("run-000000000000"))
+			golden(t, "run_script_"+tt.name+".json", text)
+		})
+	}
+}
+
 // resultView is what the model reads of a tool result: its content, the
 // error flag and the structured content, without mcp-go's framing.
 func resultView(res *mcp.CallToolResult) any {
@@ -239,7 +282,8 @@ func TestGoldenFilesAreAllUsed(t *testing.T) {
 	want := []string{"error_auth_error.json", "error_cancelled.json", "error_http_error.json", "error_not_found.json",
 		"error_queue_full.json", "error_queue_timeout.json", "error_rate_limit.json", "error_timeout.json",
 		"error_upstream_rate_limit.json", "error_upstream_unreachable.json", "error_validation_failed.json",
-		"instructions.txt", "tools_list.json"}
+		"instructions.txt", "run_script_memory.json", "run_script_ok.json", "run_script_syntax_error.json",
+		"run_script_timeout.json", "run_script_uncaught.json", "tools_list.json"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))

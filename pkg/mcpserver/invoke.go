@@ -141,13 +141,45 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
-	r, err := s.caller().Call(ctx, principalOf(ctx), e, a.in, a.pages, progressFunc(ctx, req))
+	r, snap, obj := s.invokeCall(ctx, st, e, a.in, a.pages, callOptions{progress: progressFunc(ctx, req), suggest: true})
+	if obj != nil {
+		return errorResult(obj), nil
+	}
+	out := s.invokeResult(r, a.maxBytes)
+	if !r.Cached {
+		out.RateLimit = snap
+	}
+	return s.answerResult(ctx, r.Answer, r.ResponseID, a, out), nil
+}
+
+// callOptions are what differs between a direct invoke and a script's call.
+type callOptions struct {
+	// progress hears of waits in the queue; nil: none sent.
+	progress func(ratelimit.Progress)
+	// runID names the script a call is made by, in the audit log; empty
+	// for a direct invoke.
+	runID string
+	// byArgs keeps the endpoint's cooldown per endpoint and arguments.
+	byArgs bool
+	// suggest adds, to a refusal, endpoints callable meanwhile.
+	suggest bool
+}
+
+// invokeCall is the one governed call behind the invoke tool and
+// run_script's api.invoke: credentials, budgets and the wait queue, learned
+// limits, retries, the result cache, the stored answer, the audit line and
+// the metrics. On failure it returns the error object the model reads; the
+// result then still holds the call's trace.
+func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
+	c := s.caller()
+	c.CooldownByArgs = opt.byArgs
+	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
 	if r.Cached {
-		s.audit(ctx, auditRecord{Endpoint: e.ID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
-		return s.answerResult(ctx, r.Answer, r.ResponseID, a, s.invokeResult(r, a.maxBytes)), nil
+		s.audit(ctx, auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
+		return r, &CallRateLimit{}, nil
 	}
 	snap := s.snapshot(r.Paged.Outcome)
-	rec := auditRecord{Endpoint: e.ID, Outcome: "ok", LatencyMs: r.Latency.Milliseconds(),
+	rec := auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", LatencyMs: r.Latency.Milliseconds(),
 		QueueWaitMs: snap.QueueWaitMs, Attempts: len(snap.Attempts)}
 	if err != nil {
 		if res := r.Paged.Result; res != nil {
@@ -159,23 +191,21 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 			rec.Limit = obj.Limit.Kind
 		}
 		s.audit(ctx, rec)
-		if obj.Retryable && (obj.Code == CodeRateLimit || obj.Code == CodeUpstreamRateLimit || obj.Code == CodeQueueFull || obj.Code == CodeQueueTimeout) {
+		if opt.suggest && obj.Retryable && (obj.Code == CodeRateLimit || obj.Code == CodeUpstreamRateLimit || obj.Code == CodeQueueFull || obj.Code == CodeQueueTimeout) {
 			whole := obj.Limit == nil || obj.Limit.Kind != string(ratelimit.KindCooldown)
 			obj.Suggestions = s.suggestions(st, e, whole)
 			if len(obj.Suggestions) > 0 {
 				obj.Hint += " Meanwhile you can call: " + suggestionIDs(obj.Suggestions)
 			}
 		}
-		return errorResult(obj), nil
+		return r, snap, obj
 	}
 	rec.Status, rec.ResponseBytes = r.Answer.StatusCode, r.ReadBytes()
 	s.audit(ctx, rec)
 	if r.StoreErr != nil {
 		s.log.Warn("answer not stored", "endpoint", e.ID, "err", r.StoreErr)
 	}
-	out := s.invokeResult(r, a.maxBytes)
-	out.RateLimit = snap
-	return s.answerResult(ctx, r.Answer, r.ResponseID, a, out), nil
+	return r, snap, nil
 }
 
 // invokeResult is the answer of a call before it is fitted into budget

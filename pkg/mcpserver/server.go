@@ -76,6 +76,8 @@ type Options struct {
 	// Metrics are where the server counts; build them first to share them
 	// with parts made before the server. If nil, NewMetrics().
 	Metrics *Metrics
+	// Scripts configure run_script (see ScriptOptions for the zero value).
+	Scripts ScriptOptions
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -111,6 +113,8 @@ type Server struct {
 	metrics *Metrics
 	// table holds the tools registered, by name; read-only after New.
 	table map[string]*tool
+	// scripts counts run_script runs in progress per principal.
+	scripts scriptRuns
 }
 
 // New returns a Server with its tools registered. Call Publish when the
@@ -212,6 +216,7 @@ func instructions(specs []string) string {
 		"A failed call has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}. Calls are rate-governed: " +
 		"a refusal says how long to wait, who refused (scope proxy: specgate's limit; upstream: the API's) and what to call meanwhile. " +
 		"Search hits say whether each endpoint is ready now.\n" +
+		"For a task of many calls (each of these ids, every page), write one run_script program instead of many invokes: its calls are paced the same, and only its result reaches you.\n" +
 		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
 		invoke.JQSubsetNote)
 	return b.String()

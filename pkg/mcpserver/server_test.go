@@ -532,16 +532,18 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 			t.Errorf("the %s description is %d bytes, want ≤ 2 KB", tool.Name, len(tool.Description))
 		}
 	}
-	// Eight tools with input and output schemas (invoke with jq, pages and
-	// maxBytes; read_response) and the jq note: still far below one tool
-	// per endpoint.
-	if total := len(tools) + len(instr); total > 12288 {
-		t.Errorf("tools/list + instructions = %d bytes, want ≤ 12 KB", total)
+	// Nine tools with input and output schemas (invoke with jq, pages and
+	// maxBytes; read_response; run_script, whose description teaches the
+	// script api with an example: 2 KB of it) and the jq note: still far
+	// below one tool per endpoint.
+	if total := len(tools) + len(instr); total > 14336 {
+		t.Errorf("tools/list + instructions = %d bytes, want ≤ 14 KB", total)
 	}
 	// What model APIs are given of the tools (name, description, input
 	// schema; the output schema and annotations stay with the client)
 	// plus the instructions: the ≤ 6 KB that finding an endpoint starts
-	// from, set_rate_limit aside (it exists only with runtime tuning).
+	// from, and the 2 KB run_script adds (its api, example and bounds),
+	// set_rate_limit aside (it exists only with runtime tuning).
 	given := len(instr)
 	for _, tool := range res.Tools {
 		if tool.Name == "set_rate_limit" {
@@ -558,8 +560,8 @@ func TestInstructionsAndToolsStaySmall(t *testing.T) {
 		}{tool.Name, tool.Description, in})
 		given += len(b) + 1
 	}
-	if given > 6144 {
-		t.Errorf("a model is given %d bytes of tools and instructions, want ≤ 6 KB", given)
+	if given > 8192 {
+		t.Errorf("a model is given %d bytes of tools and instructions, want ≤ 8 KB", given)
 	}
 	t.Logf("a model is given %d bytes of tools and instructions", given)
 }

@@ -128,6 +128,12 @@ func (s *Server) tools() []tool {
 			ScopeRead, nil, (*Server).handleReadResponse,
 			inputSchema[ReadResponseArgs](), outputSchema[ReadResult](), hints(true, false, true, false)),
 
+		newTool("run_script", runScriptDescription(s.opts.Scripts),
+			[]string{CodeScriptError + " (syntax error with its line, uncaught throw, memory bound; with calls and logs)",
+				CodeTimeout + " (with calls and logs)", CodeCancelled, CodeValidationFailed, CodeRateLimit + " (scripts.per_principal)"},
+			ScopeRead, nil, (*Server).handleRunScript,
+			inputSchema[RunScriptArgs](), outputSchema[RunScriptResult](), hints(false, true, false, true)),
+
 		newTool("rate_limit_status", "Show rate governance now: per upstream and endpoint, configured limits, used and remaining in the window, "+
 			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
 			"refusals by code and scope (proxy or upstream), upstream 429s, latency.",

@@ -75,9 +75,19 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest, a *S
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	hits, err := st.ix.SearchContext(ctx, search.ParseQuery(query), limit)
+	out, err := s.searchEndpoints(ctx, st, query, limit)
 	if err != nil {
 		return argError("query not understood: %s", err.Error()), nil
+	}
+	return jsonResult(out), nil
+}
+
+// searchEndpoints is what search answers, for the search tool and
+// run_script's api.search.
+func (s *Server) searchEndpoints(ctx context.Context, st *state, query string, limit int) (SearchResult, error) {
+	hits, err := st.ix.SearchContext(ctx, search.ParseQuery(query), limit)
+	if err != nil {
+		return SearchResult{}, err
 	}
 	out := SearchResult{Endpoints: make([]SearchHit, 0, len(hits))}
 	now := s.now()
@@ -92,7 +102,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest, a *S
 	for _, f := range st.failures {
 		out.Failed = append(out.Failed, f.Spec)
 	}
-	return jsonResult(out), nil
+	return out, nil
 }
 
 func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest, a *InspectArgs) (*mcp.CallToolResult, error) {

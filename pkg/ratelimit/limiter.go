@@ -59,6 +59,13 @@ type Request struct {
 	// Progress, when not nil, is called by Acquire from the waiting goroutine as the call
 	// enters the queue and every ProgressInterval while it waits.
 	Progress func(Progress)
+	// CooldownKey, when not empty, keeps the endpoint's cooldown for this key (the
+	// endpoint and its arguments, as a script's calls are keyed) instead of for the
+	// endpoint: the endpoint's interval applies to the key, and the endpoint's own last
+	// admission is neither checked nor charged, so a loop over distinct arguments is paced
+	// by the budgets while an identical repeat within the interval is refused. Empty: the
+	// endpoint's cooldown, as for every direct call.
+	CooldownKey string
 }
 
 // Progress reports a call waiting in a queue.
@@ -78,6 +85,7 @@ type Limiter struct {
 	progressEvery time.Duration
 	maxUpstreams  int
 	cooldown      Cooldown
+	argCooldowns  argCooldowns
 
 	store        Store        // nil: memory
 	share        float64      // of each budget while store is unreachable; 1 without a store
@@ -99,7 +107,13 @@ type Limiter struct {
 
 // endpoint ties an endpoint id to its cooldown and upstream.
 type endpoint struct {
-	id       string
+	id string
+	// argKey is the cooldown's key when it is kept per arguments (see
+	// Request.CooldownKey); empty for a registered endpoint, whose key is id.
+	argKey string
+	// base is the registered endpoint an argument-keyed one stands for; nil
+	// for a registered endpoint.
+	base     *endpoint
 	cd       *cooldownKey
 	upKey    string // guarded by Limiter.mu
 	up       atomic.Pointer[upstream]
@@ -432,6 +446,9 @@ func (l *Limiter) canonical(key string) string {
 
 func (l *Limiter) resolve(req Request) (*endpoint, *upstream) {
 	ep := l.lookupEndpoint(req.Endpoint)
+	if ep != nil && req.CooldownKey != "" {
+		ep = l.argCooldowns.of(ep, req.CooldownKey)
+	}
 	if req.Upstream != "" {
 		return ep, l.upstream(req.Upstream)
 	}

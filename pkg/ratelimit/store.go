@@ -182,7 +182,7 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 	}
 	a := Admission{Tokens: req.Tokens, Charge: charge && lrf.wait <= 0}
 	if ep != nil {
-		a.Endpoint = ep.id
+		a.Endpoint = ep.cooldownKey()
 		a.Resource = ep.resourceName()
 		if !req.Retry {
 			a.Cooldown = time.Duration(ep.cd.interval.Load())

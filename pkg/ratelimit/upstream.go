@@ -253,7 +253,7 @@ func (ep *endpoint) resourceName() string {
 	if ep == nil {
 		return ""
 	}
-	if p := ep.resource.Load(); p != nil {
+	if p := ep.resources().Load(); p != nil {
 		return *p
 	}
 	return ""
@@ -352,7 +352,7 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 	res := sig.Resource
 	if ep != nil && res != "" && res != ep.resourceName() {
 		r := res
-		ep.resource.Store(&r)
+		ep.resources().Store(&r)
 	}
 	// the probe's answer releases the calls held for it, unless it was refused as well
 	for _, s := range u.learned {

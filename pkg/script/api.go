@@ -87,6 +87,9 @@ func (r *run) log(call goja.FunctionCall) goja.Value {
 	r.logLen += len(line)
 	if line != "" || !r.res.LogsCut {
 		r.res.Logs = append(r.res.Logs, line)
+		if r.opts.onLog != nil {
+			r.opts.onLog(line, r.res.LogsCut)
+		}
 	}
 	return goja.Undefined()
 }
@@ -220,10 +223,14 @@ func (r *run) start(do func() (any, error), resolve, reject func(any) error) {
 	}()
 }
 
-func (r *run) count(out any, err error) {
-	r.res.Calls.Total++
-	if r.res.Calls.ByStatus == nil {
-		r.res.Calls.ByStatus = map[string]int{}
+func (r *run) count(out any, err error) { countCall(&r.res.Calls, out, err) }
+
+// countCall counts one finished call in c: by its HTTP status, or by the
+// code it failed with.
+func countCall(c *Calls, out any, err error) {
+	c.Total++
+	if c.ByStatus == nil {
+		c.ByStatus = map[string]int{}
 	}
 	key := "ok"
 	if resp, ok := out.(*Response); ok && resp != nil {
@@ -236,7 +243,7 @@ func (r *run) count(out any, err error) {
 	case err != nil:
 		key = "error"
 	}
-	r.res.Calls.ByStatus[key]++
+	c.ByStatus[key]++
 }
 
 // decodeArgs reads api.invoke's argument object strictly: through JSON,

@@ -99,6 +99,9 @@ type Options struct {
 	MaxLogBytes int
 	// Progress, if set, is called after each call with the calls finished.
 	Progress func(done int)
+	// onLog, if set, hears each line kept, as it is kept (a worker streams
+	// its logs to the parent, so a killed run still returns them).
+	onLog func(line string, cut bool)
 }
 
 func (o *Options) defaults() {
@@ -134,6 +137,9 @@ type Result struct {
 	Logs      []string
 	// LogsCut is true when console.log output passed MaxLogBytes.
 	LogsCut bool
+	// PeakRSS is the worker process's peak resident memory in bytes, when
+	// the run had a worker that reported it (Linux); 0 otherwise.
+	PeakRSS int64
 }
 
 // Error codes of a run that did not finish.

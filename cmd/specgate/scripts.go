@@ -1,0 +1,34 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/script"
+)
+
+// scriptWorkerCommand is the hidden subcommand that runs one script under
+// OS limits for its parent (see script.Worker).
+const scriptWorkerCommand = "script-worker"
+
+// scriptOptions turns the scripts keys into run_script's options: each run
+// in a worker process, this binary itself, when its path is known; else in
+// process, with a warning (the memory bound is then only sampled).
+func scriptOptions(cfg *config.Config, log *slog.Logger) mcpserver.ScriptOptions {
+	sc := cfg.Scripts
+	o := mcpserver.ScriptOptions{
+		AllowWrites: sc.AllowWrites, Timeout: time.Duration(sc.Timeout), MaxCalls: sc.MaxCalls,
+		MaxConcurrent: sc.MaxConcurrent, PerPrincipal: sc.PerPrincipal, MaxMemory: int64(sc.MaxMemory),
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Warn("run_script runs in process: the specgate binary cannot be found to start script workers", "err", err)
+		o.Runner = script.InProcess{}
+		return o
+	}
+	o.Runner = &script.Worker{Path: exe, Args: []string{scriptWorkerCommand}}
+	return o
+}

@@ -1,0 +1,399 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/script"
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// ScriptOptions configure run_script. The zero value runs scripts in this
+// process with the script package's bounds, read-only, two at once per
+// principal.
+type ScriptOptions struct {
+	// Runner runs the scripts. If nil, script.InProcess{} (cmd wires a
+	// script.Worker, which holds the memory bound with OS limits).
+	Runner script.Runner
+	// AllowWrites lets scripts call operations other than GET, HEAD and
+	// OPTIONS. False: such a call throws validation_failed, nothing sent.
+	AllowWrites bool
+	// Timeout is the longest a run may take and its default. If zero,
+	// script.DefaultTimeout (60s).
+	Timeout time.Duration
+	// MaxCalls bounds api calls per run. If zero, 200.
+	MaxCalls int
+	// MaxConcurrent bounds calls in flight per run. If zero, 4.
+	MaxConcurrent int
+	// PerPrincipal bounds runs at once per principal. If zero, 2.
+	PerPrincipal int
+	// MaxMemory bounds a run's memory in bytes. If zero, 64 MiB.
+	MaxMemory int64
+}
+
+// MaxScriptTimeout is the most scripts.timeout may be set to.
+const MaxScriptTimeout = 5 * time.Minute
+
+func (o ScriptOptions) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return script.DefaultTimeout
+	}
+	return min(o.Timeout, MaxScriptTimeout)
+}
+
+func (o ScriptOptions) perPrincipal() int {
+	if o.PerPrincipal <= 0 {
+		return 2
+	}
+	return o.PerPrincipal
+}
+
+// RunScriptArgs are the run_script tool's arguments.
+type RunScriptArgs struct {
+	Code           string   `json:"code" jsonschema:"JavaScript: the body of an async function (await and return work at the top level)"`
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline of the whole run in seconds, waits included (default and most: the configured scripts.timeout)"`
+	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+}
+
+// ScriptRateLimit is the governance summary of a run.
+type ScriptRateLimit struct {
+	// QueueWaitMs sums the waits of every call for the rate limit.
+	QueueWaitMs int64 `json:"queueWaitMs"`
+}
+
+// RunScriptResult is run_script's answer.
+type RunScriptResult struct {
+	// Result is the return value: whole within the budget, else a
+	// valid-JSON preview (Shaped says what was left out).
+	Result     any             `json:"result"`
+	Shaped     *invoke.Shaped  `json:"shaped,omitempty"`
+	ResponseID string          `json:"responseId,omitempty"`
+	Hint       string          `json:"hint,omitempty"`
+	Calls      script.Calls    `json:"calls"`
+	RateLimit  ScriptRateLimit `json:"rateLimit"`
+	Logs       []string        `json:"logs,omitempty"`
+	LogsCut    bool            `json:"logsCut,omitempty"`
+	RunID      string          `json:"runId"`
+}
+
+// runScriptDescription is what the model reads of run_script: the api,
+// one example that pages a list and loops over its items, the bounds.
+func runScriptDescription(o ScriptOptions) string {
+	calls, conc := o.MaxCalls, o.MaxConcurrent
+	if calls <= 0 {
+		calls = script.DefaultMaxCalls
+	}
+	if conc <= 0 {
+		conc = script.DefaultMaxConcurrent
+	}
+	writes := "GET/HEAD/OPTIONS only (scripts.allow_writes)."
+	if o.AllowWrites {
+		writes = "Writes are allowed."
+	}
+	return "Run JavaScript making many calls in one step; only its return value reaches you. code is an async function body:\n" +
+		"await api.invoke(id, {parameters, requestBody, headers, contentType, pages}) -> {statusCode, headers, body (whole, decoded), nextPage (args of the next page)}\n" +
+		"await api.search(query, {limit}) -> {endpoints}; console.log -> logs.\n" +
+		"A failed call throws an Error with code, message, retryAfterSeconds, status, scope. Example:\n" +
+		"let a = {parameters: {owner: \"o\", repo: \"r\"}}, prs = [];\n" +
+		"for (let p = 0; p < 3 && a; p++) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
+		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {owner: \"o\", repo: \"r\", pull_number: pr.number}})).body.title));\n" +
+		"Every call is paced by invoke's rate limits (it waits, not refused). At most " +
+		strconv.Itoa(calls) + " calls a run, " + strconv.Itoa(conc) + " in flight. " + writes +
+		" No modules, timers, files, network. Returns {result, calls, rateLimit {queueWaitMs}, logs}; a large result is previewed with a responseId."
+}
+
+// scriptRuns counts the runs in progress per principal.
+type scriptRuns struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (r *scriptRuns) take(principal string, max int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == nil {
+		r.runs = map[string]int{}
+	}
+	if r.runs[principal] >= max {
+		return false
+	}
+	r.runs[principal]++
+	return true
+}
+
+func (r *scriptRuns) release(principal string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs[principal]--; r.runs[principal] <= 0 {
+		delete(r.runs, principal)
+	}
+}
+
+func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, in *RunScriptArgs) (*mcp.CallToolResult, error) {
+	o := s.opts.Scripts
+	if bad := requireString("code", in.Code); bad != nil {
+		return bad, nil
+	}
+	if len(in.Code) > script.MaxCodeBytes {
+		return argError("code is %d bytes; a script may be at most %d", len(in.Code), script.MaxCodeBytes), nil
+	}
+	timeout := o.timeout()
+	if in.TimeoutSeconds != nil {
+		n, ok := intArg(*in.TimeoutSeconds, 1, int(timeout/time.Second))
+		if !ok {
+			return argError("timeoutSeconds must be a whole number from 1 to %d (scripts.timeout)", int(timeout/time.Second)), nil
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	maxBytes := s.resultBytes()
+	if in.MaxBytes != nil {
+		n, ok := intArg(*in.MaxBytes, invoke.MinResultBytes, invoke.MaxResultBytes)
+		if !ok {
+			return argError("maxBytes must be a whole number from %d to %d", invoke.MinResultBytes, invoke.MaxResultBytes), nil
+		}
+		maxBytes = n
+	}
+	st, err := s.wait(ctx)
+	if err != nil {
+		return s.notReady(err), nil
+	}
+	principal := principalOf(ctx)
+	if !s.scripts.take(principal, o.perPrincipal()) {
+		return errorResult(&ErrorObject{Code: CodeRateLimit, Scope: "proxy", Retryable: true,
+			Message: fmt.Sprintf("%d of your scripts are already running (scripts.per_principal)", o.perPrincipal()),
+			Hint:    "Wait for one of them to finish, then run this one.",
+			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}), nil
+	}
+	defer s.scripts.release(principal)
+
+	runID := newRunID()
+	c := &scriptCaller{s: s, st: st, runID: runID, allowWrites: o.AllowWrites}
+	opts := script.Options{Timeout: timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent, MaxMemory: o.MaxMemory,
+		Progress: scriptProgress(ctx, req)}
+	runner := o.Runner
+	if runner == nil {
+		runner = script.InProcess{}
+	}
+	res, err := runner.Run(ctx, in.Code, c, opts)
+	if err != nil {
+		return errorResult(scriptError(err, runID)), nil
+	}
+	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
+}
+
+// scriptResult fits the return value into the budget: whole when the
+// answer fits, else stored and previewed, as invoke previews a body.
+func (s *Server) scriptResult(ctx context.Context, principal string, res *script.Result, runID string, maxBytes int) *mcp.CallToolResult {
+	out := &RunScriptResult{Result: json.RawMessage(res.Value), Calls: res.Calls, Logs: res.Logs, LogsCut: res.LogsCut, RunID: runID,
+		RateLimit: ScriptRateLimit{QueueWaitMs: res.QueueWait.Milliseconds()}}
+	if out.Calls.ByStatus == nil {
+		out.Calls.ByStatus = map[string]int{}
+	}
+	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes {
+		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+	}
+	ans := &invoke.Answer{Endpoint: "run_script", StatusCode: http.StatusOK, ContentType: "application/json", Body: res.Value, Created: s.now()}
+	id := ""
+	if s.answers != nil {
+		if got, err := s.answers.Put(ctx, principal, ans); err == nil {
+			id = got
+		} else {
+			s.log.Warn("script result not stored", "run", runID, "err", err)
+		}
+	}
+	view, err := invoke.NewView(ctx, ans, invoke.RenderOptions{ResponseID: id, JQLimits: s.jqLimits()})
+	if err != nil {
+		return errorResult(&ErrorObject{Code: CodeScriptError, Message: "the script's return value could not be rendered"})
+	}
+	out.ResponseID = id
+	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
+		out.Result, out.Shaped, out.Hint = r.Body, r.Shaped, r.Hint
+		b, _ := json.Marshal(out)
+		return b
+	})
+	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+}
+
+// scriptError is the error object of a run that did not finish: with the
+// calls already made and the logs, so the model knows what went out.
+func scriptError(err error, runID string) *ErrorObject {
+	se, ok := err.(*script.Error)
+	if !ok {
+		return &ErrorObject{Code: CodeScriptError, Message: "the script could not be run: " + clip(err.Error(), 200), RunID: runID}
+	}
+	obj := &ErrorObject{Code: se.Code, Message: se.Message, Line: se.Line, RunID: runID}
+	switch se.Code {
+	case CodeTimeout:
+		obj.Retryable = true
+		obj.Hint = "Make the script do less (fewer calls, or pages), or give it a longer timeoutSeconds; the calls counted already went out."
+	case CodeCancelled:
+		obj.Hint = "The run was cancelled; the calls counted already went out."
+	default:
+		obj.Code = CodeScriptError
+		obj.Hint = "Fix the script, then run it again; the calls counted already went out."
+	}
+	if se.Result != nil {
+		calls := se.Result.Calls
+		if calls.ByStatus == nil {
+			calls.ByStatus = map[string]int{}
+		}
+		obj.Calls, obj.Logs = &calls, se.Result.Logs
+	}
+	return obj
+}
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// scriptProgress sends a progress notification after each call of a run,
+// when the client asked for them with a progress token.
+func scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	token := req.Params.Meta.ProgressToken
+	srv := serverFromContext(ctx)
+	if srv == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	last := 0
+	return func(done int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done <= last {
+			return // progress only rises
+		}
+		last = done
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token,
+			"progress":      done,
+			"message":       strconv.Itoa(done) + " calls done",
+		})
+	}
+}
+
+// scriptCaller makes a run's calls: each through the invoke tool's governed
+// call (invokeCall), with the caller's scopes checked per call. It holds
+// no credential the script could reach: the script sees only answers.
+type scriptCaller struct {
+	s           *Server
+	st          *state
+	runID       string
+	allowWrites bool
+}
+
+var _ script.Caller = (*scriptCaller)(nil)
+
+func callError(obj *ErrorObject) *script.CallError {
+	return &script.CallError{Code: obj.Code, Message: obj.Message, RetryAfterSeconds: obj.RetryAfterSeconds, Status: obj.Status, Scope: obj.Scope}
+}
+
+// readMethod reports whether a script may call the method without
+// scripts.allow_writes.
+func readMethod(m string) bool {
+	switch strings.ToUpper(m) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
+}
+
+func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*script.Response, error) {
+	s := c.s
+	e, ok := c.st.cat.Lookup(id)
+	if !ok {
+		msg := fmt.Sprintf("no endpoint %q: use api.search to find endpoint ids", clip(id, 200))
+		if why, excluded := c.st.cat.Excluded(id); excluded {
+			msg, _ = excludedMessage(id, why)
+		}
+		return nil, &script.CallError{Code: CodeNotFound, Message: msg}
+	}
+	pages := a.Pages
+	if pages == 0 {
+		pages = 1
+	}
+	if pages < 1 || pages > invoke.MaxPages {
+		return nil, &script.CallError{Code: CodeValidationFailed, Message: fmt.Sprintf("pages must be a whole number from 1 to %d", invoke.MaxPages)}
+	}
+	if pages > 1 && e.Method != http.MethodGet {
+		return nil, &script.CallError{Code: CodeValidationFailed, Message: fmt.Sprintf("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method)}
+	}
+	if !c.allowWrites && !readMethod(e.Method) {
+		return nil, &script.CallError{Code: CodeValidationFailed,
+			Message: fmt.Sprintf("%s is a %s: scripts may call only GET, HEAD and OPTIONS endpoints unless scripts.allow_writes is true; nothing was sent", e.ID, e.Method)}
+	}
+	if obj := s.requireScope(ctx, endpointScope(e)); obj != nil {
+		return nil, callError(obj)
+	}
+	if s.opts.Client == nil {
+		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
+	}
+	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
+	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true})
+	if obj != nil {
+		return nil, callError(obj)
+	}
+	ans := r.Answer
+	resp := &script.Response{StatusCode: ans.StatusCode, Headers: boundHeaders(ans.Headers, maxHeaderBytes),
+		Body: scriptBody(e, ans), NextPage: nextPageArgs(ans.NextPage)}
+	if snap != nil {
+		resp.QueueWait = time.Duration(snap.QueueWaitMs) * time.Millisecond
+	}
+	return resp, nil
+}
+
+func (c *scriptCaller) Search(ctx context.Context, q string, limit int) (any, error) {
+	if obj := c.s.requireScope(ctx, ScopeRead); obj != nil {
+		return nil, callError(obj)
+	}
+	out, err := c.s.searchEndpoints(ctx, c.st, q, limit)
+	if err != nil {
+		return nil, &script.CallError{Code: CodeValidationFailed, Message: "query not understood: " + clip(err.Error(), 200)}
+	}
+	return out, nil
+}
+
+// nextPageArgs is the argument object of the next page's api.invoke.
+func nextPageArgs(p map[string]any) map[string]any {
+	if p == nil {
+		return nil
+	}
+	return map[string]any{"parameters": p}
+}
+
+// scriptBody is the whole decoded body a script reads: JSON as values,
+// text as a string, anything else as {contentType, bytes}.
+func scriptBody(_ *spec.Endpoint, ans *invoke.Answer) any {
+	if len(ans.Body) == 0 {
+		return nil
+	}
+	base, _, _ := mime.ParseMediaType(ans.ContentType)
+	jsonish := strings.Contains(base, "json") || base == ""
+	if jsonish {
+		if v, err := invoke.DecodeJSON(ans.Body); err == nil {
+			return v
+		}
+	}
+	if strings.HasPrefix(base, "text/") || strings.Contains(base, "xml") || jsonish && utf8.Valid(ans.Body) ||
+		base == "application/x-www-form-urlencoded" {
+		return string(ans.Body)
+	}
+	return map[string]any{"contentType": ans.ContentType, "bytes": len(ans.Body)}
+}

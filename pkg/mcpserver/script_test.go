@@ -1,0 +1,162 @@
+package mcpserver
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/specgate/specgate/internal/upstreamtest"
+)
+
+// syncBuffer is an audit log the test reads while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const pageAndLoop = `
+let args = {parameters: {owner: "rails", repo: "rails", per_page: 25}}, prs = [];
+for (let p = 0; p < 3 && args; p++) {
+  const r = await api.invoke("paging.listPulls", args);
+  prs.push(...r.body);
+  args = r.nextPage;
+}
+// Distinct arguments: paced by the budgets, not refused by the cooldown.
+const picked = await Promise.all([1, 2, 3, 4].map(async n =>
+  (await api.invoke("paging.listPulls", {parameters: {owner: "rails", repo: "rails", per_page: 1, page: n}})).body[0].number));
+// An identical repeat within the interval is refused, and can be caught.
+let repeat;
+try { await api.invoke("paging.listPulls", {parameters: {owner: "rails", repo: "rails", per_page: 1, page: 1}}); }
+catch (e) { repeat = {code: e.code, scope: e.scope, retry: e.retryAfterSeconds > 0}; }
+console.log("read", prs.length);
+return {listed: prs.length, first: prs[0].number, picked, repeat};`
+
+// TestRunScriptPagesAListAndLoopsGoverned: a script's calls go through
+// invoke's governed call, with the cooldown keyed on the arguments, the
+// run id in every audit line, and only the result in the answer.
+func TestRunScriptPagesAListAndLoopsGoverned(t *testing.T) {
+	audit := &syncBuffer{}
+	f := newPagingFixture(t, pagingOptions{cooldown: 10 * time.Second, server: Options{Audit: audit}})
+	a := callText(t, f.client, "run_script", map[string]any{"code": pageAndLoop}).ok(t)
+	if got, want := string(mustJSON(a.m["result"])), `{"first":1,"listed":75,"picked":[1,2,3,4],"repeat":{"code":"rate_limit","retry":true,"scope":"proxy"}}`; got != want {
+		t.Errorf("result %s, want %s", got, want)
+	}
+	calls := a.m["calls"].(map[string]any)
+	if calls["total"] != float64(8) || calls["byStatus"].(map[string]any)["200"] != float64(7) || calls["byStatus"].(map[string]any)["rate_limit"] != float64(1) {
+		t.Errorf("calls %v, want 8: 7 answered 200, 1 refused", calls)
+	}
+	if n := f.pages.Count(upstreamtest.GitHubStyle); n != 7 {
+		t.Errorf("upstream saw %d requests, want 7 (the refused repeat sent nothing)", n)
+	}
+	if logs := a.m["logs"].([]any); len(logs) != 1 || logs[0] != "read 75" {
+		t.Errorf("logs %v", logs)
+	}
+	runID, _ := a.m["runId"].(string)
+	lines := strings.Split(strings.TrimSpace(audit.String()), "\n")
+	if runID == "" || len(lines) != 8 {
+		t.Fatalf("run %q, %d audit lines, want 8", runID, len(lines))
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"runId":"`+runID+`"`) {
+			t.Errorf("audit line without the run id: %s", l)
+		}
+	}
+	if len(a.text) > 2048 {
+		t.Errorf("the answer is %d bytes: the 75 pull requests stayed out of it, so it should be small", len(a.text))
+	}
+	// A direct invoke keeps the endpoint's own cooldown, which the
+	// script's calls did not charge.
+	callText(t, f.client, "invoke", listPulls).ok(t)
+	callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+}
+
+// TestRunScriptWritesNeedAllowWrites: a write throws validation_failed
+// naming scripts.allow_writes, and nothing is sent.
+func TestRunScriptWritesNeedAllowWrites(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "run_script", map[string]any{"code": `
+try { await api.invoke("petstore.addPet", {requestBody: {name: "doggie", photoUrls: []}}); }
+catch (e) { return {code: e.code, message: e.message}; }`}).ok(t)
+	res := a.m["result"].(map[string]any)
+	if res["code"] != CodeValidationFailed || !strings.Contains(res["message"].(string), "scripts.allow_writes") {
+		t.Errorf("result %v, want validation_failed naming scripts.allow_writes", res)
+	}
+	if n := len(f.pages.Requests()); n != 0 {
+		t.Errorf("upstream saw %d requests, want none", n)
+	}
+}
+
+// TestRunScriptFailures: each failure is a bounded error object with the
+// calls already made and the logs.
+func TestRunScriptFailures(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	tests := []struct {
+		name, code, want, msg string
+		line                  float64
+		calls                 float64
+		args                  map[string]any
+	}{
+		{"syntax error", "const a = 1;\nconst = 2;", CodeScriptError, "line 2", 2, 0, nil},
+		{"uncaught throw after a call", `await api.invoke("paging.listPulls", {parameters: {owner: "a", repo: "b"}});
+console.log("one call made");
+throw new Error("boom");`, CodeScriptError, "boom", 3, 1, nil},
+		{"endless loop", `console.log("looping"); while (true) {}`, CodeTimeout, "deadline", 0, 0, map[string]any{"timeoutSeconds": 1}},
+		{"bad endpoint id", `await api.invoke("nope.nothing", {});`, CodeScriptError, "api.search", 0, 1, nil},
+		{"unserialisable return", `const a = {}; a.a = a; return a;`, CodeScriptError, "serialised", 0, 0, nil},
+		{"thrown non-Error", `throw 42;`, CodeScriptError, "42", 0, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := map[string]any{"code": tt.code}
+			for k, v := range tt.args {
+				args[k] = v
+			}
+			e := callText(t, f.client, "run_script", args).code(t, tt.want)
+			if !strings.Contains(e["message"].(string), tt.msg) {
+				t.Fatalf("%v: %v, want %s naming %q", e["code"], e["message"], tt.want, tt.msg)
+			}
+			if tt.line > 0 && e["line"] != tt.line {
+				t.Errorf("line %v, want %v", e["line"], tt.line)
+			}
+			calls, ok := e["calls"].(map[string]any)
+			if !ok || calls["total"] != tt.calls {
+				t.Errorf("calls %v, want total %v", e["calls"], tt.calls)
+			}
+			if strings.Contains(tt.code, "console.log") && e["logs"] == nil {
+				t.Errorf("no logs in %v", e)
+			}
+		})
+	}
+	callText(t, f.client, "run_script", map[string]any{"code": "return 1", "timeoutSeconds": 3600}).code(t, CodeValidationFailed)
+}
+
+// TestRunScriptLargeResultIsStored: a result over the budget comes back
+// as a preview with a responseId that read_response reads.
+func TestRunScriptLargeResultIsStored(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "run_script", map[string]any{"code": `
+const r = await api.invoke("paging.listPulls", {parameters: {owner: "rails", repo: "rails", per_page: 30}});
+return r.body;`}).ok(t)
+	id, _ := a.m["responseId"].(string)
+	if id == "" || a.m["shaped"] == nil || len(a.text) > 16<<10 {
+		t.Fatalf("answer of %d bytes, shaped %v, responseId %q: want a preview in the budget", len(a.text), a.m["shaped"], id)
+	}
+	r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "jq": "[.[] | .number]"}).ok(t)
+	if nums, _ := r.m["body"].([]any); len(nums) != 30 || nums[29] != float64(30) {
+		t.Errorf("read_response body %v", r.m["body"])
+	}
+}

@@ -1,0 +1,74 @@
+package script
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+)
+
+// workerAttr kills the worker when specgate dies, so no script outlives
+// the server that ran it.
+func workerAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// limitSelf bounds the worker before it reads any code: the Go heap's soft
+// limit at the memory bound (the collector works harder near it, and the
+// run's own sampler stops the script past it), and the address space at
+// what the process has mapped now plus room for the bound twice over and
+// the collector's own needs, so an allocation the sampler did not see in
+// time fails in this process and kills it, not the server. CPU time is
+// bounded too, as a backstop behind the parent's wall-clock deadline
+// (the collector may use more than one core, hence the room).
+func limitSelf(maxMemory int64, cpuSeconds int) error {
+	debug.SetMemoryLimit(maxMemory + 32<<20)
+	mapped := vmSize()
+	if mapped <= 0 {
+		mapped = 1 << 30
+	}
+	as := uint64(mapped + 2*maxMemory)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+		return err
+	}
+	if cpuSeconds > 0 {
+		c := uint64(2*cpuSeconds + 2)
+		if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: c, Max: c + 1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vmSize is the process's mapped address space in bytes, from
+// /proc/self/status; 0 when unknown.
+func vmSize() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmSize:")); ok {
+			f := bytes.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(string(f[0]), 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+// peakRSS is a finished process's peak resident memory in bytes.
+func peakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10
+	}
+	return 0
+}

@@ -1,0 +1,192 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary is its own worker: run with this variable set, it is
+// `specgate script-worker`.
+const workerEnv = "SPECGATE_TEST_SCRIPT_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(WorkerMain(os.Args[1:], os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker() *Worker {
+	return &Worker{Path: os.Args[0], Env: []string{workerEnv + "=1"}}
+}
+
+func TestWorkerPagesAListAndLoopsOverItems(t *testing.T) {
+	f := &fakeCaller{}
+	res, err := testWorker().Run(t.Context(), `
+let args = {parameters: {}}, titles = [];
+for (;;) {
+  const r = await api.invoke("t.list", args);
+  for (const pr of r.body) titles.push(pr.title);
+  if (!r.nextPage) break;
+  args = r.nextPage;
+}
+const picked = await Promise.all([2, 5, 7].map(n => api.invoke("t.get", {parameters: {n}})));
+console.log("pages done", titles.length);
+return {titles: titles.length, authors: picked.map(r => r.body.user.login)};`, f, Options{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, want := string(res.Value), `{"titles":9,"authors":["ada","ada","ada"]}`; got != want {
+		t.Errorf("value %s, want %s", got, want)
+	}
+	if res.Calls.Total != 6 || res.Calls.ByStatus["200"] != 6 {
+		t.Errorf("calls %+v, want 6 counted by the parent", res.Calls)
+	}
+	if res.QueueWait != 30*time.Millisecond {
+		t.Errorf("queue wait %v, want 30ms", res.QueueWait)
+	}
+	if len(res.Logs) != 1 || res.Logs[0] != "pages done 9" {
+		t.Errorf("logs %q", res.Logs)
+	}
+	if len(f.calls) != 6 {
+		t.Errorf("%d calls reached the parent's caller, want 6", len(f.calls))
+	}
+}
+
+func TestWorkerCallErrorsThrowWithTheirFacts(t *testing.T) {
+	res, err := testWorker().Run(t.Context(), `
+try { await api.invoke("t.limited", {}); } catch (e) {
+  return {isError: e instanceof Error, code: e.code, retry: e.retryAfterSeconds, scope: e.scope};
+}`, &fakeCaller{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Value), `{"isError":true,"code":"rate_limit","retry":8.2,"scope":"proxy"}`; got != want {
+		t.Errorf("value %s, want %s", got, want)
+	}
+}
+
+func workerErr(t *testing.T, ctx context.Context, code string, c Caller, opts Options) (*Error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	_, err := testWorker().Run(ctx, code, c, opts)
+	took := time.Since(start)
+	var se *Error
+	if !errors.As(err, &se) || se.Result == nil {
+		t.Fatalf("Run: %v, want an *Error with calls and logs", err)
+	}
+	return se, took
+}
+
+// TestWorkerHoldsTheBounds: what an in-process run can only sample, a
+// worker holds with OS limits, and the parent's memory does not move.
+func TestWorkerHoldsTheBounds(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the worker's OS limits are Linux's")
+	}
+	tests := []struct {
+		name, code, want, msg string
+		opts                  Options
+	}{
+		{"endless loop", `while (true) {}`, CodeTimeout, "deadline", Options{Timeout: time.Second}},
+		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, CodeScriptError, "memory", Options{Timeout: 30 * time.Second}},
+		{"string doubled", `let s = "x"; for (;;) s += s;`, CodeScriptError, "memory", Options{Timeout: 30 * time.Second}},
+		{"huge repeat", `return "x".repeat(2**30).length;`, CodeScriptError, "memory", Options{}},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, CodeScriptError, "call stack", Options{}},
+		{"logs kept up to the kill", "console.log('before');\nwhile (true) {}", CodeTimeout, "deadline", Options{Timeout: time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			se, took := workerErr(t, t.Context(), tt.code, &fakeCaller{}, tt.opts)
+			if se.Code != tt.want || !strings.Contains(se.Message, tt.msg) {
+				t.Fatalf("%s: %q, want %s naming %q", se.Code, se.Message, tt.want, tt.msg)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+			t.Logf("stopped after %v; worker peak RSS %d MiB; parent heap grew %d KiB", took.Round(time.Millisecond), se.Result.PeakRSS>>20, grew>>10)
+			if grew > 16<<20 {
+				t.Errorf("the parent's heap grew %d MiB while the worker ran", grew>>20)
+			}
+			// Linux counts in a child's peak RSS the parent's pages it
+			// shared before exec (Go forks with CLONE_VM): the figure says
+			// something about the worker only while the parent is smaller.
+			bound := int64(DefaultMaxMemory + 48<<20)
+			if tt.want == CodeScriptError && tt.msg == "memory" && !raceEnabled && selfPeakRSS() < bound {
+				if se.Result.PeakRSS > bound {
+					t.Errorf("the worker peaked at %d MiB, want at most %d MiB", se.Result.PeakRSS>>20, bound>>20)
+				}
+			}
+			if tt.want == CodeTimeout && took > tt.opts.Timeout+workerGrace+time.Second {
+				t.Errorf("stopped after %v, want within the %v deadline and its grace", took, tt.opts.Timeout)
+			}
+			if strings.HasPrefix(tt.name, "logs") && (len(se.Result.Logs) != 1 || se.Result.Logs[0] != "before") {
+				t.Errorf("logs %q, want the line logged before the loop", se.Result.Logs)
+			}
+		})
+	}
+}
+
+// TestWorkerCancellationLeavesTheQueue: cancelling the run kills the
+// worker, ends the parent's calls in flight and starts no more.
+func TestWorkerCancellationLeavesTheQueue(t *testing.T) {
+	f := &fakeCaller{block: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := testWorker().Run(ctx, `await Promise.all(Array.from({length: 10}, (_, n) => api.invoke("t.get", {parameters: {n}})));`, f, Options{MaxConcurrent: 2})
+		done <- err
+	}()
+	for f.inflight.Load() < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	err := <-done
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeCancelled {
+		t.Fatalf("err %v, want cancelled", err)
+	}
+	f.mu.Lock()
+	n := len(f.calls)
+	f.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d calls reached the caller, want the 2 in flight", n)
+	}
+	if f.inflight.Load() != 0 {
+		t.Errorf("%d calls still in flight after the run ended", f.inflight.Load())
+	}
+}
+
+// TestWorkerCountsCallsItself: the parent bounds calls by max_calls
+// whatever the worker says.
+func TestWorkerCountsCallsItself(t *testing.T) {
+	f := &fakeCaller{}
+	se, _ := workerErr(t, t.Context(), `for (let i = 0; i < 10000; i++) await api.invoke("t.get", {parameters: {n: i}});`, f, Options{MaxCalls: 5})
+	if !strings.Contains(se.Message, "max_calls") || len(f.calls) != 5 {
+		t.Errorf("%v after %d calls, want a refusal naming scripts.max_calls after 5", se, len(f.calls))
+	}
+}
+
+// TestWorkerSeesNoEnvironment: the worker starts with an empty
+// environment, so no secret of the parent's is in its process.
+func TestWorkerSeesNoEnvironment(t *testing.T) {
+	t.Setenv("SPECGATE_TEST_SECRET", "s3cr3t")
+	w := testWorker()
+	if strings.Contains(strings.Join(w.Env, " "), "s3cr3t") {
+		t.Fatal("the worker would be given the secret")
+	}
+	res, err := w.Run(t.Context(), `return typeof process + " " + typeof require + " " + typeof setTimeout;`, &fakeCaller{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Value) != `"undefined undefined undefined"` {
+		t.Errorf("value %s", res.Value)
+	}
+}
