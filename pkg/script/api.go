@@ -200,7 +200,11 @@ func (r *run) start(do func() (any, error), resolve, reject func(any) error) {
 		var err error
 		select {
 		case r.sem <- struct{}{}:
-			out, err = do()
+			// A slot and the end of the run can be ready at once: a run
+			// that ended starts nothing more.
+			if err = r.ctx.Err(); err == nil {
+				out, err = do()
+			}
 			<-r.sem
 		case <-r.ctx.Done():
 			err = r.ctx.Err()

@@ -401,6 +401,10 @@ func (r *run) watch(ctx context.Context) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// The base is read after a collection, so garbage left by what ran
+		// before is not taken for room (in the worker the heap is small and
+		// this is cheap).
+		runtime.GC()
 		base := heapBytes()
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()

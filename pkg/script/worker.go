@@ -381,7 +381,7 @@ func (t *headBuffer) Write(b []byte) (int, error) {
 func (t *headBuffer) outOfMemory() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions"} {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions", "failed to allocate", "mmap", "ThreadSanitizer"} {
 		if bytes.Contains(t.buf, []byte(s)) {
 			return true
 		}
