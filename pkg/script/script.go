@@ -196,7 +196,7 @@ func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, err
 	}
 	prog, err := goja.Compile("script.js", "(async function(){\n"+code+"\n})()", true)
 	if err != nil {
-		return nil, &Error{Code: CodeScriptError, Message: "syntax error: " + clip(syntaxMessage(err), 300), Line: lineOfSyntax(err.Error()), Result: res}
+		return nil, &Error{Code: CodeScriptError, Message: "syntax error: " + clip(syntaxMessage(err), 300), Line: lineOf(syntaxLineRE, err.Error()), Result: res}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -258,25 +258,36 @@ func (r *run) finish() *Result {
 	return r.res
 }
 
+// The three ends of a run that the script did not choose, worded once for
+// both engines.
+func timeoutError(o Options, res *Result) *Error {
+	return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", o.Timeout), Result: res}
+}
+
+func memoryError(o Options, res *Result) *Error {
+	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory passed its %d MiB bound and it was stopped", o.MaxMemory>>20), Result: res}
+}
+
+func cancelledError(res *Result) *Error {
+	return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+}
+
 // failure turns an error out of the VM into an *Error.
 func (r *run) failure(err error) error {
 	res := r.finish()
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		switch ie.Value() {
-		case errTimeout:
-			return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", r.opts.Timeout), Result: res}
-		case errMemory:
-			return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory passed its %d MiB bound and it was stopped", r.opts.MaxMemory>>20), Result: res}
-		case context.Canceled:
-			return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+		if why, ok := ie.Value().(error); ok {
+			err = why // what watch interrupted the VM with
 		}
 	}
 	switch {
 	case errors.Is(err, errTimeout):
-		return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", r.opts.Timeout), Result: res}
+		return timeoutError(r.opts, res)
+	case errors.Is(err, errMemory):
+		return memoryError(r.opts, res)
 	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+		return cancelledError(res)
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
@@ -286,7 +297,7 @@ func (r *run) failure(err error) error {
 	if errors.As(err, &ex) {
 		return r.thrown(ex.Value())
 	}
-	return &Error{Code: CodeScriptError, Message: clip(err.Error(), 300), Line: lineOf(err.Error()), Result: res}
+	return &Error{Code: CodeScriptError, Message: clip(err.Error(), 300), Line: lineOf(lineRE, err.Error()), Result: res}
 }
 
 // thrown describes an uncaught throw: its message and the script's line.
@@ -301,7 +312,7 @@ func (r *run) thrown(v goja.Value) error {
 			msg = c.String() + ": " + msg
 		}
 		if st := o.Get("stack"); st != nil && !goja.IsUndefined(st) {
-			line = lineOf(st.String())
+			line = lineOf(lineRE, st.String())
 		}
 		if msg == "" {
 			msg = safeString(v)
@@ -346,12 +357,17 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 	return json.RawMessage(out.String()), nil
 }
 
-var lineRE = regexp.MustCompile(`script\.js:(\d+)`)
+// Where goja names a place in the script: "script.js:3:5" in messages and
+// stacks, "Line 3:5" in syntax errors.
+var (
+	lineRE       = regexp.MustCompile(`script\.js:(\d+)`)
+	syntaxLineRE = regexp.MustCompile(`Line (\d+):(\d+)`)
+)
 
-// lineOf finds the script's line in a goja message or stack; the wrapper
-// adds one line before the code.
-func lineOf(s string) int {
-	m := lineRE.FindStringSubmatch(s)
+// lineOf finds the script's line in s with re; the wrapper adds one line
+// before the code, so its own line is 0 (unknown).
+func lineOf(re *regexp.Regexp, s string) int {
+	m := re.FindStringSubmatch(s)
 	if m == nil {
 		return 0
 	}
@@ -362,35 +378,19 @@ func lineOf(s string) int {
 	return n - 1
 }
 
+// syntaxMessage is a syntax error's message with the script's own line
+// numbers: goja says "SyntaxError: script.js: Line 3:5 Unexpected token".
 func syntaxMessage(err error) string {
 	msg := err.Error()
-	// goja: "SyntaxError: script.js: Line 3:5 Unexpected token ..."
-	if i := strings.Index(msg, "Line "); i >= 0 {
-		rest := msg[i+len("Line "):]
-		if j := strings.IndexByte(rest, ' '); j >= 0 {
-			pos := rest[:j]
-			ln, col, _ := strings.Cut(pos, ":")
-			if n, err := strconv.Atoi(ln); err == nil && n > 1 {
-				return fmt.Sprintf("line %d:%s %s", n-1, col, strings.TrimSpace(rest[j:]))
-			}
-		}
+	loc := syntaxLineRE.FindStringSubmatchIndex(msg)
+	if loc == nil {
+		return msg
 	}
-	return msg
-}
-
-var syntaxLineRE = regexp.MustCompile(`Line (\d+):`)
-
-// lineOfSyntax reads the line of a goja syntax error.
-func lineOfSyntax(s string) int {
-	m := syntaxLineRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0
+	line := lineOf(syntaxLineRE, msg)
+	if line == 0 {
+		return msg
 	}
-	n, _ := strconv.Atoi(m[1])
-	if n <= 1 {
-		return 0
-	}
-	return n - 1
+	return fmt.Sprintf("line %d:%s %s", line, msg[loc[4]:loc[5]], strings.TrimSpace(msg[loc[1]:]))
 }
 
 // watch interrupts the VM at the deadline, on cancellation, and when the

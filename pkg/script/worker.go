@@ -163,11 +163,11 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	// The child died before it reported: say why, from what is known.
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
-		return nil, &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+		return nil, cancelledError(res)
 	case stderr.outOfMemory():
-		return nil, &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory passed its %d MiB bound and it was stopped", opts.MaxMemory>>20), Result: res}
+		return nil, memoryError(opts, res)
 	case ctx.Err() != nil || pastDeadline:
-		return nil, &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", opts.Timeout), Result: res}
+		return nil, timeoutError(opts, res)
 	case killedBy(waitErr, syscall.SIGKILL):
 		return nil, &Error{Code: CodeTimeout, Message: "the script used up its CPU time and was stopped", Result: res}
 	}
@@ -514,13 +514,21 @@ func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error
 		return nil, err
 	}
 	var resp Response
-	dec := json.NewDecoder(bytes.NewReader(r.Response))
-	dec.UseNumber()
-	if err := dec.Decode(&resp); err != nil {
-		return nil, &CallError{Code: "internal", Message: "the answer could not be read"}
+	if err := decodeAnswer(r.Response, &resp); err != nil {
+		return nil, err
 	}
 	resp.QueueWait = r.QueueWait
 	return &resp, nil
+}
+
+// decodeAnswer reads the parent's answer to a call, numbers exact.
+func decodeAnswer(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(dst) != nil {
+		return &CallError{Code: "internal", Message: "the answer could not be read"}
+	}
+	return nil
 }
 
 func (w *child) Search(ctx context.Context, q string, limit int) (any, error) {
@@ -529,10 +537,8 @@ func (w *child) Search(ctx context.Context, q string, limit int) (any, error) {
 		return nil, err
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(r.Response))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, &CallError{Code: "internal", Message: "the answer could not be read"}
+	if err := decodeAnswer(r.Response, &v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
