@@ -284,9 +284,9 @@ func (o *observer) Attempted(e *spec.Endpoint, up string, queueWait, latency tim
 
 func (o *observer) Refused(e *spec.Endpoint, err error) { o.stats.refused(e.ID, err) }
 
-// progressFunc sends MCP progress notifications while a call waits in a
-// queue, when the client asked for them with a progress token.
-func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.Progress) {
+// progressSender sends MCP progress notifications with the request's
+// progress token; nil when the client asked for none.
+func progressSender(ctx context.Context, req mcp.CallToolRequest) func(params map[string]any) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return nil
 	}
@@ -295,20 +295,28 @@ func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.P
 	if srv == nil {
 		return nil
 	}
+	return func(params map[string]any) {
+		params["progressToken"] = token
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
+	}
+}
+
+// progressFunc sends MCP progress notifications while a call waits in a
+// queue, when the client asked for them with a progress token.
+func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.Progress) {
+	send := progressSender(ctx, req)
+	if send == nil {
+		return nil
+	}
 	return func(p ratelimit.Progress) {
-		total := p.Waited + p.Estimate
 		msg := "waiting for the rate limit"
 		if p.Position > 0 {
 			msg = "waiting in the queue at position " + strconv.Itoa(p.Position)
 		}
-		params := map[string]any{
-			"progressToken": token,
-			"progress":      p.Waited.Seconds(),
-			"message":       msg,
-		}
+		params := map[string]any{"progress": p.Waited.Seconds(), "message": msg}
 		if p.Estimate > 0 {
-			params["total"] = total.Seconds()
+			params["total"] = (p.Waited + p.Estimate).Seconds()
 		}
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
+		send(params)
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/script"
-	"github.com/specgate/specgate/pkg/spec"
 )
 
 // ScriptOptions configure run_script. The zero value runs scripts in this
@@ -264,12 +263,8 @@ func newRunID() string {
 // scriptProgress sends a progress notification after each call of a run,
 // when the client asked for them with a progress token.
 func scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
-	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
-		return nil
-	}
-	token := req.Params.Meta.ProgressToken
-	srv := serverFromContext(ctx)
-	if srv == nil {
+	send := progressSender(ctx, req)
+	if send == nil {
 		return nil
 	}
 	var mu sync.Mutex
@@ -281,11 +276,7 @@ func scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
 			return // progress only rises
 		}
 		last = done
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-			"progressToken": token,
-			"progress":      done,
-			"message":       strconv.Itoa(done) + " calls done",
-		})
+		send(map[string]any{"progress": done, "message": strconv.Itoa(done) + " calls done"})
 	}
 }
 
@@ -303,16 +294,6 @@ var _ script.Caller = (*scriptCaller)(nil)
 
 func callError(obj *ErrorObject) *script.CallError {
 	return &script.CallError{Code: obj.Code, Message: obj.Message, RetryAfterSeconds: obj.RetryAfterSeconds, Status: obj.Status, Scope: obj.Scope}
-}
-
-// readMethod reports whether a script may call the method without
-// scripts.allow_writes.
-func readMethod(m string) bool {
-	switch strings.ToUpper(m) {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true
-	}
-	return false
 }
 
 func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*script.Response, error) {
@@ -335,7 +316,7 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	if pages > 1 && e.Method != http.MethodGet {
 		return nil, &script.CallError{Code: CodeValidationFailed, Message: fmt.Sprintf("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method)}
 	}
-	if !c.allowWrites && !readMethod(e.Method) {
+	if !c.allowWrites && !e.Safe() {
 		return nil, &script.CallError{Code: CodeValidationFailed,
 			Message: fmt.Sprintf("%s is a %s: scripts may call only GET, HEAD and OPTIONS endpoints unless scripts.allow_writes is true; nothing was sent", e.ID, e.Method)}
 	}
@@ -352,7 +333,7 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	}
 	ans := r.Answer
 	resp := &script.Response{StatusCode: ans.StatusCode, Headers: boundHeaders(ans.Headers, maxHeaderBytes),
-		Body: scriptBody(e, ans), NextPage: nextPageArgs(ans.NextPage)}
+		Body: scriptBody(ans), NextPage: nextPageArgs(ans.NextPage)}
 	if snap != nil {
 		resp.QueueWait = time.Duration(snap.QueueWaitMs) * time.Millisecond
 	}
@@ -380,7 +361,7 @@ func nextPageArgs(p map[string]any) map[string]any {
 
 // scriptBody is the whole decoded body a script reads: JSON as values,
 // text as a string, anything else as {contentType, bytes}.
-func scriptBody(_ *spec.Endpoint, ans *invoke.Answer) any {
+func scriptBody(ans *invoke.Answer) any {
 	if len(ans.Body) == 0 {
 		return nil
 	}

@@ -75,6 +75,11 @@ func (e *Endpoint) Idempotent() bool {
 	return false
 }
 
+// Safe reports whether the method is GET, HEAD or OPTIONS, which change
+// nothing: what read_only curation serves and a script may call without
+// scripts.allow_writes.
+func (e *Endpoint) Safe() bool { return safeMethod(e.Method) }
+
 // Owner returns the loaded spec the endpoint belongs to (its security
 // schemes, servers and components); the field Spec is only its name. Owner
 // is nil for an Endpoint not built by this package.
