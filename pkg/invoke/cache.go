@@ -37,6 +37,13 @@ type cachedAnswer struct {
 // credentials are part of it: no caller is served an answer fetched for
 // another, or with other credentials.
 func cacheKey(principal, credentials, id string, in Args, pages int) string {
+	return principal + "\x00" + credentials + "\x00" + id + "\x00" + string(argsText(in, pages))
+}
+
+// argsText is a call's arguments as one text that is the same for the same
+// arguments (encoding/json sorts map keys): what identifies a call for the
+// result cache and the argument-keyed cooldown.
+func argsText(in Args, pages int) []byte {
 	b, _ := json.Marshal(struct {
 		P map[string]any    `json:"p,omitempty"`
 		B any               `json:"b,omitempty"`
@@ -44,7 +51,7 @@ func cacheKey(principal, credentials, id string, in Args, pages int) string {
 		C string            `json:"c,omitempty"`
 		N int               `json:"n,omitempty"`
 	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType, pages})
-	return principal + "\x00" + credentials + "\x00" + id + "\x00" + string(b)
+	return b
 }
 
 func (c *ResultCache) get(key string, ttl time.Duration, now time.Time) (cachedAnswer, time.Duration, bool) {

@@ -381,8 +381,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 // argsKey identifies a call's arguments for an argument-keyed cooldown: a
 // digest, so the limiter (and a shared store) holds no argument values.
 func argsKey(in Args) string {
-	b, _ := json.Marshal(in)
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(argsText(in, 0))
 	return hex.EncodeToString(sum[:16])
 }
 
