@@ -76,7 +76,7 @@ func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rp
 		msgs = []json.RawMessage{t}
 	}
 	for _, m := range msgs {
-		err := checkKeys(m, levelEnvelope)
+		_, err := checkKeys(m, levelEnvelope)
 		if errors.Is(err, errNotJSON) {
 			return nil, nil, nil // mcp-go answers the parse error
 		}

@@ -46,20 +46,24 @@ func (p *keyProblem) Error() string { return p.msg }
 var errNotJSON = errors.New("the message is not valid JSON")
 
 // checkKeys walks one JSON value whose outermost object sits at top and
-// returns the first key problem, errNotJSON, or nil.
-func checkKeys(msg []byte, top level) error {
+// returns the first key problem, errNotJSON, or nil, with the keys of the
+// outermost object.
+func checkKeys(msg []byte, top level) ([]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.UseNumber()
-	if err := walkKeys(dec, top); err != nil {
-		return err
+	var keys []string
+	if err := walkKeys(dec, top, &keys); err != nil {
+		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errNotJSON
+		return nil, errNotJSON
 	}
-	return nil
+	return keys, nil
 }
 
-func walkKeys(dec *json.Decoder, lvl level) error {
+// walkKeys walks one value at lvl; keys, when not nil, gets the keys of
+// the value when it is an object.
+func walkKeys(dec *json.Decoder, lvl level, keys *[]string) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return errNotJSON
@@ -70,7 +74,7 @@ func walkKeys(dec *json.Decoder, lvl level) error {
 	}
 	if d == '[' {
 		for dec.More() {
-			if err := walkKeys(dec, levelOther); err != nil {
+			if err := walkKeys(dec, levelOther, nil); err != nil {
 				return err
 			}
 		}
@@ -95,6 +99,9 @@ func walkKeys(dec *json.Decoder, lvl level) error {
 			return &keyProblem{lvl, "the key " + quoteKey(key) + " appears twice" + where(lvl)}
 		}
 		seen[key] = true
+		if keys != nil {
+			*keys = append(*keys, key)
+		}
 		if lvl != levelOther {
 			lower := strings.ToLower(key)
 			if prev, ok := folded[lower]; ok {
@@ -114,7 +121,7 @@ func walkKeys(dec *json.Decoder, lvl level) error {
 		case lvl == levelParams && key == "arguments":
 			child = levelArguments
 		}
-		if err := walkKeys(dec, child); err != nil {
+		if err := walkKeys(dec, child, nil); err != nil {
 			return err
 		}
 	}

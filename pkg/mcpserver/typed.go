@@ -110,19 +110,16 @@ func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
 	} else if t[0] != '{' {
 		return argError("arguments must be a JSON object")
 	}
-	if err := checkKeys(raw, levelArguments); err != nil {
+	keys, err := checkKeys(raw, levelArguments)
+	if err != nil {
 		var kp *keyProblem
 		if errors.As(err, &kp) {
 			return argError("%s", kp.msg)
 		}
 		return argError("arguments must be a JSON object")
 	}
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(raw, &keys) != nil {
-		return argError("arguments must be a JSON object")
-	}
 	names := argNames(dst)
-	for k := range keys {
+	for _, k := range keys {
 		if !slices.Contains(names, k) {
 			for _, n := range names {
 				if strings.EqualFold(n, k) {
@@ -135,7 +132,7 @@ func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	err = dec.Decode(dst)
 	if err == nil {
 		return nil
 	}
