@@ -118,7 +118,11 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 			}
 		}
 		if err != nil {
-			srv.Fail(err)
+			if errors.Is(err, errNoSpec) {
+				srv.Fail(err)
+			} else {
+				srv.Fail(fmt.Errorf("%w: %w", errNoSpec, err))
+			}
 			a.loaded <- err
 			return
 		}

@@ -167,7 +167,8 @@ func (s *Server) Publish(cat *spec.Catalog, ix *search.Index, failures []LoadFai
 	})
 }
 
-// Fail records that loading failed as a whole; tools then say why.
+// Fail records that loading failed as a whole; every tool then answers
+// with err's message, which must say what failed.
 func (s *Server) Fail(err error) {
 	s.once.Do(func() {
 		s.state.Store(&state{err: err})

@@ -32,11 +32,7 @@ func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorResult(mapError(err, s.now()))
 	}
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "no spec could be loaded") {
-		msg = "no spec could be loaded: " + msg
-	}
-	return errorResult(&ErrorObject{Code: CodeNotFound, Message: msg,
+	return errorResult(&ErrorObject{Code: CodeNotFound, Message: err.Error(), // Fail's error says what failed
 		Hint: "The operator must fix the specs in specgate's config."})
 }
 
