@@ -54,7 +54,7 @@ func NodeLimit(tree int) int {
 // followed, and reports the first budget it passes. It stops at the first
 // byte or node past the budget, so a bomb costs no more than the budget.
 func Check(root *yaml.Node, size int) error {
-	c := &checker{aliasLimit: AliasLimit(size), nodeLimit: NodeLimit(treeSize(root, 0))}
+	c := &checker{aliasLimit: AliasLimit(size), nodeLimit: NodeLimit(TreeSize(root))}
 	return c.node(root, 0, false)
 }
 
@@ -95,7 +95,10 @@ func (c *checker) node(n *yaml.Node, depth int, aliased bool) error {
 	return nil
 }
 
-// treeSize counts the nodes as written, aliases not followed.
+// TreeSize counts the nodes of root as written, aliases not followed, down
+// to 1,000 levels.
+func TreeSize(root *yaml.Node) int { return treeSize(root, 0) }
+
 func treeSize(n *yaml.Node, depth int) int {
 	if n == nil || depth > maxDepth {
 		return 1

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/specgate/specgate/internal/yamlbudget"
 )
 
 const sharedSpecs = "../../../shared/specs"
@@ -587,7 +589,7 @@ func TestYAMLAliasBombRefusedAtOnce(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	bw := newYAMLWriter(&n, &buf, len(doc))
-	if err := bw.node(&n, 0); err != errYAMLTooBig || bw.nodes > 10*treeSize(&n, 0)+100_001 {
+	if err := bw.node(&n, 0); err != errYAMLTooBig || bw.nodes > 10*yamlbudget.TreeSize(&n)+100_001 {
 		t.Errorf("expanded %d nodes (limit %d), err %v", bw.nodes, bw.limit, err)
 	}
 }

@@ -59,7 +59,7 @@ type yamlWriter struct {
 func newYAMLWriter(doc *yaml.Node, buf *bytes.Buffer, size int) *yamlWriter {
 	return &yamlWriter{
 		buf:        buf,
-		limit:      yamlbudget.NodeLimit(treeSize(doc, 0)),
+		limit:      yamlbudget.NodeLimit(yamlbudget.TreeSize(doc)),
 		aliasLimit: yamlbudget.AliasLimit(size),
 	}
 }
@@ -80,20 +80,9 @@ func (w *yamlWriter) repeat(n int) error {
 }
 
 // treeSize counts the nodes as written, aliases not followed.
-func treeSize(n *yaml.Node, depth int) int {
-	if depth > 1000 {
-		return 1
-	}
-	c := 1
-	for _, k := range n.Content {
-		c += treeSize(k, depth+1)
-	}
-	return c
-}
-
 var (
-	errYAMLTooBig     = errors.New("invalid YAML: the document expands to too many nodes (alias bomb?)")
-	errYAMLAliasBytes = errors.New("invalid YAML: aliases repeat too much text (alias bomb?)")
+	errYAMLTooBig     = fmt.Errorf("invalid YAML: %w", yamlbudget.ErrTooManyNodes)
+	errYAMLAliasBytes = fmt.Errorf("invalid YAML: %w", yamlbudget.ErrAliasBytes)
 )
 
 func (w *yamlWriter) node(n *yaml.Node, depth int) error {
