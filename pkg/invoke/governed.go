@@ -44,14 +44,15 @@ type Governed struct {
 }
 
 // Observer receives what happened to each attempt of a governed call.
-// Its methods are called from the calling goroutine and must not block.
+// Its methods are called from the calling goroutine, with the call's
+// context (which says whose call it is), and must not block.
 type Observer interface {
 	// Attempted reports one attempt that went on the wire; res is nil when
 	// no answer arrived.
-	Attempted(e *spec.Endpoint, upstream string, queueWait, latency time.Duration, tokens int64, res *Result)
+	Attempted(ctx context.Context, e *spec.Endpoint, upstream string, queueWait, latency time.Duration, tokens int64, res *Result)
 	// Refused reports a call refused by the limiter or by the upstream's
 	// rate limit.
-	Refused(e *spec.Endpoint, err error)
+	Refused(ctx context.Context, e *spec.Endpoint, err error)
 }
 
 // Trace is the governance record of one call: what it waited and each
@@ -150,7 +151,7 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 						return lastErr
 					}
 				}
-				g.refused(e, err)
+				g.refused(ctx, e, err)
 				return err
 			}
 			tr.QueueWait += ticket.QueueWait
@@ -159,7 +160,7 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 		res, err := prepared.Do(ctx)
 		latency := time.Since(start)
 		if g.Observer != nil {
-			g.Observer.Attempted(e, up, ticket.QueueWait, latency, estimate, res)
+			g.Observer.Attempted(ctx, e, up, ticket.QueueWait, latency, estimate, res)
 		}
 		a := Attempt{Err: err}
 		if res != nil {
@@ -179,7 +180,7 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 		if err != nil {
 			var rl *UpstreamRateLimitError
 			if errors.As(err, &rl) {
-				g.refused(e, err)
+				g.refused(ctx, e, err)
 			}
 		}
 		tr.Attempts = append(tr.Attempts, a)
@@ -211,9 +212,9 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 	}
 }
 
-func (g *Governed) refused(e *spec.Endpoint, err error) {
+func (g *Governed) refused(ctx context.Context, e *spec.Endpoint, err error) {
 	if g.Observer != nil {
-		g.Observer.Refused(e, err)
+		g.Observer.Refused(ctx, e, err)
 	}
 }
 

@@ -91,6 +91,9 @@ type latency struct {
 }
 
 type task struct {
+	// owner is the principal that began the task: only its calls count,
+	// and only it may end the task.
+	owner    string
 	name     string
 	start    time.Time
 	calls    int64
@@ -105,7 +108,7 @@ func newStats() *stats {
 	return &stats{ups: map[string]*latency{}, tasks: map[string]*task{}}
 }
 
-func (st *stats) observe(e *spec.Endpoint, up string, d, queueWait time.Duration, tokens int64) {
+func (st *stats) observe(principal string, e *spec.Endpoint, up string, d, queueWait time.Duration, tokens int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	l := st.ups[up]
@@ -122,6 +125,9 @@ func (st *stats) observe(e *spec.Endpoint, up string, d, queueWait time.Duration
 		l.next = (l.next + 1) % len(l.samples)
 	}
 	for _, t := range st.tasks {
+		if t.owner != principal {
+			continue
+		}
 		t.calls++
 		t.upstream += d
 		t.wait += queueWait
@@ -130,7 +136,7 @@ func (st *stats) observe(e *spec.Endpoint, up string, d, queueWait time.Duration
 	}
 }
 
-func (st *stats) refused(id string, err error) {
+func (st *stats) refused(principal string, err error) {
 	code := "error"
 	scope := "proxy"
 	var le *ratelimit.LimitError
@@ -147,7 +153,9 @@ func (st *stats) refused(id string, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, t := range st.tasks {
-		t.refusals[scope+"/"+code]++
+		if t.owner == principal {
+			t.refusals[scope+"/"+code]++
+		}
 	}
 }
 

@@ -196,3 +196,41 @@ func TestScopeCheckedInTheCallPath(t *testing.T) {
 		t.Errorf("the upstream saw %d requests, want the one GET", f.upstream.count())
 	}
 }
+
+// TestTasksBelongToTheirPrincipal: tasks were one map for every caller, so
+// a read token ended another principal's task and read its review, an open
+// task counted everyone's calls, and 64 begin_task calls from one token
+// shut begin_task for all.
+func TestTasksBelongToTheirPrincipal(t *testing.T) {
+	f := scopesFixture(t)
+	result := func(token, body string) map[string]any {
+		t.Helper()
+		resp, out := f.post(t, token, body)
+		expectStatus(t, resp, out, http.StatusOK)
+		res, _ := rpcResult(t, out)["result"].(map[string]any)
+		sc, _ := res["structuredContent"].(map[string]any)
+		if sc == nil {
+			t.Fatalf("answer %s", out)
+		}
+		return sc
+	}
+	spy := result("reader", toolsCall(1, "begin_task", map[string]any{"name": "spy"}))["taskId"]
+	mine := result("invoker", toolsCall(2, "begin_task", map[string]any{"name": "mine"}))["taskId"]
+	result("invoker", toolsCall(3, "invoke", map[string]any{"endpointId": "petstore.addPet", "requestBody": map[string]any{"name": "rex", "photoUrls": []any{}}}))
+
+	if e, _ := result("reader", toolsCall(4, "end_task", map[string]any{"taskId": mine}))["error"].(map[string]any); e == nil || e["code"] != "not_found" {
+		t.Errorf("the reader ended the invoker's task: %v", e)
+	}
+	if r := result("reader", toolsCall(5, "end_task", map[string]any{"taskId": spy})); r["calls"] != float64(0) {
+		t.Errorf("the reader's task counted another principal's calls: %v", r)
+	}
+	if r := result("invoker", toolsCall(6, "end_task", map[string]any{"taskId": mine})); r["calls"] != float64(1) {
+		t.Errorf("the invoker's task: %v, want its 1 call", r)
+	}
+	for i := range maxTasksPerPrincipal + 1 {
+		result("reader", toolsCall(10+i, "begin_task", map[string]any{"name": "flood"}))
+	}
+	if r := result("invoker", toolsCall(99, "begin_task", map[string]any{"name": "after"})); r["taskId"] == nil {
+		t.Errorf("one principal's open tasks shut begin_task for another: %v", r)
+	}
+}

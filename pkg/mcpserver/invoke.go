@@ -277,12 +277,14 @@ func (s *Server) caller() *invoke.Caller {
 // observer feeds the statistics and metrics from governed calls.
 type observer Server
 
-func (o *observer) Attempted(e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
-	o.stats.observe(e, up, latency, queueWait, tokens)
+func (o *observer) Attempted(ctx context.Context, e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
+	o.stats.observe(principalOf(ctx), e, up, latency, queueWait, tokens)
 	o.metrics.observeAttempt(up, queueWait, latency, res)
 }
 
-func (o *observer) Refused(e *spec.Endpoint, err error) { o.stats.refused(e.ID, err) }
+func (o *observer) Refused(ctx context.Context, e *spec.Endpoint, err error) {
+	o.stats.refused(principalOf(ctx), err)
+}
 
 // progressSender sends MCP progress notifications with the request's
 // progress token; nil when the client asked for none.

@@ -11,19 +11,33 @@ import (
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
+// Open tasks are bounded per principal, so one cannot take them all from
+// the others, and in all.
+const (
+	maxTasksPerPrincipal = 64
+	maxTasks             = 4096
+)
+
 func (s *Server) handleBeginTask(ctx context.Context, req mcp.CallToolRequest, a *BeginTaskArgs) (*mcp.CallToolResult, error) {
 	if bad := requireString("name", a.Name); bad != nil {
 		return bad, nil
 	}
 	name := a.Name
+	owner := principalOf(ctx)
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
-	if len(s.stats.tasks) >= 64 {
+	open := 0
+	for _, t := range s.stats.tasks {
+		if t.owner == owner {
+			open++
+		}
+	}
+	if open >= maxTasksPerPrincipal || len(s.stats.tasks) >= maxTasks {
 		return argError("too many open tasks: end one first"), nil
 	}
 	s.stats.seq++
 	id := "task-" + strconv.Itoa(s.stats.seq)
-	s.stats.tasks[id] = &task{name: name, start: s.now(), refusals: map[string]int64{}, eps: map[string]bool{}}
+	s.stats.tasks[id] = &task{owner: owner, name: name, start: s.now(), refusals: map[string]int64{}, eps: map[string]bool{}}
 	return jsonResult(TaskStarted{TaskID: id, Name: name}), nil
 }
 
@@ -58,7 +72,10 @@ func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest, a *
 	}
 	s.stats.mu.Lock()
 	t, ok := s.stats.tasks[id]
-	delete(s.stats.tasks, id)
+	ok = ok && t.owner == principalOf(ctx) // another's task is answered as no task
+	if ok {
+		delete(s.stats.tasks, id)
+	}
 	s.stats.mu.Unlock()
 	if !ok {
 		return errorResult(&ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no open task %q", id), Hint: "Start one with begin_task."}), nil
