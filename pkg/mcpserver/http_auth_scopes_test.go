@@ -93,6 +93,8 @@ func TestHTTPScopesAmbiguousKeysRefused(t *testing.T) {
 		code       float64
 	}{
 		{"case-variant twin of endpointId", call(`"name":"invoke","arguments":{` + post + `,"EndpointID":"petstore.getPetById"}`), mcp.INVALID_PARAMS},
+		{"long-s twin of requestBody", call(`"name":"invoke","arguments":{` + get + `,"requeſtBody":{"a":1},"requestBody":{"a":2}}`), mcp.INVALID_PARAMS},
+		{"Kelvin-sign twin of a key", call(`"name":"end_task","arguments":{"taskId":"task-1","tas` + "\u212a" + `Id":"task-2"}`), mcp.INVALID_PARAMS},
 		{"case-variant twin before the real key", call(`"name":"invoke","arguments":{"EndpointID":"petstore.getPetById",` + post + `}`), mcp.INVALID_PARAMS},
 		{"mistyped twin before the real key", call(`"name":"invoke","arguments":{"endpointID":"petstore.getPetById",` + post + `}`), mcp.INVALID_PARAMS},
 		{"duplicate endpointId, GET last", call(`"name":"invoke","arguments":{` + post + `,` + get + `}`), mcp.INVALID_PARAMS},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"unicode"
 )
 
 // Two readers of one JSON-RPC message must never disagree about what it
@@ -103,7 +104,7 @@ func walkKeys(dec *json.Decoder, lvl level, keys *[]string) error {
 			*keys = append(*keys, key)
 		}
 		if lvl != levelOther {
-			lower := strings.ToLower(key)
+			lower := foldKey(key)
 			if prev, ok := folded[lower]; ok {
 				return &keyProblem{lvl, "the keys " + quoteKey(prev) + " and " + quoteKey(key) + " differ only in case" + where(lvl)}
 			}
@@ -148,4 +149,18 @@ func where(lvl level) string {
 func quoteKey(k string) string {
 	b, _ := json.Marshal(clip(k, 64))
 	return string(b)
+}
+
+// foldKey is the form two keys share exactly when strings.EqualFold (and
+// encoding/json's field matching) takes them for one: each rune is the
+// smallest of its case-folding orbit, so "ſ" (long s) and the Kelvin sign
+// fold with "s" and "k", which strings.ToLower leaves apart.
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, k)
 }
