@@ -28,6 +28,9 @@ $GO test -run '^$' -bench . -benchmem -timeout 10m \
 echo "## governance end to end over MCP (./pkg/mcpserver/)" | tee -a "$OUT"
 $GO test -run '^$' -bench GovernanceEndToEnd -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
 
+echo "## run_script vs invoke (issue 20)" | tee -a "$OUT"
+$GO test -run '^$' -bench RunScriptVersusInvoke -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
+
 echo "## MCP over HTTP with auth and inbound limits, memory and Redis (./pkg/mcpserver/)" | tee -a "$OUT"
 $GO test -run '^$' -bench 'BenchmarkHTTP' -benchtime=2s -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
 
