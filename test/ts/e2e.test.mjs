@@ -391,3 +391,98 @@ test("TypeScript SDK client over HTTP: each principal calls with its own upstrea
     issuer.server.close();
   }
 });
+
+// run_script through the SDK: progress notifications after each call when
+// the client sends a progress token (onprogress), and a run cancelled
+// mid-script (AbortSignal): its queued calls leave the queue, nothing more
+// is sent, and the server serves the next call. The upstream budget (3 per
+// 50s, on_limit: wait) holds the cancelled run's later calls in the queue
+// (each wait within the call's deadline, call_timeout 2m, and the run's,
+// 5m, so none is refused at once);
+// scripts.per_principal is 1, so the next run_script also shows that the
+// cancelled run gave its slot back.
+test("TypeScript SDK client: run_script progress, and cancellation mid-script", async () => {
+  const upstream = await startUpstream();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ts-"));
+  const config = path.join(dir, "specgate.yaml");
+  fs.writeFileSync(config, [
+    "rate_limit_interval: 1h",
+    "call_timeout: 2m",
+    "specs:",
+    "  - name: petstore-v3",
+    `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
+    `    base_url: ${JSON.stringify(upstream.url)}`,
+    "upstreams:",
+    `  - match: ${JSON.stringify(new URL(upstream.url).host)}`,
+    "    requests_per_window: 3",
+    "    window: 50s",
+    "    on_limit: wait",
+    "    queue_depth: 16",
+    "    queue_timeout: 4m",
+    "scripts:",
+    "  timeout: 5m",
+    "  per_principal: 1",
+    "",
+  ].join("\n"));
+  const transport = new StdioClientTransport({ command: bin, args: ["serve", "--config", config, "--no-cache"], stderr: "ignore" });
+  const client = new Client({ name: "ts-e2e-scripts", version: "1.0.0" });
+  const id = "petstore-v3.getPetById";
+  const queueDepth = async () => {
+    const st = structured(await client.callTool({ name: "rate_limit_status", arguments: { endpointId: id } }));
+    return st.upstreams.reduce((n, u) => n + u.queueDepth, 0);
+  };
+  try {
+    await client.connect(transport);
+
+    // Progress: one notification per call, rising, with a message.
+    const progress = [];
+    const ok = await client.callTool({ name: "run_script", arguments: { code:
+      `let names = []; for (const petId of [1, 2]) names.push((await api.invoke("${id}", {parameters: {petId}})).body.id); return names;` } },
+    undefined, { onprogress: (p) => progress.push(p) });
+    assert.ok(!ok.isError, JSON.stringify(ok));
+    assert.deepEqual(structured(ok).result, [1, 2]);
+    assert.deepEqual(progress.map((p) => p.progress), [1, 2], JSON.stringify(progress));
+    assert.match(progress[1].message, /2 calls done/);
+    assert.equal(upstream.received.length, 2);
+
+    // Cancellation: the third request of the window goes out, the next four
+    // wait in the queue (max_concurrent 4); then the client aborts.
+    const ac = new AbortController();
+    let firstDone;
+    const oneCall = new Promise((resolve) => (firstDone = resolve));
+    const run = client.callTool({ name: "run_script", arguments: { code:
+      `await api.invoke("${id}", {parameters: {petId: 3}});
+       return Promise.all([4, 5, 6, 7, 8, 9].map(petId => api.invoke("${id}", {parameters: {petId}})));` } },
+    undefined, { signal: ac.signal, onprogress: (p) => { if (p.progress >= 1) firstDone(); } });
+    let settled;
+    run.then((r) => (settled = r), () => {}); // awaited below
+    await oneCall;
+    let depth = 0;
+    for (let i = 0; i < 5000 && depth < 4; i++) depth = await queueDepth();
+    assert.equal(depth, 4, `the script's next calls did not queue: ${JSON.stringify(settled)}`);
+    ac.abort("the user stopped it");
+    await assert.rejects(run, (e) => e.name === "AbortError" || /abort|stopped/i.test(String(e)));
+    for (let i = 0; i < 5000 && depth > 0; i++) depth = await queueDepth();
+    assert.equal(depth, 0, "the cancelled run's calls stayed in the queue");
+    assert.deepEqual(upstream.received.map((r) => r.url), ["/api/v3/pet/1", "/api/v3/pet/2", "/api/v3/pet/3"]);
+
+    // The server serves the next call, a run_script too: the cancelled run
+    // gives its slot back once its worker is gone (a moment after the abort,
+    // which the client cannot see: until then scripts.per_principal refuses).
+    let next;
+    for (let i = 0; i < 5000; i++) {
+      next = await client.callTool({ name: "run_script", arguments: { code: `console.log("after"); return 6 * 7;` } });
+      if (!next.isError || structured(next).error.limit?.key !== "scripts.per_principal") break;
+    }
+    assert.ok(!next.isError, JSON.stringify(next));
+    assert.equal(structured(next).result, 42);
+    const found = structured(await client.callTool({ name: "search", arguments: { query: "find a pet by its id" } }));
+    assert.ok(found.endpoints.length > 0);
+    assert.equal(upstream.received.length, 3, "a cancelled call went out after all");
+    assert.equal(await queueDepth(), 0);
+  } finally {
+    await client.close();
+    upstream.server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
