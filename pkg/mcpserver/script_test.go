@@ -115,7 +115,7 @@ func TestRunScriptFailures(t *testing.T) {
 console.log("one call made");
 throw new Error("boom");`, CodeScriptError, "boom", 3, 1, nil},
 		{"endless loop", `console.log("looping"); while (true) {}`, CodeTimeout, "deadline", 0, 0, map[string]any{"timeoutSeconds": 1}},
-		{"bad endpoint id", `await api.invoke("nope.nothing", {});`, CodeScriptError, "api.search", 0, 1, nil},
+		{"bad endpoint id", "const a = 1;\nawait api.invoke(\"nope.nothing\", {});", CodeScriptError, "uncaught: not_found: no endpoint \"nope.nothing\": use api.search", 2, 1, nil},
 		{"unserialisable return", `const a = {}; a.a = a; return a;`, CodeScriptError, "serialised", 0, 0, nil},
 		{"thrown non-Error", `throw 42;`, CodeScriptError, "42", 0, 0, nil},
 	}

@@ -140,7 +140,7 @@ func (r *run) invoke(call goja.FunctionCall) goja.Value {
 		reject(r.jsError(r.tooMany()))
 		return r.vm.ToValue(p)
 	}
-	r.start(func() (any, error) {
+	r.start(r.callSite(), func() (any, error) {
 		resp, err := r.caller.Invoke(r.ctx, id, args)
 		if resp != nil {
 			r.mu.Lock()
@@ -175,7 +175,7 @@ func (r *run) search(call goja.FunctionCall) goja.Value {
 		reject(r.jsError(r.tooMany()))
 		return r.vm.ToValue(p)
 	}
-	r.start(func() (any, error) { return r.caller.Search(r.ctx, q, limit) }, resolve, reject)
+	r.start(r.callSite(), func() (any, error) { return r.caller.Search(r.ctx, q, limit) }, resolve, reject)
 	return r.vm.ToValue(p)
 }
 
@@ -192,8 +192,9 @@ func (r *run) tooMany() *CallError {
 }
 
 // start runs one call on its own goroutine, at most MaxConcurrent at once,
-// and settles its promise on the VM's goroutine.
-func (r *run) start(do func() (any, error), resolve, reject func(any) error) {
+// and settles its promise on the VM's goroutine. site is where the script
+// made the call (callSite), for the Error a failure throws.
+func (r *run) start(site string, do func() (any, error), resolve, reject func(any) error) {
 	r.inflight++
 	go func() {
 		var out any
@@ -216,7 +217,13 @@ func (r *run) start(do func() (any, error), resolve, reject func(any) error) {
 				r.opts.Progress(r.res.Calls.Total)
 			}
 			if err != nil {
-				return reject(r.jsError(err))
+				e := r.jsError(err)
+				if o, ok := e.(*goja.Object); ok && site != "" {
+					// Made here, off the script's stack, the Error's stack
+					// would name no line of the script: it names the call's.
+					_ = o.Set("stack", "Error: "+o.Get("message").String()+"\n    at "+site)
+				}
+				return reject(e)
 			}
 			return resolve(r.toJS(out))
 		}
@@ -285,6 +292,19 @@ func (r *run) toJS(out any) goja.Value {
 		return goja.Null()
 	}
 	return v
+}
+
+// callSite is where in the script the api call being made now stands
+// ("script.js:4:13"): the innermost frame of the script's own code. The
+// call settles later, on no frame of the script, so start keeps it.
+func (r *run) callSite() string {
+	for _, f := range r.vm.CaptureCallStack(0, nil) {
+		if f.SrcName() == "script.js" {
+			p := f.Position()
+			return "script.js:" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+		}
+	}
+	return ""
 }
 
 // jsError makes the Error a failed call throws.

@@ -221,6 +221,44 @@ func TestErrorLines(t *testing.T) {
 	}
 }
 
+// TestUncaughtCallErrorNamesCodeAndLine: a failed api.invoke the script
+// does not catch ends the run with script_error naming the call's code and
+// the line of the api.invoke, whether awaited alone, in Promise.all, or
+// caught and thrown again; a failed api.search too.
+func TestUncaughtCallErrorNamesCodeAndLine(t *testing.T) {
+	for _, run := range []struct {
+		name string
+		run  func(t *testing.T, code string) *Error
+	}{
+		{"in process", func(t *testing.T, code string) *Error { return runErr(t, code, &fakeCaller{}, Options{}) }},
+		{"worker", func(t *testing.T, code string) *Error {
+			se, _ := workerErr(t, t.Context(), code, &fakeCaller{}, Options{})
+			return se
+		}},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			tests := []struct {
+				name, code, msg string
+				line            int
+			}{
+				{"awaited", "const r = await api.invoke(\"t.list\", {});\n\nconst x = await api.invoke(\"t.limited\", {});\nreturn x;", "rate_limit: cooling down", 3},
+				{"in Promise.all", "const ids = [\"t.get\", \"t.nope\"];\nawait Promise.all(ids.map(id =>\n  api.invoke(id, {parameters: {n: 1}})));", "not_found: no endpoint t.nope", 3},
+				{"caught and thrown again", "try {\n  await api.invoke(\"t.limited\");\n} catch (e) {\n  throw e;\n}", "rate_limit", 2},
+				{"refused before it is sent", "\nawait api.invoke(\"\");", "validation_failed", 2},
+				{"search", "await api.search(\"pets\", {limit: 99});", "validation_failed", 1},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					se := run.run(t, tt.code)
+					if se.Code != CodeScriptError || !strings.Contains(se.Message, "uncaught: "+tt.msg) || se.Line != tt.line {
+						t.Errorf("%s %q line %d, want script_error naming %q at line %d", se.Code, se.Message, se.Line, tt.msg, tt.line)
+					}
+				})
+			}
+		})
+	}
+}
+
 func TestLogsAreBounded(t *testing.T) {
 	res := runOK(t, `const big = "z".repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(big, i); return 1;`, &fakeCaller{}, Options{})
 	total := 0
