@@ -48,6 +48,7 @@ type pagingOptions struct {
 	// budgets' Match is set to the upstream's host:port.
 	cooldown time.Duration
 	budgets  []ratelimit.Budget
+	store    ratelimit.Store // the limiter's store; nil: memory
 }
 
 func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
@@ -78,7 +79,7 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 		for i := range o.budgets {
 			o.budgets[i].Match = HostKey(up.URL)
 		}
-		l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: o.budgets})
+		l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: o.budgets, Store: o.store})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,19 @@ package mcpserver
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
 )
 
 // syncBuffer is an audit log the test reads while the server writes it.
@@ -82,6 +89,53 @@ func TestRunScriptPagesAListAndLoopsGoverned(t *testing.T) {
 	// script's calls did not charge.
 	callText(t, f.client, "invoke", listPulls).ok(t)
 	callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+}
+
+// TestRunScriptCooldownByArgumentsOnRedis is the script of
+// TestRunScriptPagesAListAndLoopsGoverned with the limiter's state in a
+// real Redis and a budget of 3 requests per 300ms that waits: the loop
+// over distinct arguments is paced by the budget in Redis (it waits, none
+// is refused), the identical repeat is refused by its cooldown kept in
+// Redis, and nothing of it reaches the upstream.
+func TestRunScriptCooldownByArgumentsOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := fmt.Sprintf("test:%s:%x:", t.Name(), rand.Uint32())
+	store, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL(), KeyPrefix: prefix, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	f := newPagingFixture(t, pagingOptions{cooldown: 10 * time.Second, store: store, budgets: []ratelimit.Budget{{
+		Requests: 3, Window: 300 * time.Millisecond, OnLimit: ratelimit.Wait, QueueDepth: 16, QueueTimeout: 10 * time.Second}}})
+	a := callText(t, f.client, "run_script", map[string]any{"code": pageAndLoop}).ok(t)
+	if got, want := string(mustJSON(a.m["result"])), `{"first":1,"listed":75,"picked":[1,2,3,4],"repeat":{"code":"rate_limit","retry":true,"scope":"proxy"}}`; got != want {
+		t.Errorf("result %s, want %s", got, want)
+	}
+	calls := a.m["calls"].(map[string]any)
+	if calls["total"] != float64(8) || calls["byStatus"].(map[string]any)["200"] != float64(7) || calls["byStatus"].(map[string]any)["rate_limit"] != float64(1) {
+		t.Errorf("calls %v, want 8: 7 answered 200, 1 refused", calls)
+	}
+	if wait, _ := a.m["rateLimit"].(map[string]any)["queueWaitMs"].(float64); wait <= 0 {
+		t.Errorf("queueWaitMs %v: 7 calls at 3 per 300ms must have waited", a.m["rateLimit"])
+	}
+	if n := f.pages.Count(upstreamtest.GitHubStyle); n != 7 {
+		t.Errorf("upstream saw %d requests, want 7 (the refused repeat sent nothing)", n)
+	}
+	// The cooldowns are Redis's: one key per distinct arguments (3 pages, 4
+	// picks), the repeat's being the first pick's.
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
+	keys, err := rc.Keys(t.Context(), prefix+"*cd:paging.listPulls\x00*").Result()
+	if err != nil || len(keys) != 7 {
+		t.Errorf("argument-keyed cooldowns in Redis: %d (%v), want 7: %q", len(keys), err, keys)
+	}
+	if d, _, why := f.srv.opts.Limiter.Degraded(); d || !store.Available("") {
+		t.Errorf("the Redis store was degraded (%s): the run was governed by the fallback", why)
+	}
 }
 
 // TestRunScriptWritesNeedAllowWrites: a write throws validation_failed

@@ -78,6 +78,7 @@ func view(le *ratelimit.LimitError) limitView {
 // step is one admission in a scenario.
 type step struct {
 	endpoint string
+	key      string // Request.CooldownKey: the cooldown kept per endpoint and arguments
 	tokens   int64
 	retry    bool
 	keep     string            // keep the ticket under this name
@@ -109,6 +110,22 @@ func TestStoreConformance(t *testing.T) {
 				{endpoint: "s.a", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
 					Interval: 300 * time.Millisecond}, wantWait: 300 * time.Millisecond},
 				{endpoint: "s.a", sleep: true},
+			},
+		},
+		{
+			// A script's loop: distinct arguments pass the cooldown and the budget
+			// paces them; an identical repeat is the cooldown's, named by the
+			// endpoint; the endpoint's own cooldown is neither charged nor checked.
+			name:    "cooldown keyed on arguments: distinct ones paced by the budget, a repeat refused",
+			eps:     []ratelimit.Endpoint{{ID: "s.a", Upstream: "up", Interval: time.Hour}},
+			budgets: []ratelimit.Budget{{Match: "up", Requests: 3, Window: 300 * time.Millisecond, WindowPad: pad}},
+			steps: []step{
+				{endpoint: "s.a", key: "n=1"}, {endpoint: "s.a", key: "n=2"},
+				{endpoint: "s.a", key: "n=1", want: &limitView{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindCooldown, Key: "s.a",
+					Interval: time.Hour}, wantWait: time.Hour},
+				{endpoint: "s.a"},
+				{endpoint: "s.a", key: "n=3", want: upRefusal(ratelimit.KindRequests, 3, 300*time.Millisecond), wantWait: 300*time.Millisecond + pad},
+				{endpoint: "s.a", key: "n=3", sleep: true},
 			},
 		},
 		{
@@ -217,7 +234,7 @@ func TestStoreConformance(t *testing.T) {
 							kept[s.release].ReleaseAt(h.now())
 						}
 						before := h.now()
-						tk, err := l.AdmitAt(ratelimit.Request{Endpoint: s.endpoint, Tokens: s.tokens, Retry: s.retry}, before)
+						tk, err := l.AdmitAt(ratelimit.Request{Endpoint: s.endpoint, CooldownKey: s.key, Tokens: s.tokens, Retry: s.retry}, before)
 						if s.want == nil {
 							if err != nil {
 								t.Fatalf("step %d: got %v, want admitted", i, err)
