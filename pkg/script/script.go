@@ -232,6 +232,11 @@ func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, err
 		}
 	}
 	if p.State() == goja.PromiseStateRejected {
+		if r.ctx.Err() != nil {
+			// The calls failed because the run was ended: its cancellation
+			// or deadline is the answer, not the error a call threw for it.
+			return nil, r.failure(r.ctxErr())
+		}
 		return nil, r.thrown(p.Result())
 	}
 	out, err := r.serialise(p.Result())

@@ -151,6 +151,10 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	res.PeakRSS = peakRSS(cmd.ProcessState)
 	if done != nil {
 		if done.Failure != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// The worker failed on calls the cancellation ended.
+				return nil, cancelledError(res)
+			}
 			f := done.Failure
 			return nil, &Error{Code: f.Code, Message: f.Message, Line: f.Line, Result: res}
 		}
@@ -270,9 +274,14 @@ func (p *parent) call(m message) {
 	reply := message{Op: "reply", ID: m.ID}
 	var out any
 	var err error
-	if m.Op == "search" {
+	switch {
+	case p.ctx.Err() != nil:
+		// A call the worker asked for as the run ended (its slot freed by
+		// a call the end failed): nothing is sent, as in process.
+		err = p.ctx.Err()
+	case m.Op == "search":
 		out, err = p.c.Search(p.ctx, m.Query, m.Limit)
-	} else {
+	default:
 		var a Args
 		if m.Args != nil {
 			a = *m.Args
