@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -152,29 +154,67 @@ func (u *scriptBenchUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	}
 }
 
-// scriptBenchFixture serves the bench spec against the upstream, with a
-// budget matching its quota so that specgate paces (queue, not 429s).
-func scriptBenchFixture(b *testing.B, limit int) (*client.Client, *scriptBenchUpstream) {
-	b.Helper()
-	up := newScriptBenchUpstream(b, limit)
-	hs := httptest.NewServer(up)
-	b.Cleanup(hs.Close)
-	s, err := spec.Parse(context.Background(), "bench.yaml", []byte(scriptBenchSpec), spec.Options{Name: "bench", BaseURL: hs.URL})
+// scriptBenchServed is the bench spec served at a base URL: its catalog,
+// search index and limiter endpoints.
+type scriptBenchServed struct {
+	base string
+	cat  *spec.Catalog
+	ix   *search.Index
+	eps  []ratelimit.Endpoint
+}
+
+func scriptBenchServe(tb testing.TB, base string) *scriptBenchServed {
+	tb.Helper()
+	s, err := spec.Parse(context.Background(), "bench.yaml", []byte(scriptBenchSpec), spec.Options{Name: "bench", BaseURL: base})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	cat, ix, eps := servedCatalog(b, 0, s) // cooldown off: the budget governs, as in BenchmarkGovernanceEndToEnd
-	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{{Match: HostKey(hs.URL),
+	cat, ix, eps := servedCatalog(tb, 0, s) // cooldown off: the budget governs, as in BenchmarkGovernanceEndToEnd
+	return &scriptBenchServed{base: base, cat: cat, ix: ix, eps: eps}
+}
+
+// scriptBenchFixture serves the bench spec against the upstream, with a
+// budget matching its quota so that specgate paces (queue, not 429s). With
+// served (at scriptBenchMemoryBase) the upstream is called through an
+// in-memory transport, not a socket, so that the run can go in a
+// testing/synctest bubble (served is made outside it: the search index's
+// workers are not the bubble's).
+func scriptBenchFixture(tb testing.TB, limit int, served *scriptBenchServed) (*client.Client, *scriptBenchUpstream) {
+	tb.Helper()
+	up := newScriptBenchUpstream(tb, limit)
+	var hc *http.Client
+	if served != nil {
+		hc = &http.Client{Transport: handlerTransport{up}}
+	} else {
+		hs := httptest.NewServer(up)
+		tb.Cleanup(hs.Close)
+		served = scriptBenchServe(tb, hs.URL)
+	}
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: served.eps, Budgets: []ratelimit.Budget{{Match: HostKey(served.base),
 		Requests: limit, Window: scriptBenchWindow, OnLimit: ratelimit.Wait, QueueDepth: 16, QueueTimeout: 5 * time.Minute}}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	cl := invoke.New(invoke.Options{Timeout: 5 * time.Minute})
-	b.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: cat.SpecNames(), Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second,
+	cl := invoke.New(invoke.Options{Timeout: 5 * time.Minute, HTTPClient: hc})
+	tb.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: served.cat.SpecNames(), Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second,
 		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}})
-	srv.Publish(cat, ix, nil)
-	return connectTB(b, srv, nil), up
+	srv.Publish(served.cat, served.ix, nil)
+	return connectTB(tb, srv, nil), up
+}
+
+// scriptBenchMemoryBase is the upstream's base URL in memory.
+const scriptBenchMemoryBase = "http://bench.test"
+
+// handlerTransport answers requests with a handler, in memory.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	t.h.ServeHTTP(w, r)
+	res := w.Result()
+	res.Request = r
+	return res, nil
 }
 
 // scriptBenchModel is the model's side of a run: its tool calls and the
@@ -187,7 +227,7 @@ type scriptBenchModel struct {
 
 // call makes one tool call as a model would: on a retryable error it waits
 // retryAfterSeconds and calls again (each attempt counts).
-func (m *scriptBenchModel) call(b *testing.B, name string, args map[string]any) map[string]any {
+func (m *scriptBenchModel) call(b testing.TB, name string, args map[string]any) map[string]any {
 	b.Helper()
 	for {
 		req := mcp.CallToolRequest{}
@@ -239,64 +279,107 @@ return Promise.all(ids.map(async id => (await api.invoke("bench.getItem", {param
 // Metrics (ns/op is suppressed): tool-calls the model makes; model-bytes,
 // the tool result text it reads; upstream-reqs and upstream-429s; wall-s.
 // The pull-request task runs at 10 requests per 10s; the 200 lookups at
-// 100 per 10s (see scriptBenchLookupLimit). invoke+jq is a model that
+// 100 per 10s (see scriptBenchLookupLimit; TestRunScriptVersusInvokeAt10Per10s
+// runs them at 10 per 10s in simulated time). invoke+jq is a model that
 // projects each answer with jq to the fields it needs.
 func BenchmarkRunScriptVersusInvoke(b *testing.B) {
+	for _, v := range scriptBenchVariants(scriptBenchLookupLimit) {
+		b.Run(v.name, func(b *testing.B) {
+			var fig scriptBenchFigures
+			for range b.N {
+				fig = v.measure(b, nil)
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(fig.calls), "tool-calls")
+			b.ReportMetric(float64(fig.bytes), "model-bytes")
+			b.ReportMetric(float64(fig.requests), "upstream-reqs")
+			b.ReportMetric(float64(fig.limited), "upstream-429s")
+			b.ReportMetric(fig.wall.Seconds(), "wall-s")
+		})
+	}
+}
+
+// scriptBenchVariant is one way of doing one task.
+type scriptBenchVariant struct {
+	name  string
+	limit int                                          // the quota and budget, per scriptBenchWindow
+	want  int                                          // the items the task gets
+	run   func(tb testing.TB, m *scriptBenchModel) int // returns the items it got
+}
+
+// scriptBenchFigures are what one run of a variant measured.
+type scriptBenchFigures struct {
+	calls, bytes      int
+	requests, limited int64
+	wall              time.Duration
+}
+
+// measure runs v once on a fixture of its own (on served, in memory, when
+// not nil); it fails tb unless the task got every item.
+func (v scriptBenchVariant) measure(tb testing.TB, served *scriptBenchServed) scriptBenchFigures {
+	tb.Helper()
+	c, up := scriptBenchFixture(tb, v.limit, served)
+	m := &scriptBenchModel{c: c}
+	start := time.Now()
+	got := v.run(tb, m)
+	fig := scriptBenchFigures{calls: m.calls, bytes: m.bytes, requests: up.requests.Load(), limited: up.limited.Load(), wall: time.Since(start)}
+	if got != v.want {
+		tb.Fatalf("%s: got %d items, want %d", v.name, got, v.want)
+	}
+	return fig
+}
+
+// scriptBenchVariants are the pull-request task at 10 per 10s and the 200
+// lookups at lookupLimit per 10s, each with invoke and with run_script.
+func scriptBenchVariants(lookupLimit int) []scriptBenchVariant {
 	prJQ := "{number, title, author: .user.login}"
-	variants := []struct {
-		name  string
-		limit int
-		run   func(b *testing.B, m *scriptBenchModel) int // returns the items it got
-	}{
-		{"prs/invoke", scriptBenchLimit, func(b *testing.B, m *scriptBenchModel) int { return scriptBenchPRsByInvoke(b, m, "", "") }},
-		{"prs/invoke+jq", scriptBenchLimit, func(b *testing.B, m *scriptBenchModel) int {
-			return scriptBenchPRsByInvoke(b, m, "[.[] | "+prJQ+"]", prJQ)
+	prs := len(scriptBenchChosen)
+	return []scriptBenchVariant{
+		{"prs/invoke", scriptBenchLimit, prs, func(tb testing.TB, m *scriptBenchModel) int { return scriptBenchPRsByInvoke(tb, m, "", "") }},
+		{"prs/invoke+jq", scriptBenchLimit, prs, func(tb testing.TB, m *scriptBenchModel) int {
+			return scriptBenchPRsByInvoke(tb, m, "[.[] | "+prJQ+"]", prJQ)
 		}},
-		{"prs/run_script", scriptBenchLimit, func(b *testing.B, m *scriptBenchModel) int {
-			return scriptBenchRun(b, m, scriptBenchPRScript, "author-72")
+		{"prs/run_script", scriptBenchLimit, prs, func(tb testing.TB, m *scriptBenchModel) int {
+			return scriptBenchRun(tb, m, scriptBenchPRScript, "author-72")
 		}},
-		{"lookups/invoke", scriptBenchLookupLimit, func(b *testing.B, m *scriptBenchModel) int {
+		{"lookups/invoke", lookupLimit, scriptBenchLookups, func(tb testing.TB, m *scriptBenchModel) int {
 			got := 0
 			for id := 1; id <= scriptBenchLookups; id++ {
-				out := m.call(b, "invoke", map[string]any{"endpointId": "bench.getItem", "parameters": map[string]any{"id": id}})
+				out := m.call(tb, "invoke", map[string]any{"endpointId": "bench.getItem", "parameters": map[string]any{"id": id}})
 				if body, _ := out["body"].(map[string]any); body["name"] == "item "+strconv.Itoa(id) {
 					got++
 				}
 			}
 			return got
 		}},
-		{"lookups/run_script", scriptBenchLookupLimit, func(b *testing.B, m *scriptBenchModel) int {
-			return scriptBenchRun(b, m, scriptBenchLookupScript, "item 200")
+		{"lookups/run_script", lookupLimit, scriptBenchLookups, func(tb testing.TB, m *scriptBenchModel) int {
+			return scriptBenchRun(tb, m, scriptBenchLookupScript, "item 200")
 		}},
 	}
-	for _, v := range variants {
-		b.Run(v.name, func(b *testing.B) {
-			var (
-				m    *scriptBenchModel
-				up   *scriptBenchUpstream
-				wall time.Duration
-				got  int
-			)
-			for range b.N {
-				c, u := scriptBenchFixture(b, v.limit)
-				m, up = &scriptBenchModel{c: c}, u
-				start := time.Now()
-				got = v.run(b, m)
-				wall = time.Since(start)
-			}
-			want := len(scriptBenchChosen)
-			if strings.HasPrefix(v.name, "lookups/") {
-				want = scriptBenchLookups
-			}
-			if got != want {
-				b.Fatalf("got %d items, want %d", got, want)
-			}
-			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(float64(m.calls), "tool-calls")
-			b.ReportMetric(float64(m.bytes), "model-bytes")
-			b.ReportMetric(float64(up.requests.Load()), "upstream-reqs")
-			b.ReportMetric(float64(up.limited.Load()), "upstream-429s")
-			b.ReportMetric(wall.Seconds(), "wall-s")
+}
+
+// TestRunScriptVersusInvokeAt10Per10s runs the benchmark's tasks in a
+// testing/synctest bubble (the upstream in memory), so the 200 lookups go
+// at the 10 requests per 10s in simulated time: every variant gets
+// every item with no 429, the script in one tool call, and each takes the
+// budget's time, at least (requests-10)/10 x 10s.
+func TestRunScriptVersusInvokeAt10Per10s(t *testing.T) {
+	for _, v := range scriptBenchVariants(scriptBenchLimit) {
+		t.Run(strings.ReplaceAll(v.name, "/", "_"), func(t *testing.T) {
+			served := scriptBenchServe(t, scriptBenchMemoryBase)
+			synctest.Test(t, func(t *testing.T) {
+				fig := v.measure(t, served)
+				t.Logf("%s: %d tool calls, model reads %d B, %d upstream requests, %d 429s, %.1fs simulated",
+					v.name, fig.calls, fig.bytes, fig.requests, fig.limited, fig.wall.Seconds())
+				wantCalls := 1
+				if strings.HasSuffix(v.name, "invoke") || strings.HasSuffix(v.name, "invoke+jq") {
+					wantCalls = int(fig.requests)
+				}
+				floor := time.Duration(fig.requests-scriptBenchLimit) * scriptBenchWindow / scriptBenchLimit
+				if fig.limited != 0 || fig.calls != wantCalls || fig.wall < floor {
+					t.Errorf("%s: %d 429s, %d tool calls (want %d), %v (want at least %v)", v.name, fig.limited, fig.calls, wantCalls, fig.wall, floor)
+				}
+			})
 		})
 	}
 }
@@ -304,7 +387,7 @@ func BenchmarkRunScriptVersusInvoke(b *testing.B) {
 // scriptBenchPRsByInvoke does the pull-request task with invoke calls: the
 // 3 pages, following nextPage, then the 12 chosen by number. listJQ and
 // getJQ, when set, project the answers.
-func scriptBenchPRsByInvoke(b *testing.B, m *scriptBenchModel, listJQ, getJQ string) int {
+func scriptBenchPRsByInvoke(b testing.TB, m *scriptBenchModel, listJQ, getJQ string) int {
 	params := map[string]any{"owner": "rails", "repo": "rails", "per_page": scriptBenchPerPage}
 	for page := 0; params != nil; page++ {
 		args := map[string]any{"endpointId": "bench.listPulls", "parameters": params}
@@ -339,7 +422,7 @@ func scriptBenchPRsByInvoke(b *testing.B, m *scriptBenchModel, listJQ, getJQ str
 
 // scriptBenchRun does a task with one run_script and returns how many
 // items its result holds; the last must contain last.
-func scriptBenchRun(b *testing.B, m *scriptBenchModel, code, last string) int {
+func scriptBenchRun(b testing.TB, m *scriptBenchModel, code, last string) int {
 	out := m.call(b, "run_script", map[string]any{"code": code})
 	res, ok := out["result"].([]any)
 	if !ok || len(res) == 0 || !strings.Contains(mustJSONString(res[len(res)-1]), last) {
