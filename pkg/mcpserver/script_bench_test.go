@@ -197,8 +197,10 @@ func scriptBenchFixture(tb testing.TB, limit int, served *scriptBenchServed) (*c
 	}
 	cl := invoke.New(invoke.Options{Timeout: 5 * time.Minute, HTTPClient: hc})
 	tb.Cleanup(cl.Close)
+	// jq slots of its own: the package's default ones, touched in a bubble,
+	// would be the bubble's for every test after it.
 	srv := New(Options{SpecNames: served.cat.SpecNames(), Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second,
-		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}})
+		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: invoke.NewJQSlots(4)})
 	srv.Publish(served.cat, served.ix, nil)
 	return connectTB(tb, srv, nil), up
 }
