@@ -239,6 +239,7 @@ func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, 
 			MaxConcurrent: u.MaxConcurrent,
 			QueueDepth:    u.QueueDepth,
 			QueueTimeout:  time.Duration(u.QueueTimeout),
+			Weights:       u.Weights,
 		}
 		if u.OnLimit == config.OnLimitReject {
 			b.OnLimit = ratelimit.Reject

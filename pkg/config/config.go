@@ -310,6 +310,10 @@ type Upstream struct {
 	QueueDepth int `yaml:"queue_depth" json:"queue_depth"`
 	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default 30s.
 	QueueTimeout Duration `yaml:"queue_timeout" json:"queue_timeout"`
+	// Weights weighs principals (by subject) in the wait queue, which serves
+	// the principals waiting in turn: one of weight 2 is served twice for each
+	// call of one of weight 1. Unnamed principals weigh 1.
+	Weights map[string]float64 `yaml:"weights" json:"weights,omitempty"`
 }
 
 // UnmarshalYAML starts each budget from its defaults, so omitted keys get

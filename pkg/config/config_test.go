@@ -382,7 +382,7 @@ upstreams:
 		QueueDepth:        16,
 		QueueTimeout:      Duration(30 * time.Second),
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("upstream = %+v, want %+v", got, want)
 	}
 	if c.Upstreams[1].QueueDepth != 0 {
@@ -454,6 +454,11 @@ specs:
 			name: "allowed hosts written as URLs",
 			yaml: "allowed_hosts: [\"https://api.example.com\"]\n",
 			want: []string{`allowed_hosts[0]: "https://api.example.com": write a host or host:port`},
+		},
+		{
+			name: "upstream weights",
+			yaml: "upstreams:\n  - {match: w, weights: {ada: 0, bob: 1001, cy: 2.5}}\n",
+			want: []string{"upstreams[w].weights.ada: must be a number above 0", "upstreams[w].weights.bob: must be a number above 0"},
 		},
 		{
 			name: "upstreams",

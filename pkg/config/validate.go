@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -292,6 +293,11 @@ func (v *validator) upstream(key string, u *Upstream) {
 	v.nonNegative(key+".min_interval", u.MinInterval)
 	if (u.RequestsPerWindow > 0 || u.TokensPerWindow > 0) && u.Window <= 0 {
 		v.add(key+".window", "must be positive when requests_per_window or tokens_per_window is set")
+	}
+	for _, p := range slices.Sorted(maps.Keys(u.Weights)) {
+		if w := u.Weights[p]; !(w > 0 && w <= 1000) {
+			v.addf(key+".weights."+p, "must be a number above 0 and at most 1000 (got %v)", w)
+		}
 	}
 	switch u.OnLimit {
 	case OnLimitWait:

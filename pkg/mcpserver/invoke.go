@@ -173,6 +173,7 @@ type callOptions struct {
 func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
 	c := s.caller()
 	c.CooldownByArgs = opt.byArgs
+	c.Background = opt.runID != "" // a script's call waits behind its principal's direct ones
 	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
 	if r.Cached {
 		s.audit(ctx, auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})

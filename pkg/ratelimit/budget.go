@@ -53,6 +53,10 @@ type Budget struct {
 	// QueueTimeout is the longest a call waits for this budget. Holds learned from the
 	// upstream are bounded by the call's deadline instead. Zero: 30s.
 	QueueTimeout time.Duration
+	// Weights weighs the principals waiting in the queue: while several wait, one of
+	// weight 2 is served twice for each call of a principal of weight 1. A principal not
+	// named weighs 1.
+	Weights map[string]float64
 }
 
 // Validate reports the first field that makes no sense, with no I/O.
@@ -74,10 +78,22 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget %q: queue_timeout must not be negative", b.Match)
 	case b.OnLimit != Wait && b.OnLimit != Reject:
 		return fmt.Errorf("budget %q: on_limit must be wait or reject", b.Match)
+	case badWeight(b.Weights) != "":
+		return fmt.Errorf("budget %q: weight of %q must be a number above 0 and at most 1000", b.Match, badWeight(b.Weights))
 	case b.Requests > maxRequests:
 		return fmt.Errorf("budget %q: requests above %d per window are not supported", b.Match, maxRequests)
 	}
 	return nil
+}
+
+// badWeight names a principal whose weight is not in (0, 1000]; empty when none is.
+func badWeight(w map[string]float64) string {
+	for p, v := range w {
+		if !(v > 0 && v <= 1000) {
+			return p
+		}
+	}
+	return ""
 }
 
 // maxRequests bounds the sliding log (8 bytes per request).

@@ -66,6 +66,13 @@ type Request struct {
 	// by the budgets while an identical repeat within the interval is refused. Empty: the
 	// endpoint's cooldown, as for every direct call.
 	CooldownKey string
+	// Principal is who the call is made for. An upstream's wait queue serves the
+	// principals waiting in turn (weighted by Budget.Weights), first come first served
+	// within one, so one principal's burst does not hold the others back.
+	Principal string
+	// Background marks a call that a program makes (a script's), which waits behind the
+	// direct calls of the same principal.
+	Background bool
 }
 
 // Progress reports a call waiting in a queue.

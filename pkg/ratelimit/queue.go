@@ -13,6 +13,11 @@ type waiter struct {
 	estimate int64 // last known wait at the head, nanoseconds
 	exact    bool  // estimate is exact
 	kind     Kind  // what held it last, at the head
+
+	principal  string  // who the call is for (Request.Principal)
+	background bool    // Request.Background
+	seq        uint64  // arrival order in the queue
+	tag        float64 // its fair place; see join
 }
 
 func (w *waiter) nudge() {
@@ -22,7 +27,8 @@ func (w *waiter) nudge() {
 	}
 }
 
-// Acquire admits req now, or waits for it in its upstream's FIFO queue, using the real
+// Acquire admits req now, or waits for it in its upstream's queue (fair across principals,
+// see join; first come first served within one), using the real
 // clock (tests run it in a testing/synctest bubble). It returns:
 //
 //   - a Ticket, with QueueWait set, once the call is admitted; release it when the call ends;
@@ -75,8 +81,8 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		return Ticket{}, &QueueError{Reason: QueueFull, Upstream: up.name(), Depth: b.QueueDepth,
 			Timeout: b.QueueTimeout, RetryAfter: max(est, time.Millisecond)}
 	}
-	w := &waiter{wake: make(chan struct{}, 1)}
-	up.queue = append(up.queue, w)
+	w := &waiter{wake: make(chan struct{}, 1), principal: req.Principal, background: req.Background}
+	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
 }
@@ -169,6 +175,7 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 	}
 	t, rf, ok := l.admitUp(ctx, ep, up, req, now.UnixNano(), true)
 	if ok {
+		up.served(w)
 		up.remove(w)
 		up.mu.Unlock()
 		t.QueueWait = now.Sub(start)
@@ -219,8 +226,11 @@ func (u *upstream) remove(w *waiter) {
 	if i < 0 {
 		return
 	}
+	head := u.queue[0]
 	u.queue = slices.Delete(u.queue, i, i+1)
-	if i == 0 {
+	u.left(w.principal)
+	u.reorder()
+	if i == 0 || u.headWaiter() != head {
 		u.wakeHead()
 	}
 }

@@ -42,6 +42,12 @@ type upstream struct {
 
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
+	// the fair queue's state: see join
+	vtime      float64
+	finish     map[string]float64
+	seq        uint64
+	serveSeq   uint64
+	lastServed map[string]uint64
 
 	// recent holds the times of the last admissions, the one numbered n (admitted after
 	// it was charged) at n % recentCap: what a rate-limited answer with no advertised
