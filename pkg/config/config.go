@@ -308,7 +308,8 @@ type Upstream struct {
 	// QueueDepth bounds calls waiting; more are refused with queue_full.
 	// Default 16; must be positive with on_limit wait.
 	QueueDepth int `yaml:"queue_depth" json:"queue_depth"`
-	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default 30s.
+	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default
+	// 20s, inside http.shutdown_timeout's default.
 	QueueTimeout Duration `yaml:"queue_timeout" json:"queue_timeout"`
 	// Weights weighs principals (by subject) in the wait queue, which serves
 	// the principals waiting in turn: one of weight 2 is served twice for each
@@ -334,7 +335,7 @@ func defaultUpstream() Upstream {
 		WindowPad:    Duration(250 * time.Millisecond),
 		OnLimit:      OnLimitWait,
 		QueueDepth:   16,
-		QueueTimeout: Duration(30 * time.Second),
+		QueueTimeout: Duration(20 * time.Second),
 	}
 }
 

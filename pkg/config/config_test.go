@@ -380,7 +380,7 @@ upstreams:
 		WindowPad:         Duration(250 * time.Millisecond),
 		OnLimit:           OnLimitWait,
 		QueueDepth:        16,
-		QueueTimeout:      Duration(30 * time.Second),
+		QueueTimeout:      Duration(20 * time.Second),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("upstream = %+v, want %+v", got, want)

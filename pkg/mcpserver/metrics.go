@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
@@ -82,6 +83,9 @@ func NewMetrics() *Metrics {
 	)
 	m.reg.MustRegister(queueDepthCollector{m: m, desc: prometheus.NewDesc("specgate_queue_depth",
 		"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil)})
+	// the Go runtime's and the process's own: go_goroutines, go_memstats_*,
+	// process_resident_memory_bytes, process_open_fds
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -21,8 +21,8 @@ const (
 const (
 	DefaultWindow       = time.Minute
 	DefaultWindowPad    = 250 * time.Millisecond
-	DefaultQueueDepth   = 64
-	DefaultQueueTimeout = 30 * time.Second
+	DefaultQueueDepth   = 16
+	DefaultQueueTimeout = 20 * time.Second
 )
 
 // Budget limits the calls to one upstream. Each dimension is off while its field is zero;
@@ -48,10 +48,11 @@ type Budget struct {
 	MaxConcurrent int
 	// OnLimit says whether a call that cannot go now waits or is refused. Zero: Wait.
 	OnLimit OnLimit
-	// QueueDepth is the most calls waiting for this upstream. Zero: 64.
+	// QueueDepth is the most calls waiting for this upstream. Zero: 16.
 	QueueDepth int
 	// QueueTimeout is the longest a call waits for this budget. Holds learned from the
-	// upstream are bounded by the call's deadline instead. Zero: 30s.
+	// upstream are bounded by the call's deadline instead. Zero: 20s, inside the
+	// server's default shutdown timeout.
 	QueueTimeout time.Duration
 	// Weights weighs the principals waiting in the queue: while several wait, one of
 	// weight 2 is served twice for each call of a principal of weight 1. A principal not

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -56,7 +57,7 @@ func calls(principal string, n int, background bool) []Request {
 
 func TestFairQueueOneBurstDoesNotHoldOthersBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1}}})
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1, QueueDepth: 32, QueueTimeout: time.Minute}}})
 		start := time.Now()
 		reqs := append(calls("ada", 20, false), calls("bob", 1, false)...)
 		var bobAt time.Duration
@@ -171,4 +172,45 @@ func TestBudgetWeightsValidated(t *testing.T) {
 	if err := (Budget{Match: "u", Weights: map[string]float64{"ada": 0.5}}).Validate(); err != nil {
 		t.Errorf("weight 0.5 refused: %v", err)
 	}
+}
+
+func TestDrainAnswersWaitingCallsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", MaxConcurrent: 1}}})
+		held, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		l.Drain()
+		for range 3 {
+			var qe *QueueError
+			if err := <-errs; !errors.As(err, &qe) || qe.Reason != QueueShutdown || qe.RetryAfter <= 0 {
+				t.Fatalf("queued call got %v, want a shutdown QueueError", err)
+			}
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("drained calls answered after %v, want at once", waited)
+		}
+		// a call that would wait from now on is answered the same way; the one in
+		// flight is untouched and releases as usual
+		var qe *QueueError
+		if _, err := l.Acquire(t.Context(), Request{Upstream: "u"}); !errors.As(err, &qe) || qe.Reason != QueueShutdown {
+			t.Fatalf("a call after Drain got %v", err)
+		}
+		held.Release()
+		if tk, err := l.Acquire(t.Context(), Request{Upstream: "u"}); err != nil {
+			t.Fatalf("a call that can go now after Drain: %v", err)
+		} else {
+			tk.Release()
+		}
+	})
 }

@@ -102,6 +102,7 @@ type Limiter struct {
 	// answered when the Limiter was made: an upstream made later starts on it then.
 	sw           switchClock
 	storeStarted bool
+	draining     atomic.Bool // see Drain
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one

@@ -74,6 +74,10 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		up.mu.Unlock()
 		return Ticket{}, rf.err(ep, up, start)
 	}
+	if l.draining.Load() {
+		up.mu.Unlock()
+		return Ticket{}, up.shutdownError(0)
+	}
 	if len(up.queue) >= b.QueueDepth {
 		up.queueFull++
 		_, est := up.position(nil)
@@ -85,6 +89,31 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
+}
+
+// Drain answers every call waiting in a queue, and every call that would wait from now on,
+// with a *QueueError for QueueShutdown, at once: nothing of theirs is sent, and the caller
+// may try again elsewhere. Calls admitted already are not touched. A server calls it when
+// it begins to shut down, so the calls in flight can finish within its shutdown timeout.
+func (l *Limiter) Drain() {
+	l.draining.Store(true)
+	ups := l.upstreams.Load()
+	if ups == nil {
+		return
+	}
+	for _, up := range *ups {
+		up.mu.Lock()
+		for _, w := range up.queue {
+			w.nudge()
+		}
+		up.mu.Unlock()
+	}
+}
+
+// shutdownError is the answer to a call the queue drops as the server shuts down.
+func (u *upstream) shutdownError(waited time.Duration) *QueueError {
+	return &QueueError{Reason: QueueShutdown, Upstream: u.name(), Depth: u.budget.QueueDepth,
+		Timeout: u.budget.QueueTimeout, Waited: waited, RetryAfter: time.Second}
 }
 
 // allowedWait is how long a call may wait for a limit of kind: the queue timeout and the
@@ -161,6 +190,11 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 	now := time.Now()
 	up.mu.Lock()
 	b := up.budget
+	if l.draining.Load() {
+		up.remove(w)
+		up.mu.Unlock()
+		return outcome{done: true, err: up.shutdownError(now.Sub(start))}
+	}
 	if len(up.queue) == 0 || up.queue[0] != w {
 		if timedOut {
 			up.remove(w)
