@@ -240,6 +240,7 @@ func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, 
 			QueueDepth:    u.QueueDepth,
 			QueueTimeout:  time.Duration(u.QueueTimeout),
 			Weights:       u.Weights,
+			Shadow:        !u.Enforced(),
 		}
 		if u.OnLimit == config.OnLimitReject {
 			b.OnLimit = ratelimit.Reject

@@ -315,7 +315,16 @@ type Upstream struct {
 	// the principals waiting in turn: one of weight 2 is served twice for each
 	// call of one of weight 1. Unnamed principals weigh 1.
 	Weights map[string]float64 `yaml:"weights" json:"weights,omitempty"`
+	// Enforce false makes the budget a shadow: requests_per_window,
+	// min_interval and max_concurrent are counted and the calls they would
+	// have held are reported (rate_limit_status, /metrics), refusing nothing.
+	// Default true.
+	Enforce *bool `yaml:"enforce" json:"enforce,omitempty"`
 }
+
+// Enforced reports whether the budget refuses and queues calls (enforce,
+// default true), rather than only counting them as a shadow.
+func (u *Upstream) Enforced() bool { return u.Enforce == nil || *u.Enforce }
 
 // UnmarshalYAML starts each budget from its defaults, so omitted keys get
 // them and a key written as 0 stays 0 (and Validate can call it out).

@@ -371,7 +371,11 @@ upstreams:
   - match: slow
     on_limit: wait
     queue_depth: 0
+  - {match: tried, requests_per_window: 5, window: 1s, enforce: false}
 `, nil)
+	if c.Upstreams[2].Enforced() {
+		t.Error("enforce: false is enforced")
+	}
 	got := c.Upstreams[0]
 	want := Upstream{
 		Match:             "api.github.com",
@@ -384,6 +388,9 @@ upstreams:
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("upstream = %+v, want %+v", got, want)
+	}
+	if !got.Enforced() {
+		t.Error("a budget with no enforce key is a shadow; want enforced")
 	}
 	if c.Upstreams[1].QueueDepth != 0 {
 		t.Errorf("explicit queue_depth: 0 became %d", c.Upstreams[1].QueueDepth)

@@ -58,6 +58,9 @@ type Budget struct {
 	// weight 2 is served twice for each call of a principal of weight 1. A principal not
 	// named weighs 1.
 	Weights map[string]float64
+	// Shadow counts Requests, MinInterval and MaxConcurrent without enforcing them: see
+	// shadowState. Tokens, OnLimit and the queue still apply as configured.
+	Shadow bool
 }
 
 // Validate reports the first field that makes no sense, with no I/O.

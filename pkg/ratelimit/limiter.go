@@ -477,6 +477,7 @@ func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 	if !ok {
 		return Ticket{}, rf.err(ep, up, now)
 	}
+	t.countShadow(now.UnixNano())
 	return t, nil
 }
 
@@ -626,6 +627,7 @@ type Ticket struct {
 	bucket    int64 // the token bucket charged at admission
 	released  bool
 	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
+	shadow    *shadowState  // counted in flight against a shadow budget; nil: not
 }
 
 // Admitted returns when the call was admitted.
@@ -649,6 +651,7 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	up := t.up
 	up.mu.Lock()
 	up.release(now.UnixNano() - t.admitted)
+	t.releaseShadow()
 	up.endProbe(t.seq)
 	up.wakeHead()
 	up.mu.Unlock()

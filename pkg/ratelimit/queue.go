@@ -42,6 +42,14 @@ func (w *waiter) nudge() {
 //
 // While the call waits, req.Progress is called with the time waited and an estimate.
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
+	t, err := l.acquire(ctx, req)
+	if err == nil {
+		t.countShadow(time.Now().UnixNano())
+	}
+	return t, err
+}
+
+func (l *Limiter) acquire(ctx context.Context, req Request) (Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err
 	}

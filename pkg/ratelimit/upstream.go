@@ -40,6 +40,7 @@ type upstream struct {
 	// share, unix nanoseconds; zero: never.
 	lastFallback atomic.Int64
 
+	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
 	// the fair queue's state: see join
@@ -93,7 +94,8 @@ func (u *upstream) configure(b Budget, wake bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.configured = b.Match != ""
-	u.full = b.withDefaults()
+	u.setShadow(b)
+	u.full = b.enforced().withDefaults()
 	u.budget = u.full.scaled(u.share)
 	u.span = u.budget.span()
 	if u.budget.Requests > 0 {
