@@ -1,6 +1,5 @@
 package ratelimit
 
-
 // A shadow budget (Budget.Shadow) is tried before it is enforced: the calls admitted to
 // its upstream are counted against its requests, minimum interval and concurrency as if
 // it held them, and each call that arrived when one of them had no room is counted as one
