@@ -300,8 +300,9 @@ type Upstream struct {
 	TokensPerWindow int `yaml:"tokens_per_window" json:"tokens_per_window"`
 	// MinInterval paces calls to the upstream.
 	MinInterval Duration `yaml:"min_interval" json:"min_interval"`
-	// MaxConcurrent bounds calls in flight.
-	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent"`
+	// MaxConcurrent bounds calls in flight: a number, "auto" (adaptive, AIMD)
+	// or {min, max} (adaptive within bounds).
+	MaxConcurrent Concurrency `yaml:"max_concurrent" json:"max_concurrent"`
 	// OnLimit is wait (queue the call) or reject (answer rate_limit at once).
 	// Default wait.
 	OnLimit OnLimit `yaml:"on_limit" json:"on_limit"`

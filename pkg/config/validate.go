@@ -287,7 +287,11 @@ func (v *validator) hosts(key string, hosts []string) {
 func (v *validator) upstream(key string, u *Upstream) {
 	v.count(key+".requests_per_window", u.RequestsPerWindow)
 	v.count(key+".tokens_per_window", u.TokensPerWindow)
-	v.count(key+".max_concurrent", u.MaxConcurrent)
+	v.count(key+".max_concurrent", u.MaxConcurrent.Limit)
+	v.count(key+".max_concurrent.min", u.MaxConcurrent.Min)
+	if mc := u.MaxConcurrent; mc.Auto && mc.Limit > 0 && mc.Min > mc.Limit {
+		v.addf(key+".max_concurrent", "min %d is above max %d", mc.Min, mc.Limit)
+	}
 	v.nonNegative(key+".window", u.Window)
 	v.nonNegative(key+".window_pad", u.WindowPad)
 	v.nonNegative(key+".min_interval", u.MinInterval)

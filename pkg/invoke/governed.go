@@ -184,6 +184,10 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 				}
 			}
 		}
+		var te *TimeoutError
+		if res == nil && errors.As(err, &te) {
+			ticket.ObserveTimeout() // an adaptive concurrency limit halves
+		}
 		ticket.Release()
 		if err != nil {
 			var rl *UpstreamRateLimitError

@@ -143,6 +143,9 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 // is left out. The fields keep the alphabetical order of their JSON names,
 // the order the map they replace was marshalled in.
 type UpstreamLimits struct {
+	// Adaptive is true when maxConcurrent is found by AIMD (max_concurrent:
+	// auto): maxConcurrent is then its value now.
+	Adaptive          bool   `json:"adaptive,omitempty"`
 	MaxConcurrent     int    `json:"maxConcurrent,omitempty"`
 	MinInterval       string `json:"minInterval,omitempty"`
 	RequestsPerWindow int    `json:"requestsPerWindow,omitempty"`
@@ -265,6 +268,7 @@ func budgetLimits(b ratelimit.Budget) UpstreamLimits {
 	if b.MaxConcurrent > 0 {
 		out.MaxConcurrent = b.MaxConcurrent
 	}
+	out.Adaptive = b.Adaptive
 	return out
 }
 

@@ -61,6 +61,10 @@ type Budget struct {
 	// Shadow counts Requests, MinInterval and MaxConcurrent without enforcing them: see
 	// shadowState. Tokens, OnLimit and the queue still apply as configured.
 	Shadow bool
+	// Adaptive finds the calls in flight the upstream allows (see adaptive): from
+	// MinConcurrent (zero: 1) up to MaxConcurrent (zero: DefaultAdaptiveMax).
+	Adaptive      bool
+	MinConcurrent int
 }
 
 // Validate reports the first field that makes no sense, with no I/O.
@@ -76,6 +80,10 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget %q: min_interval must not be negative", b.Match)
 	case b.MaxConcurrent < 0:
 		return fmt.Errorf("budget %q: max_concurrent must not be negative", b.Match)
+	case b.MinConcurrent < 0:
+		return fmt.Errorf("budget %q: min_concurrent must not be negative", b.Match)
+	case b.Adaptive && b.MaxConcurrent > 0 && b.MinConcurrent > b.MaxConcurrent:
+		return fmt.Errorf("budget %q: adaptive max_concurrent min %d is above its max %d", b.Match, b.MinConcurrent, b.MaxConcurrent)
 	case b.QueueDepth < 0:
 		return fmt.Errorf("budget %q: queue_depth must not be negative", b.Match)
 	case b.QueueTimeout < 0:

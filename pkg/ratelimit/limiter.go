@@ -718,6 +718,11 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 		others = min(others, int(up.admitted-t.seq))
 	}
 	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
+	if sig.RateLimited {
+		up.adaptBackOff(t.seq)
+	} else if sig.Status < 500 {
+		up.adaptClean()
+	}
 	up.wakeHead()
 	key, st := up.key, up.store
 	up.mu.Unlock()
