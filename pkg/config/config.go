@@ -321,6 +321,22 @@ type Upstream struct {
 	// have held are reported (rate_limit_status, /metrics), refusing nothing.
 	// Default true.
 	Enforce *bool `yaml:"enforce" json:"enforce,omitempty"`
+	// Classes are sub-budgets for the calls their match selects (the
+	// curation syntax: "POST /**", "GET /search/**", "tag:NAME", or an
+	// operationId glob): a call pays the upstream's budget and every class
+	// it matches, so writes can be paced apart from reads.
+	Classes []Class `yaml:"classes" json:"classes,omitempty"`
+}
+
+// Class is a sub-budget of an upstream. Its queue is the upstream's
+// queue_depth and queue_timeout; on_limit defaults to the upstream's.
+type Class struct {
+	Match             string      `yaml:"match" json:"match"`
+	RequestsPerWindow int         `yaml:"requests_per_window" json:"requests_per_window,omitempty"`
+	Window            Duration    `yaml:"window" json:"window,omitempty"`
+	MinInterval       Duration    `yaml:"min_interval" json:"min_interval,omitempty"`
+	MaxConcurrent     Concurrency `yaml:"max_concurrent" json:"max_concurrent,omitzero"`
+	OnLimit           OnLimit     `yaml:"on_limit" json:"on_limit,omitempty"`
 }
 
 // Enforced reports whether the budget refuses and queues calls (enforce,

@@ -298,6 +298,23 @@ func (v *validator) upstream(key string, u *Upstream) {
 	if (u.RequestsPerWindow > 0 || u.TokensPerWindow > 0) && u.Window <= 0 {
 		v.add(key+".window", "must be positive when requests_per_window or tokens_per_window is set")
 	}
+	for i := range u.Classes {
+		c := &u.Classes[i]
+		ck := fmt.Sprintf("%s.classes[%d]", key, i)
+		if strings.TrimSpace(c.Match) == "" {
+			v.add(ck+".match", `is required: "POST /**", "GET /search/**", "tag:NAME" or an operationId glob`)
+		}
+		v.count(ck+".requests_per_window", c.RequestsPerWindow)
+		v.count(ck+".max_concurrent", c.MaxConcurrent.Limit)
+		v.nonNegative(ck+".window", c.Window)
+		v.nonNegative(ck+".min_interval", c.MinInterval)
+		if c.RequestsPerWindow > 0 && c.Window <= 0 {
+			v.add(ck+".window", "must be positive when requests_per_window is set")
+		}
+		if c.OnLimit != "" && c.OnLimit != OnLimitWait && c.OnLimit != OnLimitReject {
+			v.addf(ck+".on_limit", "%q is not one of wait, reject", c.OnLimit)
+		}
+	}
 	for _, p := range slices.Sorted(maps.Keys(u.Weights)) {
 		if w := u.Weights[p]; !(w > 0 && w <= 1000) {
 			v.addf(key+".weights."+p, "must be a number above 0 and at most 1000 (got %v)", w)

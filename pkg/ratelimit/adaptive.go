@@ -97,6 +97,9 @@ func (t *Ticket) ObserveTimeout() {
 	t.up.mu.Lock()
 	t.up.adaptBackOff(t.seq)
 	t.up.mu.Unlock()
+	for _, c := range t.classes {
+		c.ObserveTimeout()
+	}
 }
 
 // AdaptiveStatus is an adaptive concurrency limit's state.
@@ -111,4 +114,14 @@ func (a *adaptive) status() *AdaptiveStatus {
 		return nil
 	}
 	return &AdaptiveStatus{Limit: a.limit, Ceiling: a.ceiling, Changes: a.changes}
+}
+
+// adapt429 tells an adaptive limit of the answer to the call admitted as number seq. The
+// caller holds u.mu.
+func (u *upstream) adapt429(sig Signal, seq int64) {
+	if sig.RateLimited {
+		u.adaptBackOff(seq)
+	} else if sig.Status < 500 {
+		u.adaptClean()
+	}
 }

@@ -38,6 +38,9 @@ type Endpoint struct {
 	// Upstream is the key of the upstream it calls: host:port of its base URL, or the group
 	// name its spec joins. Empty: no upstream budget and no learning, only the cooldown.
 	Upstream string
+	// Classes names the class budgets (set with SetBudget) each of its calls pays as well
+	// as its upstream's; see classes.go.
+	Classes []string
 	// Interval is the cooldown between two calls to this endpoint. Zero: no cooldown.
 	Interval time.Duration
 }
@@ -126,6 +129,7 @@ type endpoint struct {
 	upKey    string // guarded by Limiter.mu
 	up       atomic.Pointer[upstream]
 	resource atomic.Pointer[string] // the upstream quota its answers count against, once said
+	classes  atomic.Pointer[[]string] // the class budgets it pays; nil: none
 }
 
 // ErrUnknownEndpoint is returned when tuning an endpoint that was never registered.
@@ -242,6 +246,7 @@ func (l *Limiter) SetEndpoints(es []Endpoint) error {
 		}
 		ep.upKey = e.Upstream
 		ep.up.Store(upstreamOf(e.Upstream))
+		ep.setClasses(e.Classes)
 	}
 	if ups != nil {
 		l.upstreams.Store(&ups)
@@ -283,6 +288,7 @@ func (l *Limiter) SetEndpoint(e Endpoint) error {
 	}
 	ep.upKey = e.Upstream
 	ep.up.Store(l.upstreamLocked(e.Upstream))
+	ep.setClasses(e.Classes)
 	return nil
 }
 
@@ -367,6 +373,16 @@ func (l *Limiter) Budget(match string) (Budget, bool) {
 		}
 	}
 	return b, ok
+}
+
+// BudgetFor returns the Match of the budget an upstream key resolves to (a host:port to its
+// bare host's budget, say), and whether one does.
+func (l *Limiter) BudgetFor(key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.canonical(key)
+	_, ok := l.budgets[m]
+	return m, ok
 }
 
 func (l *Limiter) lookupEndpoint(id string) *endpoint {
@@ -628,6 +644,7 @@ type Ticket struct {
 	released  bool
 	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
 	shadow    *shadowState  // counted in flight against a shadow budget; nil: not
+	classes   []Ticket      // the call's admissions in its endpoint's classes
 }
 
 // Admitted returns when the call was admitted.
@@ -648,6 +665,9 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 		return
 	}
 	t.released = true
+	for i := range t.classes {
+		t.classes[i].ReleaseAt(now)
+	}
 	up := t.up
 	up.mu.Lock()
 	up.release(now.UnixNano() - t.admitted)
@@ -718,14 +738,17 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 		others = min(others, int(up.admitted-t.seq))
 	}
 	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
-	if sig.RateLimited {
-		up.adaptBackOff(t.seq)
-	} else if sig.Status < 500 {
-		up.adaptClean()
-	}
+	up.adapt429(sig, t.seq)
 	up.wakeHead()
 	key, st := up.key, up.store
 	up.mu.Unlock()
+	for _, c := range t.classes {
+		if c.up != nil {
+			c.up.mu.Lock()
+			c.up.adapt429(sig, c.seq)
+			c.up.mu.Unlock()
+		}
+	}
 	if st != nil {
 		shareBlock(st, key, sig, now)
 	}

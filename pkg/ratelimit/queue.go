@@ -40,13 +40,29 @@ func (w *waiter) nudge() {
 //     wait ran, or at the head of the queue would run, past the queue timeout;
 //   - ctx.Err() when ctx ends while waiting: the call leaves the queue at once.
 //
-// While the call waits, req.Progress is called with the time waited and an estimate.
+// While the call waits, req.Progress is called with the time waited and an estimate. An
+// endpoint registered with classes waits for each of them first (see classes.go).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
-	t, err := l.acquire(ctx, req)
-	if err == nil {
-		t.countShadow(time.Now().UnixNano())
+	var classes []Ticket
+	if names := l.classesOf(req); len(names) > 0 {
+		var err error
+		if classes, err = l.acquireClasses(ctx, req, names); err != nil {
+			return Ticket{}, err
+		}
 	}
-	return t, err
+	t, err := l.acquire(ctx, req)
+	if err != nil {
+		releaseAll(classes)
+		return t, err
+	}
+	now := time.Now().UnixNano()
+	t.countShadow(now)
+	for i := range classes {
+		classes[i].countShadow(now)
+		t.QueueWait += classes[i].QueueWait
+	}
+	t.classes = classes
+	return t, nil
 }
 
 func (l *Limiter) acquire(ctx context.Context, req Request) (Ticket, error) {
