@@ -128,7 +128,7 @@ type endpoint struct {
 	cd       *cooldownKey
 	upKey    string // guarded by Limiter.mu
 	up       atomic.Pointer[upstream]
-	resource atomic.Pointer[string] // the upstream quota its answers count against, once said
+	resource atomic.Pointer[string]   // the upstream quota its answers count against, once said
 	classes  atomic.Pointer[[]string] // the class budgets it pays; nil: none
 }
 
