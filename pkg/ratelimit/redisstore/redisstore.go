@@ -373,6 +373,12 @@ func (s *Store) probeOnce(ctx context.Context) {
 		}
 		s.mu.Unlock()
 	}
+	if len(keys) > 0 {
+		// a slot that stopped answering may be served by another node now (a replica
+		// promoted by a failover): ask the cluster for its slot map again rather than wait
+		// for the client's periodic refresh
+		s.cluster.ReloadState(ctx)
+	}
 	for slot, key := range keys {
 		if err := s.pingSlot(ctx, key); err != nil {
 			continue
