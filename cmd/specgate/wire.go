@@ -246,6 +246,8 @@ func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, 
 			QueueTimeout:  time.Duration(u.QueueTimeout),
 			Weights:       u.Weights,
 			Shadow:        !u.Enforced(),
+			// a 304 given back only where the upstream says it does not count them
+			FreeNotModified: u.CountNotModified != nil && !*u.CountNotModified,
 		}
 		b.OnLimit = onLimit(u.OnLimit)
 		budgets = append(budgets, b)

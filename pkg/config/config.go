@@ -326,6 +326,10 @@ type Upstream struct {
 	// operationId glob): a call pays the upstream's budget and every class
 	// it matches, so writes can be paced apart from reads.
 	Classes []Class `yaml:"classes" json:"classes,omitempty"`
+	// CountNotModified false gives back the request a 304 Not Modified
+	// answered, for an upstream that does not count those against its
+	// limit (GitHub). Default true. With a shared store a 304 still counts.
+	CountNotModified *bool `yaml:"count_not_modified" json:"count_not_modified,omitempty"`
 }
 
 // Class is a sub-budget of an upstream. Its queue is the upstream's

@@ -119,6 +119,7 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 	if err != nil {
 		return out, err
 	}
+	setConditional(ctx, prepared)
 	out.Call = prepared
 	cdKey := ""
 	if g.CooldownByArgs {

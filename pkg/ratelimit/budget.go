@@ -65,6 +65,10 @@ type Budget struct {
 	// MinConcurrent (zero: 1) up to MaxConcurrent (zero: DefaultAdaptiveMax).
 	Adaptive      bool
 	MinConcurrent int
+	// FreeNotModified gives back a call's request charge when the upstream answers it
+	// 304 Not Modified, for an upstream that does not count those (GitHub). With a Store,
+	// the charge in the store stays: a 304 counts there.
+	FreeNotModified bool
 }
 
 // Validate reports the first field that makes no sense, with no I/O.
@@ -202,6 +206,30 @@ func (r *requestLog) used(now, span int64) int {
 		}
 	}
 	return c
+}
+
+// remove takes back the entry logged for an admission at at: the newest entry equal to
+// it, else the oldest later one (add may have moved it later). False when none is left.
+func (r *requestLog) remove(at int64) bool {
+	found := -1
+	for i := r.n - 1; i >= 0; i-- {
+		v := r.ring[(r.head+i)%len(r.ring)]
+		if v == at {
+			found = i
+			break
+		}
+		if v > at {
+			found = i
+		}
+	}
+	if found < 0 {
+		return false
+	}
+	for i := found; i < r.n-1; i++ {
+		r.ring[(r.head+i)%len(r.ring)] = r.ring[(r.head+i+1)%len(r.ring)]
+	}
+	r.n--
+	return true
 }
 
 func (r *requestLog) add(now int64) {

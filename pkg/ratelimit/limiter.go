@@ -645,6 +645,7 @@ type Ticket struct {
 	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
 	shadow    *shadowState  // counted in flight against a shadow budget; nil: not
 	classes   []Ticket      // the call's admissions in its endpoint's classes
+	refunded  bool          // its request charge was given back (Budget.FreeNotModified)
 }
 
 // Admitted returns when the call was admitted.
@@ -739,6 +740,9 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	}
 	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
 	up.adapt429(sig, t.seq)
+	if sig.Status == http.StatusNotModified && up.full.FreeNotModified && !t.refunded && t.sh == nil && up.budget.Requests > 0 {
+		t.refunded = up.reqs.remove(t.admitted)
+	}
 	up.wakeHead()
 	key, st := up.key, up.store
 	up.mu.Unlock()
