@@ -248,6 +248,7 @@ func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, 
 			Shadow:        !u.Enforced(),
 			// a 304 given back only where the upstream says it does not count them
 			FreeNotModified: u.CountNotModified != nil && !*u.CountNotModified,
+			PerPrincipal:    u.PerPrincipal.RequestsPerWindow,
 		}
 		b.OnLimit = onLimit(u.OnLimit)
 		budgets = append(budgets, b)

@@ -330,6 +330,15 @@ type Upstream struct {
 	// answered, for an upstream that does not count those against its
 	// limit (GitHub). Default true. With a shared store a 304 still counts.
 	CountNotModified *bool `yaml:"count_not_modified" json:"count_not_modified,omitempty"`
+	// PerPrincipal bounds what any one principal (token or JWT subject) takes
+	// of the budget: at most requests_per_window calls in the upstream's
+	// window, shared across replicas through the store. Default off.
+	PerPrincipal PerPrincipal `yaml:"per_principal" json:"per_principal,omitzero"`
+}
+
+// PerPrincipal is one principal's share of an upstream's budget.
+type PerPrincipal struct {
+	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`
 }
 
 // Class is a sub-budget of an upstream. Its queue is the upstream's

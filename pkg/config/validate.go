@@ -298,6 +298,10 @@ func (v *validator) upstream(key string, u *Upstream) {
 	if (u.RequestsPerWindow > 0 || u.TokensPerWindow > 0) && u.Window <= 0 {
 		v.add(key+".window", "must be positive when requests_per_window or tokens_per_window is set")
 	}
+	v.count(key+".per_principal.requests_per_window", u.PerPrincipal.RequestsPerWindow)
+	if u.PerPrincipal.RequestsPerWindow > 0 && u.Window <= 0 {
+		v.add(key+".window", "must be positive when per_principal is set (it counts in the upstream's window)")
+	}
 	for i := range u.Classes {
 		c := &u.Classes[i]
 		ck := fmt.Sprintf("%s.classes[%d]", key, i)

@@ -69,6 +69,9 @@ type Budget struct {
 	// 304 Not Modified, for an upstream that does not count those (GitHub). With a Store,
 	// the charge in the store stays: a 304 counts there.
 	FreeNotModified bool
+	// PerPrincipal is the most calls any one principal makes in any rolling Window, inside
+	// the budget; see perprincipal.go. Zero: no such bound.
+	PerPrincipal int
 }
 
 // Validate reports the first field that makes no sense, with no I/O.
@@ -84,6 +87,8 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget %q: min_interval must not be negative", b.Match)
 	case b.MaxConcurrent < 0:
 		return fmt.Errorf("budget %q: max_concurrent must not be negative", b.Match)
+	case b.PerPrincipal < 0 || b.PerPrincipal > maxRequests:
+		return fmt.Errorf("budget %q: per_principal requests must be in 0..%d", b.Match, maxRequests)
 	case b.MinConcurrent < 0:
 		return fmt.Errorf("budget %q: min_concurrent must not be negative", b.Match)
 	case b.Adaptive && b.MaxConcurrent > 0 && b.MinConcurrent > b.MaxConcurrent:

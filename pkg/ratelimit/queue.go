@@ -43,6 +43,13 @@ func (w *waiter) nudge() {
 // While the call waits, req.Progress is called with the time waited and an estimate. An
 // endpoint registered with classes waits for each of them first (see classes.go).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
+	if req.Principal != "" {
+		if _, up := l.resolve(req); up != nil {
+			if err := l.admitPrincipal(ctx, up, req); err != nil {
+				return Ticket{}, err
+			}
+		}
+	}
 	var classes []Ticket
 	if names := l.classesOf(req); len(names) > 0 {
 		var err error

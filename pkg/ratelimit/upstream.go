@@ -42,6 +42,7 @@ type upstream struct {
 
 	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
 	adapt   *adaptive     // the adaptive concurrency limit, when Budget.Adaptive; nil: none
+	pp      *Window       // each principal's share, when Budget.PerPrincipal; nil: none
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
 	// the fair queue's state: see join
@@ -99,6 +100,7 @@ func (u *upstream) configure(b Budget, wake bool) {
 	u.full = b.enforced().withDefaults()
 	u.budget = u.full.scaled(u.share)
 	u.setAdaptive(b)
+	u.setPerPrincipal(b)
 	u.span = u.budget.span()
 	if u.budget.Requests > 0 {
 		u.reqs.resize(u.budget.Requests)
