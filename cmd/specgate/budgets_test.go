@@ -58,8 +58,9 @@ func TestCheckWarnsLoopbackBudgetNearMiss(t *testing.T) {
 
 // A class of an upstream paces the calls it matches and no others: through
 // the binary, a second POST within the class's min_interval is refused
-// naming the class, while GETs of the same upstream go on; a class pattern
-// that does not parse stops the server with its key.
+// naming the class, while GETs of the same upstream go on, each charging
+// its cost; a class pattern that does not parse stops the server with its
+// key.
 func TestClassesThroughTheBinary(t *testing.T) {
 	bin := specgateBinary(t)
 	up, log := petUpstream(t)
@@ -71,7 +72,10 @@ func TestClassesThroughTheBinary(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf(`rate_limit_interval: 0s
 cache_ttl: 0s
 specs:
-  - {name: pets, location: %q, base_url: %q}
+  - name: pets
+    location: %q
+    base_url: %q
+    endpoints: {getPetById: {cost: 30}}
 upstreams:
   - match: %q
     requests_per_window: 100
@@ -93,6 +97,11 @@ upstreams:
 		if res, isErr := callJSON(t, c, "invoke", map[string]any{"endpointId": "pets.getPetById", "parameters": map[string]any{"petId": id + 1}}); isErr {
 			t.Fatalf("GET %d: %v", id, res)
 		}
+	}
+	// each GET costs 30 units of the 100: a fourth does not fit beside the POST's 1
+	res, isErr = callJSON(t, c, "invoke", map[string]any{"endpointId": "pets.getPetById", "parameters": map[string]any{"petId": 4}})
+	if e, _ := res["error"].(map[string]any); !isErr || e["limit"].(map[string]any)["kind"] != "requests" {
+		t.Fatalf("a fourth GET of cost 30 = %v, want the requests budget spent", res)
 	}
 	if got := log.list(); len(got) != 4 || !strings.HasPrefix(got[0], "POST ") {
 		t.Errorf("upstream saw %v, want one POST and three GETs", got)

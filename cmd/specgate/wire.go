@@ -328,7 +328,12 @@ func registerEndpoints(cfg *config.Config, l *ratelimit.Limiter, cat *spec.Catal
 		if set.DisableRateLimiter {
 			interval = 0
 		}
-		re := ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval}
+		re := ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval, Cost: e.RateLimitCost()}
+		if sc := cfg.SpecByName(e.Spec); sc != nil {
+			if _, o, ok := sc.Override(e.ID, e.OperationID); ok && o.Cost != nil {
+				re.Cost = *o.Cost
+			}
+		}
 		if len(classes) > 0 && re.Upstream != "" {
 			if m, ok := l.BudgetFor(re.Upstream); ok {
 				for _, c := range classes[m] {

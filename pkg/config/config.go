@@ -233,6 +233,10 @@ type Endpoint struct {
 	DisableRateLimiter *bool     `yaml:"disable_ratelimiter" json:"disable_ratelimiter,omitempty"`
 	CacheTTL           *Duration `yaml:"cache_ttl" json:"cache_ttl,omitempty"`
 	CallTimeout        *Duration `yaml:"call_timeout" json:"call_timeout,omitempty"`
+	// Cost is how many units of its upstream's requests_per_window each call
+	// charges (1..1000), for an API that charges some endpoints more.
+	// Default: the operation's x-ratelimit-cost, else 1.
+	Cost *int `yaml:"cost" json:"cost,omitempty"`
 }
 
 // Credential is what one security scheme needs. Which fields apply depends

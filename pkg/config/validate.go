@@ -229,6 +229,9 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		if e.CallTimeout != nil {
 			v.positive(ek+".call_timeout", *e.CallTimeout)
 		}
+		if e.Cost != nil && (*e.Cost < 1 || *e.Cost > 1000) {
+			v.addf(ek+".cost", "must be 1..1000 units of the upstream's requests_per_window (got %d)", *e.Cost)
+		}
 	}
 }
 

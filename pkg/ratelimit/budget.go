@@ -195,11 +195,15 @@ func (r *requestLog) resize(limit int) {
 }
 
 // wait returns nanoseconds until a call is allowed (zero or less: now).
-func (r *requestLog) wait(now, span int64) int64 {
-	if r.n < len(r.ring) {
+func (r *requestLog) wait(now, span int64) int64 { return r.waitN(now, span, 1) }
+
+// waitN returns nanoseconds until a call of k units (1 <= k <= the limit) is allowed: until
+// k entries of the log are free.
+func (r *requestLog) waitN(now, span int64, k int) int64 {
+	if r.n+k <= len(r.ring) {
 		return 0
 	}
-	return r.ring[r.head] + span - now
+	return r.ring[(r.head+r.n+k-len(r.ring)-1)%len(r.ring)] + span - now
 }
 
 // used counts entries still inside the window at now.

@@ -88,3 +88,47 @@ func TestClassRefusalNamesTheClassAndChargesNothingElse(t *testing.T) {
 		}
 	})
 }
+
+func TestEndpointCostChargesSeveralUnits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{
+			Budgets:   []Budget{{Match: "u", Requests: 10, Window: time.Minute, WindowPad: -1, OnLimit: Reject}},
+			Endpoints: []Endpoint{{ID: "api.search", Upstream: "u", Cost: 4}, {ID: "api.get", Upstream: "u"}, {ID: "api.huge", Upstream: "u", Cost: 50}},
+		})
+		call := func(id string) error {
+			tk, err := l.Acquire(t.Context(), Request{Endpoint: id})
+			if err == nil {
+				tk.Release()
+			}
+			return err
+		}
+		for range 2 {
+			if err := call("api.search"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(10 * time.Second)
+		if err := call("api.get"); err != nil {
+			t.Fatal(err)
+		}
+		// 9 of 10 units spent: a search (4) waits until the first two searches leave the
+		// window, 50 s from now; a plain get (1) still fits
+		if le := limitErr(t, call("api.search")); le.Kind != KindRequests || le.RetryAfter != 50*time.Second {
+			t.Fatalf("a third search: %+v", le)
+		}
+		if err := call("api.get"); err != nil {
+			t.Fatalf("a get with one unit left: %v", err)
+		}
+		if u := l.StatusAt(time.Now(), nil).Upstreams[0]; u.RequestsUsed != 10 {
+			t.Errorf("requests used %d units, want 10", u.RequestsUsed)
+		}
+		// a cost above the budget charges the whole budget, so it can still go
+		time.Sleep(time.Minute)
+		if err := call("api.huge"); err != nil {
+			t.Fatalf("a cost of 50 in a budget of 10: %v", err)
+		}
+		if err := call("api.get"); err == nil {
+			t.Fatal("a get went through a budget the huge call spent")
+		}
+	})
+}

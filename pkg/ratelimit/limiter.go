@@ -41,6 +41,10 @@ type Endpoint struct {
 	// Classes names the class budgets (set with SetBudget) each of its calls pays as well
 	// as its upstream's; see classes.go.
 	Classes []string
+	// Cost is how many units of a requests budget each call charges (an upstream that
+	// charges some endpoints more, as GitHub's search); 0 and 1 both mean one. A cost
+	// above a budget's requests charges the whole budget.
+	Cost int
 	// Interval is the cooldown between two calls to this endpoint. Zero: no cooldown.
 	Interval time.Duration
 }
@@ -130,7 +134,27 @@ type endpoint struct {
 	up       atomic.Pointer[upstream]
 	resource atomic.Pointer[string]   // the upstream quota its answers count against, once said
 	classes  atomic.Pointer[[]string] // the class budgets it pays; nil: none
+	cost     atomic.Int32             // Endpoint.Cost; see units
 }
+
+// units is what one call of ep charges a requests budget of limit: its cost, at least 1,
+// at most the limit (a nil endpoint charges 1).
+func (ep *endpoint) units(limit int) int {
+	n := 1
+	if ep != nil {
+		if b := ep.base; b != nil {
+			ep = b
+		}
+		n = max(int(ep.cost.Load()), 1)
+	}
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return n
+}
+
+// maxCost bounds Endpoint.Cost.
+const maxCost = 1000
 
 // ErrUnknownEndpoint is returned when tuning an endpoint that was never registered.
 var ErrUnknownEndpoint = errors.New("unknown endpoint")
@@ -247,6 +271,7 @@ func (l *Limiter) SetEndpoints(es []Endpoint) error {
 		ep.upKey = e.Upstream
 		ep.up.Store(upstreamOf(e.Upstream))
 		ep.setClasses(e.Classes)
+		ep.cost.Store(int32(min(max(e.Cost, 0), maxCost)))
 	}
 	if ups != nil {
 		l.upstreams.Store(&ups)
@@ -289,6 +314,7 @@ func (l *Limiter) SetEndpoint(e Endpoint) error {
 	ep.upKey = e.Upstream
 	ep.up.Store(l.upstreamLocked(e.Upstream))
 	ep.setClasses(e.Classes)
+	ep.cost.Store(int32(min(max(e.Cost, 0), maxCost)))
 	return nil
 }
 

@@ -143,7 +143,7 @@ func (u *upstream) checkLocked(ep *endpoint, req Request, now int64) (rf refusal
 	u.checkLearnedLocked(ep, req, now, &rf)
 	b := &u.budget
 	if b.Requests > 0 {
-		if rf.consider(KindRequests, ScopeProxy, u.reqs.wait(now, u.span)) {
+		if rf.consider(KindRequests, ScopeProxy, u.reqs.waitN(now, u.span, ep.units(b.Requests))) {
 			rf.limit, rf.window = int64(b.Requests), b.Window
 		}
 	}
@@ -228,7 +228,9 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	t := Ticket{up: u, ep: ep, admitted: now, tokens: req.Tokens}
 	b := &u.budget
 	if b.Requests > 0 {
-		u.reqs.add(now)
+		for range ep.units(b.Requests) {
+			u.reqs.add(now)
+		}
 	}
 	if b.Tokens > 0 && req.Tokens > 0 {
 		t.bucket = u.toks.add(now, req.Tokens)

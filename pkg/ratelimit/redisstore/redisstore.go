@@ -466,7 +466,8 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	}
 	v, err := s.run(ctx, g, admitScript, keys,
 		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
-		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""))
+		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
+		min(max(a.Units, 1), max(int(requests), 1)))
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}

@@ -494,3 +494,36 @@ func TestReplicasSharePerPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint's cost charges the shared requests window that many units, on every
+// replica alike.
+func TestReplicasShareCostUnits(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newReplicas(t, srv, 2, 0, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.search", Upstream: "up", Cost: 3}, {ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: 7, Window: time.Minute, OnLimit: ratelimit.Reject}},
+	})
+	call := func(replica int, id string) error {
+		tk, err := r.ls[replica].Acquire(t.Context(), ratelimit.Request{Endpoint: id})
+		if err == nil {
+			tk.Release()
+		}
+		return err
+	}
+	if err := call(0, "svc.search"); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(1, "svc.search"); err != nil {
+		t.Fatal(err)
+	}
+	var le *ratelimit.LimitError
+	if err := call(0, "svc.search"); !errors.As(err, &le) || le.Kind != ratelimit.KindRequests {
+		t.Fatalf("a third search with 1 unit left: %v", err)
+	}
+	if err := call(1, "svc.get"); err != nil {
+		t.Fatalf("a get with 1 unit left: %v", err)
+	}
+	if err := call(0, "svc.get"); err == nil {
+		t.Fatal("a get went through a spent window")
+	}
+}
