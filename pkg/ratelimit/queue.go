@@ -243,7 +243,9 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 		up.served(w)
 		up.remove(w)
 		up.mu.Unlock()
-		t.QueueWait = now.Sub(start)
+		// measured after the admission: a store call that timed out on the way (the
+		// switch to the fallback share) is part of the wait
+		t.QueueWait = time.Since(start)
 		return outcome{done: true, t: t}
 	}
 	if rf.ctxErr != nil {
