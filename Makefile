@@ -21,7 +21,7 @@ race: test ## alias of test (the suite always runs with -race)
 bench: build ## benchmarks for the targets in the README's performance section
 	./scripts/bench.sh
 
-soak: ## the team setup under load: 3 replicas, 30 agents, per store (memory, Redis, Redis Cluster), SOAK=1m each
+soak: ## the team setup under load: 3 replicas, 30 agents, per store (memory, Redis, Redis Cluster), then two principals with one flooding; SOAK=1m each
 	SPECGATE_SOAK_DURATION=$${SOAK:-1m} $(GO) test -run '^$$' -bench Soak -benchtime=1x -timeout 30m ./cmd/specgate/ 2>&1 | tee soak.out
 
 fuzz: ## run each fuzz test for a short while (FUZZTIME=30s)

@@ -55,3 +55,61 @@ func TestCheckWarnsLoopbackBudgetNearMiss(t *testing.T) {
 		})
 	}
 }
+
+// A class of an upstream paces the calls it matches and no others: through
+// the binary, a second POST within the class's min_interval is refused
+// naming the class, while GETs of the same upstream go on, each charging
+// its cost; a class pattern that does not parse stops the server with its
+// key.
+func TestClassesThroughTheBinary(t *testing.T) {
+	bin := specgateBinary(t)
+	up, log := petUpstream(t)
+	spec, err := filepath.Abs("../../testdata/petstore-v3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(up.URL, "http://")
+	cfg := writeConfig(t, fmt.Sprintf(`rate_limit_interval: 0s
+cache_ttl: 0s
+specs:
+  - name: pets
+    location: %q
+    base_url: %q
+    endpoints: {getPetById: {cost: 30}}
+upstreams:
+  - match: %q
+    requests_per_window: 100
+    window: 1m
+    classes:
+      - {match: "POST /**", min_interval: 1h, on_limit: reject}
+`, spec, up.URL+"/api/v3", host))
+	c, _ := stdioClient(t, bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "serve", "--config", cfg)
+	pet := map[string]any{"endpointId": "pets.addPet", "requestBody": map[string]any{"name": "rex", "photoUrls": []any{}}}
+	if res, isErr := callJSON(t, c, "invoke", pet); isErr {
+		t.Fatalf("first POST: %v", res)
+	}
+	res, isErr := callJSON(t, c, "invoke", pet)
+	e, _ := res["error"].(map[string]any)
+	if !isErr || e["code"] != "rate_limit" || e["limit"].(map[string]any)["key"] != host+" POST /**" || e["limit"].(map[string]any)["kind"] != "interval" {
+		t.Fatalf("second POST = %v, want rate_limit by the POST class", res)
+	}
+	for id := range 3 {
+		if res, isErr := callJSON(t, c, "invoke", map[string]any{"endpointId": "pets.getPetById", "parameters": map[string]any{"petId": id + 1}}); isErr {
+			t.Fatalf("GET %d: %v", id, res)
+		}
+	}
+	// each GET costs 30 units of the 100: a fourth does not fit beside the POST's 1
+	res, isErr = callJSON(t, c, "invoke", map[string]any{"endpointId": "pets.getPetById", "parameters": map[string]any{"petId": 4}})
+	if e, _ := res["error"].(map[string]any); !isErr || e["limit"].(map[string]any)["kind"] != "requests" {
+		t.Fatalf("a fourth GET of cost 30 = %v, want the requests budget spent", res)
+	}
+	if got := log.list(); len(got) != 4 || !strings.HasPrefix(got[0], "POST ") {
+		t.Errorf("upstream saw %v, want one POST and three GETs", got)
+	}
+
+	bad := writeConfig(t, fmt.Sprintf("specs:\n  - {name: pets, location: %q}\nupstreams:\n  - {match: x, classes: [{match: \"FETCH /x\", min_interval: 1s}]}\n", spec))
+	code, stdout, stderr := runCmd(t, "check", "--config", bad, "--validate=false")
+	if code == 0 || !strings.Contains(stdout+stderr, `upstreams[x].classes[0].match: "FETCH /x"`) {
+		t.Errorf("a bad class pattern: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -81,6 +81,9 @@ type httpServer struct {
 	draining atomic.Bool
 	// closeAuth, if set, stops the JWT verifier's key refresh once serving ends.
 	closeAuth func()
+	// drain, if set, answers the calls waiting in the limiter's queues at once
+	// when shutdown begins (retryable, nothing sent).
+	drain func()
 }
 
 // newHTTPServer builds the server for addr. Without inbound auth it refuses
@@ -112,6 +115,9 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		return d, reason
 	}
 	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth}
+	if a.limiter != nil {
+		s.drain = a.limiter.Drain
+	}
 	s.hs = &http.Server{
 		Handler:           s.gate(a.srv.HTTPHandlerWith(opts)),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -159,6 +165,9 @@ func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	if s.drain != nil {
+		s.drain()
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	err := s.hs.Shutdown(shutdown)

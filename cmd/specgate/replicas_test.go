@@ -320,7 +320,12 @@ func newAgent(t testing.TB, r *replica) *agent {
 // call calls a tool and returns its decoded JSON and the outcome: "ok", the tool error's
 // code, or "transport: ..." when the call did not get an answer.
 func (a *agent) call(ctx context.Context, name string, args map[string]any) (map[string]any, string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	return a.callFor(ctx, 5*time.Second, name, args)
+}
+
+// callFor is call with a timeout of its own.
+func (a *agent) callFor(ctx context.Context, timeout time.Duration, name string, args map[string]any) (map[string]any, string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name

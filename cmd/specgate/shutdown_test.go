@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -139,6 +143,168 @@ func TestSIGTERMFinishesInFlightCalls(t *testing.T) {
 	}
 	if !strings.Contains(out.res.Content[0].(mcp.TextContent).Text, `"statusCode":200`) {
 		t.Errorf("in-flight call result: %s", out.res.Content[0].(mcp.TextContent).Text)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("specgate exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("specgate did not exit after SIGTERM")
+	}
+}
+
+// TestSIGTERMAnswersQueuedCalls sends SIGTERM while one call is in flight
+// and three wait in the upstream's queue: the waiting ones are answered at
+// once with a retryable queue_full that says the server is shutting down,
+// none of them reaches the upstream, and the one in flight still finishes.
+func TestSIGTERMAnswersQueuedCalls(t *testing.T) {
+	bin := specgateBinary(t)
+	var hits atomic.Int32
+	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":7}`)
+	}))
+	defer up.Close()
+	defer close(release)
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "specgate.yaml")
+	spec, err := filepath.Abs("../../testdata/petstore-v3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(up.URL, "http://")
+	conf := fmt.Sprintf(`rate_limit_interval: 0s
+cache_ttl: 0s
+specs:
+  - {name: petstore-v3, location: %q, base_url: %q}
+upstreams:
+  - {match: %q, max_concurrent: 1, queue_depth: 8, queue_timeout: 20s}
+http:
+  shutdown_timeout: 20s
+`, spec, up.URL+"/api/v3", host)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cmd := exec.Command(bin, "serve", "--http", addr, "--config", cfg)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	serving := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), "serving MCP") {
+				close(serving)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		done <- cmd.Wait()
+	}()
+	select {
+	case <-serving:
+	case err := <-done:
+		t.Fatalf("specgate exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("specgate did not start serving")
+	}
+
+	base := "http://" + addr
+	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "drain", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	results := make(chan outcome, 4)
+	call := func(id int) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "invoke"
+		req.Params.Arguments = map[string]any{"endpointId": "petstore-v3.getPetById", "parameters": map[string]any{"petId": id}}
+		res, err := c.CallTool(ctx, req)
+		results <- outcome{res, err}
+	}
+	go call(1)
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first call never reached the upstream")
+	}
+	for id := 2; id <= 4; id++ {
+		go call(id)
+	}
+	// wait until the three are queued, as /metrics tells (bounded poll)
+	queued := false
+	for range 500 {
+		resp, err := http.Get(base + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), "specgate_queue_depth{upstream=\""+host+"\"} 3") {
+				queued = true
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // the calls are asynchronous: poll, bounded
+	}
+	if !queued {
+		t.Fatal("three calls never waited in the queue")
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var out outcome
+		select {
+		case out = <-results:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a queued call was not answered after SIGTERM")
+		}
+		if out.err != nil || !out.res.IsError {
+			t.Fatalf("queued call: %v %+v", out.err, out.res)
+		}
+		text := out.res.Content[0].(mcp.TextContent).Text
+		for _, want := range []string{`"code":"queue_full"`, `"retryable":true`, `"scope":"proxy"`, "shutting down"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("queued call's answer lacks %s: %s", want, text)
+			}
+		}
+	}
+	release <- struct{}{}
+	out := <-results
+	if out.err != nil || out.res.IsError {
+		t.Fatalf("the in-flight call did not finish: %v %+v", out.err, out.res)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("upstream got %d requests, want only the one in flight", n)
 	}
 	select {
 	case err := <-done:

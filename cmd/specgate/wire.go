@@ -227,6 +227,9 @@ func upstreamKeyFunc(cfg *config.Config) func(*spec.Endpoint) string {
 // newLimiter builds the limiter with the configured budgets; endpoints are
 // registered once the catalog is loaded.
 func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, error) {
+	if _, err := classMatchers(cfg); err != nil {
+		return nil, err
+	}
 	var budgets []ratelimit.Budget
 	for _, u := range cfg.Upstreams {
 		b := ratelimit.Budget{
@@ -236,22 +239,87 @@ func newLimiter(cfg *config.Config, store ratelimit.Store) (*ratelimit.Limiter, 
 			WindowPad:     time.Duration(u.WindowPad),
 			Tokens:        int64(u.TokensPerWindow),
 			MinInterval:   time.Duration(u.MinInterval),
-			MaxConcurrent: u.MaxConcurrent,
+			MaxConcurrent: u.MaxConcurrent.Limit,
+			Adaptive:      u.MaxConcurrent.Auto,
+			MinConcurrent: u.MaxConcurrent.Min,
 			QueueDepth:    u.QueueDepth,
 			QueueTimeout:  time.Duration(u.QueueTimeout),
+			Weights:       u.Weights,
+			Shadow:        !u.Enforced(),
+			// a 304 given back only where the upstream says it does not count them
+			FreeNotModified: u.CountNotModified != nil && !*u.CountNotModified,
+			PerPrincipal:    u.PerPrincipal.RequestsPerWindow,
 		}
-		if u.OnLimit == config.OnLimitReject {
-			b.OnLimit = ratelimit.Reject
-		} else {
-			b.OnLimit = ratelimit.Wait
-		}
+		b.OnLimit = onLimit(u.OnLimit)
 		budgets = append(budgets, b)
+		for _, c := range u.Classes {
+			cb := ratelimit.Budget{
+				Match:         classBudget(u.Match, c.Match),
+				Requests:      c.RequestsPerWindow,
+				Window:        time.Duration(c.Window),
+				WindowPad:     b.WindowPad,
+				MinInterval:   time.Duration(c.MinInterval),
+				MaxConcurrent: c.MaxConcurrent.Limit,
+				Adaptive:      c.MaxConcurrent.Auto,
+				MinConcurrent: c.MaxConcurrent.Min,
+				OnLimit:       b.OnLimit,
+				QueueDepth:    b.QueueDepth,
+				QueueTimeout:  b.QueueTimeout,
+				Weights:       b.Weights,
+				Shadow:        b.Shadow,
+			}
+			if c.OnLimit != "" {
+				cb.OnLimit = onLimit(c.OnLimit)
+			}
+			budgets = append(budgets, cb)
+		}
 	}
 	return ratelimit.New(ratelimit.Options{Budgets: budgets, Store: store})
 }
 
+func onLimit(o config.OnLimit) ratelimit.OnLimit {
+	if o == config.OnLimitReject {
+		return ratelimit.Reject
+	}
+	return ratelimit.Wait
+}
+
+// classBudget names the budget of an upstream's class, as refusals and
+// rate_limit_status show it: "api.github.com POST /**".
+func classBudget(upstream, match string) string { return upstream + " " + strings.TrimSpace(match) }
+
+// classMatchers compiles every upstream's class patterns, by upstream match;
+// a pattern that does not parse is reported with its key.
+func classMatchers(cfg *config.Config) (map[string][]classMatcher, error) {
+	out := map[string][]classMatcher{}
+	var problems []string
+	for _, u := range cfg.Upstreams {
+		for i, c := range u.Classes {
+			p, err := spec.ParsePattern(c.Match)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("upstreams[%s].classes[%d].match: %q: %v", u.Match, i, c.Match, err))
+				continue
+			}
+			out[u.Match] = append(out[u.Match], classMatcher{p, classBudget(u.Match, c.Match)})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &config.Error{File: cfg.Source, Problems: problems}
+	}
+	return out, nil
+}
+
+type classMatcher struct {
+	pattern spec.Pattern
+	budget  string
+}
+
 // registerEndpoints gives every endpoint its cooldown and upstream.
 func registerEndpoints(cfg *config.Config, l *ratelimit.Limiter, cat *spec.Catalog, upstream func(*spec.Endpoint) string) error {
+	classes, err := classMatchers(cfg)
+	if err != nil {
+		return err
+	}
 	all := cat.Endpoints()
 	eps := make([]ratelimit.Endpoint, 0, len(all))
 	for _, e := range all {
@@ -260,7 +328,22 @@ func registerEndpoints(cfg *config.Config, l *ratelimit.Limiter, cat *spec.Catal
 		if set.DisableRateLimiter {
 			interval = 0
 		}
-		eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval})
+		re := ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e), Interval: interval, Cost: e.RateLimitCost()}
+		if sc := cfg.SpecByName(e.Spec); sc != nil {
+			if _, o, ok := sc.Override(e.ID, e.OperationID); ok && o.Cost != nil {
+				re.Cost = *o.Cost
+			}
+		}
+		if len(classes) > 0 && re.Upstream != "" {
+			if m, ok := l.BudgetFor(re.Upstream); ok {
+				for _, c := range classes[m] {
+					if c.pattern.Match(e) {
+						re.Classes = append(re.Classes, c.budget)
+					}
+				}
+			}
+		}
+		eps = append(eps, re)
 	}
 	// one bulk registration: each SetEndpoint would copy the limiter's maps
 	return l.SetEndpoints(eps)

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of masters with no replicas, each a Server on free loopback
+// Cluster is a Redis Cluster of masters, with or without replicas, each a Server on free loopback
 // ports (its own and its cluster bus port). A node that is stopped and restarted rejoins
 // with its slots, empty. cluster-require-full-coverage is off, so while a node is down
 // the others keep answering for their slots, as a production cluster should be set up
@@ -24,12 +24,17 @@ type Cluster struct {
 // StartCluster starts n masters (at least 3, as redis-cli requires) and joins them with
 // redis-cli --cluster create; it returns once every node reports the cluster ok. The
 // nodes are stopped at tb's cleanup.
-func StartCluster(tb testing.TB, n int) *Cluster {
+func StartCluster(tb testing.TB, n int) *Cluster { return StartClusterReplicas(tb, n, 0) }
+
+// StartClusterReplicas starts n masters with replicas replicas each (n*(1+replicas) nodes;
+// redis-cli picks which node is which), so that killing a master makes its replica take
+// its slots, as a failover does in production.
+func StartClusterReplicas(tb testing.TB, n, replicas int) *Cluster {
 	tb.Helper()
 	need(tb, "redis-server")
 	need(tb, "redis-cli")
 	c := &Cluster{tb: tb}
-	for range n {
+	for range n * (1 + replicas) {
 		dir := tb.TempDir()
 		s := &Server{tb: tb, port: freePort(tb), args: []string{
 			"--cluster-enabled", "yes",
@@ -45,7 +50,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
@@ -72,7 +77,8 @@ func (c *Cluster) URL() string {
 func (c *Cluster) Node(i int) *Server { return c.nodes[i] }
 
 // WaitOK returns once every running node reports cluster_state:ok and knows every slot's
-// owner; it fails the test after 10s.
+// owner, and every running replica has synced with its master; it fails the test after
+// 10s.
 func (c *Cluster) WaitOK() {
 	c.tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -85,6 +91,11 @@ func (c *Cluster) WaitOK() {
 			info, err := c.do(s, "CLUSTER", "INFO")
 			if err != nil || !strings.Contains(info.(string), "cluster_state:ok") ||
 				!strings.Contains(info.(string), "cluster_slots_assigned:16384") {
+				ok = false
+			}
+			// a replica must have synced with its master, or it could not take over
+			if repl, err := c.do(s, "INFO", "replication"); err != nil ||
+				strings.Contains(repl.(string), "role:slave") && !strings.Contains(repl.(string), "master_link_status:up") {
 				ok = false
 			}
 		}

@@ -233,6 +233,10 @@ type Endpoint struct {
 	DisableRateLimiter *bool     `yaml:"disable_ratelimiter" json:"disable_ratelimiter,omitempty"`
 	CacheTTL           *Duration `yaml:"cache_ttl" json:"cache_ttl,omitempty"`
 	CallTimeout        *Duration `yaml:"call_timeout" json:"call_timeout,omitempty"`
+	// Cost is how many units of its upstream's requests_per_window each call
+	// charges (1..1000), for an API that charges some endpoints more.
+	// Default: the operation's x-ratelimit-cost, else 1.
+	Cost *int `yaml:"cost" json:"cost,omitempty"`
 }
 
 // Credential is what one security scheme needs. Which fields apply depends
@@ -300,17 +304,61 @@ type Upstream struct {
 	TokensPerWindow int `yaml:"tokens_per_window" json:"tokens_per_window"`
 	// MinInterval paces calls to the upstream.
 	MinInterval Duration `yaml:"min_interval" json:"min_interval"`
-	// MaxConcurrent bounds calls in flight.
-	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent"`
+	// MaxConcurrent bounds calls in flight: a number, "auto" (adaptive, AIMD)
+	// or {min, max} (adaptive within bounds).
+	MaxConcurrent Concurrency `yaml:"max_concurrent" json:"max_concurrent"`
 	// OnLimit is wait (queue the call) or reject (answer rate_limit at once).
 	// Default wait.
 	OnLimit OnLimit `yaml:"on_limit" json:"on_limit"`
 	// QueueDepth bounds calls waiting; more are refused with queue_full.
 	// Default 16; must be positive with on_limit wait.
 	QueueDepth int `yaml:"queue_depth" json:"queue_depth"`
-	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default 30s.
+	// QueueTimeout bounds one call's wait; past it, queue_timeout. Default
+	// 20s, inside http.shutdown_timeout's default.
 	QueueTimeout Duration `yaml:"queue_timeout" json:"queue_timeout"`
+	// Weights weighs principals (by subject) in the wait queue, which serves
+	// the principals waiting in turn: one of weight 2 is served twice for each
+	// call of one of weight 1. Unnamed principals weigh 1.
+	Weights map[string]float64 `yaml:"weights" json:"weights,omitempty"`
+	// Enforce false makes the budget a shadow: requests_per_window,
+	// min_interval and max_concurrent are counted and the calls they would
+	// have held are reported (rate_limit_status, /metrics), refusing nothing.
+	// Default true.
+	Enforce *bool `yaml:"enforce" json:"enforce,omitempty"`
+	// Classes are sub-budgets for the calls their match selects (the
+	// curation syntax: "POST /**", "GET /search/**", "tag:NAME", or an
+	// operationId glob): a call pays the upstream's budget and every class
+	// it matches, so writes can be paced apart from reads.
+	Classes []Class `yaml:"classes" json:"classes,omitempty"`
+	// CountNotModified false gives back the request a 304 Not Modified
+	// answered, for an upstream that does not count those against its
+	// limit (GitHub). Default true. With a shared store a 304 still counts.
+	CountNotModified *bool `yaml:"count_not_modified" json:"count_not_modified,omitempty"`
+	// PerPrincipal bounds what any one principal (token or JWT subject) takes
+	// of the budget: at most requests_per_window calls in the upstream's
+	// window, shared across replicas through the store. Default off.
+	PerPrincipal PerPrincipal `yaml:"per_principal" json:"per_principal,omitzero"`
 }
+
+// PerPrincipal is one principal's share of an upstream's budget.
+type PerPrincipal struct {
+	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`
+}
+
+// Class is a sub-budget of an upstream. Its queue is the upstream's
+// queue_depth and queue_timeout; on_limit defaults to the upstream's.
+type Class struct {
+	Match             string      `yaml:"match" json:"match"`
+	RequestsPerWindow int         `yaml:"requests_per_window" json:"requests_per_window,omitempty"`
+	Window            Duration    `yaml:"window" json:"window,omitempty"`
+	MinInterval       Duration    `yaml:"min_interval" json:"min_interval,omitempty"`
+	MaxConcurrent     Concurrency `yaml:"max_concurrent" json:"max_concurrent,omitzero"`
+	OnLimit           OnLimit     `yaml:"on_limit" json:"on_limit,omitempty"`
+}
+
+// Enforced reports whether the budget refuses and queues calls (enforce,
+// default true), rather than only counting them as a shadow.
+func (u *Upstream) Enforced() bool { return u.Enforce == nil || *u.Enforce }
 
 // UnmarshalYAML starts each budget from its defaults, so omitted keys get
 // them and a key written as 0 stays 0 (and Validate can call it out).
@@ -330,7 +378,7 @@ func defaultUpstream() Upstream {
 		WindowPad:    Duration(250 * time.Millisecond),
 		OnLimit:      OnLimitWait,
 		QueueDepth:   16,
-		QueueTimeout: Duration(30 * time.Second),
+		QueueTimeout: Duration(20 * time.Second),
 	}
 }
 

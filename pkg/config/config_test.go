@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -371,7 +372,14 @@ upstreams:
   - match: slow
     on_limit: wait
     queue_depth: 0
+  - {match: tried, requests_per_window: 5, window: 1s, enforce: false}
 `, nil)
+	if mc := c.Upstreams[2].MaxConcurrent; mc != (Concurrency{}) {
+		t.Errorf("no max_concurrent: %+v", mc)
+	}
+	if c.Upstreams[2].Enforced() {
+		t.Error("enforce: false is enforced")
+	}
 	got := c.Upstreams[0]
 	want := Upstream{
 		Match:             "api.github.com",
@@ -380,10 +388,13 @@ upstreams:
 		WindowPad:         Duration(250 * time.Millisecond),
 		OnLimit:           OnLimitWait,
 		QueueDepth:        16,
-		QueueTimeout:      Duration(30 * time.Second),
+		QueueTimeout:      Duration(20 * time.Second),
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("upstream = %+v, want %+v", got, want)
+	}
+	if !got.Enforced() {
+		t.Error("a budget with no enforce key is a shadow; want enforced")
 	}
 	if c.Upstreams[1].QueueDepth != 0 {
 		t.Errorf("explicit queue_depth: 0 became %d", c.Upstreams[1].QueueDepth)
@@ -454,6 +465,16 @@ specs:
 			name: "allowed hosts written as URLs",
 			yaml: "allowed_hosts: [\"https://api.example.com\"]\n",
 			want: []string{`allowed_hosts[0]: "https://api.example.com": write a host or host:port`},
+		},
+		{
+			name: "adaptive max_concurrent",
+			yaml: "upstreams:\n  - {match: a, max_concurrent: {min: 4, max: 2}}\n  - {match: b, max_concurrent: auto}\n  - {match: c, max_concurrent: {min: 1, max: 8}}\n",
+			want: []string{"upstreams[a].max_concurrent: min 4 is above max 2"},
+		},
+		{
+			name: "upstream weights",
+			yaml: "upstreams:\n  - {match: w, weights: {ada: 0, bob: 1001, cy: 2.5}}\n",
+			want: []string{"upstreams[w].weights.ada: must be a number above 0", "upstreams[w].weights.bob: must be a number above 0"},
 		},
 		{
 			name: "upstreams",
@@ -801,6 +822,40 @@ func TestEmbeddingsConfig(t *testing.T) {
 		"search.embeddings.weight", "search.embeddings.timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want a problem with %s", err, want)
+		}
+	}
+}
+
+func TestConcurrencyForms(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want Concurrency
+		err  string
+	}{
+		{yaml: "4", want: Concurrency{Limit: 4}},
+		{yaml: "auto", want: Concurrency{Auto: true}},
+		{yaml: "{min: 2, max: 6}", want: Concurrency{Auto: true, Min: 2, Limit: 6}},
+		{yaml: "\"4\"", err: `"auto", or {min: 1, max: 8}`},
+		{yaml: "{min: 1, most: 3}", err: `"most" is not a key of an adaptive max_concurrent`},
+		{yaml: "[1, 2]", err: `"auto", or {min: 1, max: 8}`},
+	} {
+		c, err := Parse([]byte("upstreams:\n  - {match: u, max_concurrent: " + tc.yaml + "}\n"))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.yaml, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.yaml, err)
+			continue
+		}
+		if got := c.Upstreams[0].MaxConcurrent; got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.yaml, got, tc.want)
+		}
+		b, _ := json.Marshal(c.Upstreams[0].MaxConcurrent)
+		if tc.yaml == "auto" && string(b) != `"auto"` || tc.yaml == "4" && string(b) != "4" {
+			t.Errorf("%s marshals as %s", tc.yaml, b)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -228,6 +229,9 @@ func (v *validator) spec(key string, s *Spec, names map[string]string) {
 		if e.CallTimeout != nil {
 			v.positive(ek+".call_timeout", *e.CallTimeout)
 		}
+		if e.Cost != nil && (*e.Cost < 1 || *e.Cost > 1000) {
+			v.addf(ek+".cost", "must be 1..1000 units of the upstream's requests_per_window (got %d)", *e.Cost)
+		}
 	}
 }
 
@@ -286,12 +290,42 @@ func (v *validator) hosts(key string, hosts []string) {
 func (v *validator) upstream(key string, u *Upstream) {
 	v.count(key+".requests_per_window", u.RequestsPerWindow)
 	v.count(key+".tokens_per_window", u.TokensPerWindow)
-	v.count(key+".max_concurrent", u.MaxConcurrent)
+	v.count(key+".max_concurrent", u.MaxConcurrent.Limit)
+	v.count(key+".max_concurrent.min", u.MaxConcurrent.Min)
+	if mc := u.MaxConcurrent; mc.Auto && mc.Limit > 0 && mc.Min > mc.Limit {
+		v.addf(key+".max_concurrent", "min %d is above max %d", mc.Min, mc.Limit)
+	}
 	v.nonNegative(key+".window", u.Window)
 	v.nonNegative(key+".window_pad", u.WindowPad)
 	v.nonNegative(key+".min_interval", u.MinInterval)
 	if (u.RequestsPerWindow > 0 || u.TokensPerWindow > 0) && u.Window <= 0 {
 		v.add(key+".window", "must be positive when requests_per_window or tokens_per_window is set")
+	}
+	v.count(key+".per_principal.requests_per_window", u.PerPrincipal.RequestsPerWindow)
+	if u.PerPrincipal.RequestsPerWindow > 0 && u.Window <= 0 {
+		v.add(key+".window", "must be positive when per_principal is set (it counts in the upstream's window)")
+	}
+	for i := range u.Classes {
+		c := &u.Classes[i]
+		ck := fmt.Sprintf("%s.classes[%d]", key, i)
+		if strings.TrimSpace(c.Match) == "" {
+			v.add(ck+".match", `is required: "POST /**", "GET /search/**", "tag:NAME" or an operationId glob`)
+		}
+		v.count(ck+".requests_per_window", c.RequestsPerWindow)
+		v.count(ck+".max_concurrent", c.MaxConcurrent.Limit)
+		v.nonNegative(ck+".window", c.Window)
+		v.nonNegative(ck+".min_interval", c.MinInterval)
+		if c.RequestsPerWindow > 0 && c.Window <= 0 {
+			v.add(ck+".window", "must be positive when requests_per_window is set")
+		}
+		if c.OnLimit != "" && c.OnLimit != OnLimitWait && c.OnLimit != OnLimitReject {
+			v.addf(ck+".on_limit", "%q is not one of wait, reject", c.OnLimit)
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(u.Weights)) {
+		if w := u.Weights[p]; !(w > 0 && w <= 1000) {
+			v.addf(key+".weights."+p, "must be a number above 0 and at most 1000 (got %v)", w)
+		}
 	}
 	switch u.OnLimit {
 	case OnLimitWait:

@@ -175,3 +175,58 @@ func kindName(n *yaml.Node) string {
 	}
 	return "a mapping"
 }
+
+// Concurrency is an upstream's max_concurrent: a number of calls in flight
+// (0: no limit), "auto" for an adaptive limit that finds the upstream's own
+// (AIMD: from 1, up by one after a run of clean answers, halved on a 429 or
+// a timeout), or {min: 1, max: 8} for an adaptive one within bounds.
+type Concurrency struct {
+	Limit int // the fixed limit; with Auto, the most (0: 64)
+	Auto  bool
+	Min   int // with Auto, the least and the start (0: 1)
+}
+
+// UnmarshalYAML reads a number, "auto" or {min, max}.
+func (c *Concurrency) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if strings.EqualFold(strings.TrimSpace(n.Value), "auto") {
+			*c = Concurrency{Auto: true}
+			return nil
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(n.Value))
+		if err != nil || n.ShortTag() != "!!int" {
+			return nodeError(n, `a number of calls in flight, "auto", or {min: 1, max: 8}`)
+		}
+		*c = Concurrency{Limit: v}
+		return nil
+	case yaml.MappingNode:
+		var m struct {
+			Min int `yaml:"min"`
+			Max int `yaml:"max"`
+		}
+		dec := n.Decode(&m)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; k != "min" && k != "max" {
+				return nodeError(n.Content[i], fmt.Sprintf("%q is not a key of an adaptive max_concurrent: write {min: 1, max: 8}", k))
+			}
+		}
+		if dec != nil {
+			return nodeError(n, `{min: 1, max: 8} with whole numbers`)
+		}
+		*c = Concurrency{Auto: true, Min: m.Min, Limit: m.Max}
+		return nil
+	}
+	return nodeError(n, `a number of calls in flight, "auto", or {min: 1, max: 8}`)
+}
+
+// MarshalJSON writes c the way the file does.
+func (c Concurrency) MarshalJSON() ([]byte, error) {
+	switch {
+	case !c.Auto:
+		return []byte(strconv.Itoa(c.Limit)), nil
+	case c.Min == 0 && c.Limit == 0:
+		return []byte(`"auto"`), nil
+	}
+	return []byte(fmt.Sprintf(`{"min":%d,"max":%d}`, c.Min, c.Limit)), nil
+}

@@ -29,6 +29,9 @@ type cached struct {
 type cachedAnswer struct {
 	responseID string
 	size       int64
+	// etag and lastModified are the validators the answer came with, for a
+	// conditional request (see Caller.Validators); empty when it had none.
+	etag, lastModified string
 }
 
 // cacheKey identifies a call by principal, the fingerprint of the upstream

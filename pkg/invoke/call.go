@@ -2,6 +2,7 @@ package invoke
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/specgate/specgate/pkg/ratelimit"
@@ -25,6 +26,15 @@ type Caller struct {
 	// CacheTTL gives, per idempotent endpoint, how long an identical call is
 	// answered from the cache. If nil, never.
 	CacheTTL func(*spec.Endpoint) time.Duration
+	// Validators keeps, for a GET whose answer came with an ETag or a
+	// Last-Modified, the stored answer and its validators: the same call by
+	// the same principal again sends If-None-Match or If-Modified-Since, and
+	// a 304 is answered with the stored answer, Revalidated. If nil, no call
+	// is conditional.
+	Validators *ResultCache
+	// ValidatorTTL is how long validators are kept: the answer store's TTL.
+	// Zero: a day.
+	ValidatorTTL time.Duration
 }
 
 // CallResult is one call's answer, fresh or cached.
@@ -48,6 +58,9 @@ type CallResult struct {
 	Latency time.Duration
 	// StoreErr is why the answer could not be stored, when it could not.
 	StoreErr error
+	// Revalidated is true when the upstream answered 304 Not Modified to a
+	// conditional request: Answer is the stored answer it confirmed.
+	Revalidated bool
 }
 
 // Call answers one call by principal: from the cache when an identical
@@ -69,6 +82,20 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 			}
 		}
 	}
+	var vkey string
+	var valid cachedAnswer
+	var stored *Answer
+	conditional := c.Validators != nil && c.Answers != nil && e.Method == "GET" && pages <= 1
+	if conditional {
+		vkey = cacheKey(principal, c.Client.CredentialFingerprint(ctx, e), e.ID, in, pages)
+		// conditional only while the answer a 304 would confirm is still stored
+		if v, _, ok := c.Validators.get(vkey, c.validatorTTL(), c.now()); ok {
+			if ans, gerr := c.Answers.Get(ctx, principal, v.responseID); gerr == nil {
+				valid, stored = v, ans
+				ctx = context.WithValue(ctx, conditionalKey{}, v)
+			}
+		}
+	}
 	started := c.now()
 	paged, err := c.DoPages(ctx, e, in, pages, progress)
 	r := &CallResult{Paged: paged, Latency: c.now().Sub(started)}
@@ -76,6 +103,13 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 		return r, err
 	}
 	res := paged.Result
+	if res.StatusCode == http.StatusNotModified && stored != nil {
+		r.Answer, r.ResponseID, r.Size, r.Revalidated = stored, valid.responseID, valid.size, true
+		if ttl > 0 {
+			c.Cache.put(key, cachedAnswer{responseID: valid.responseID, size: valid.size}, c.now())
+		}
+		return r, nil
+	}
 	r.Answer = paged.Answer(e, c.now())
 	r.Size = int64(len(r.Answer.Body))
 	if len(paged.Results) == 1 {
@@ -92,7 +126,45 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 	if ttl > 0 && r.ResponseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
 		c.Cache.put(key, cachedAnswer{responseID: r.ResponseID, size: r.Size}, c.now())
 	}
+	if conditional && r.ResponseID != "" && res.StatusCode == http.StatusOK && !res.Truncated {
+		etag, lm := res.RawHeaders.Get("ETag"), res.RawHeaders.Get("Last-Modified")
+		if len(etag) > maxValidator || len(lm) > maxValidator {
+			etag, lm = "", ""
+		}
+		if etag != "" || lm != "" {
+			c.Validators.put(vkey, cachedAnswer{responseID: r.ResponseID, size: r.Size, etag: etag, lastModified: lm}, c.now())
+		}
+	}
 	return r, nil
+}
+
+// maxValidator bounds an ETag or Last-Modified kept for a conditional request.
+const maxValidator = 256
+
+// conditionalKey carries the validators of a conditional request to the
+// governed call, which sets them on the request it prepared.
+type conditionalKey struct{}
+
+// setConditional adds If-None-Match and If-Modified-Since to call when ctx
+// carries validators, unless the arguments set those headers themselves.
+func setConditional(ctx context.Context, call *Call) {
+	v, ok := ctx.Value(conditionalKey{}).(cachedAnswer)
+	if !ok {
+		return
+	}
+	if v.etag != "" && call.header.Get("If-None-Match") == "" {
+		call.header.Set("If-None-Match", v.etag)
+	}
+	if v.lastModified != "" && call.header.Get("If-Modified-Since") == "" {
+		call.header.Set("If-Modified-Since", v.lastModified)
+	}
+}
+
+func (c *Caller) validatorTTL() time.Duration {
+	if c.ValidatorTTL > 0 {
+		return c.ValidatorTTL
+	}
+	return 24 * time.Hour
 }
 
 // NextPageArgs returns in set to ask for the next page of the answer id of

@@ -41,6 +41,9 @@ type Governed struct {
 	// by the budgets, an identical repeat within the interval is refused.
 	// False: per endpoint, as for a direct invoke.
 	CooldownByArgs bool
+	// Background marks the calls of a program (run_script's): in an upstream's
+	// wait queue they wait behind the direct calls of the same principal.
+	Background bool
 }
 
 // Observer receives what happened to each attempt of a governed call.
@@ -116,6 +119,7 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 	if err != nil {
 		return out, err
 	}
+	setConditional(ctx, prepared)
 	out.Call = prepared
 	cdKey := ""
 	if g.CooldownByArgs {
@@ -136,10 +140,15 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 	// settled on the real size.
 	estimate := 2 * ratelimit.EstimateTokens(prepared.RequestSize())
 	retriable := e.Idempotent() || keyed
+	var who string
+	if p, ok := PrincipalFrom(ctx); ok {
+		who = p.Subject
+	}
 	tr := &out.Trace
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0, CooldownKey: cdKey}
+		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0,
+			CooldownKey: cdKey, Principal: who, Background: g.Background}
 		var ticket ratelimit.Ticket
 		if g.Limiter != nil {
 			var err error
@@ -175,6 +184,10 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 					tr.Remaining = &r
 				}
 			}
+		}
+		var te *TimeoutError
+		if res == nil && errors.As(err, &te) {
+			ticket.ObserveTimeout() // an adaptive concurrency limit halves
 		}
 		ticket.Release()
 		if err != nil {

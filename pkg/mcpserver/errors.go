@@ -110,9 +110,11 @@ func limitCode(s ratelimit.Scope) string {
 	return CodeRateLimit
 }
 
-// queueCode is the code of a call the wait queue could not hold.
+// queueCode is the code of a call the wait queue could not hold: one the
+// queue dropped as the server shut down is queue_full too (retryable, sent
+// nowhere), its message and hint saying why.
 func queueCode(r ratelimit.QueueReason) string {
-	if r == ratelimit.QueueFull {
+	if r == ratelimit.QueueFull || r == ratelimit.QueueShutdown {
 		return CodeQueueFull
 	}
 	return CodeQueueTimeout
@@ -159,6 +161,10 @@ func mapError(err error, now time.Time) *ErrorObject {
 		return obj
 	case errors.As(err, &qe):
 		secs := retrySeconds(qe.RetryAfter)
+		hint := "Too many calls are waiting for this upstream. Wait, then call again, or call another API meanwhile."
+		if qe.Reason == ratelimit.QueueShutdown {
+			hint = "This server is shutting down and sent nothing for this call: call it again (another replica, or this one restarted, serves it)."
+		}
 		return &ErrorObject{
 			Code:              queueCode(qe.Reason),
 			Message:           qe.Error(),
@@ -166,7 +172,7 @@ func mapError(err error, now time.Time) *ErrorObject {
 			RetryAfterSeconds: secs,
 			RetryAt:           now.Add(time.Duration(secs * float64(time.Second))).UTC().Format(time.RFC3339Nano),
 			Scope:             "proxy",
-			Hint:              "Too many calls are waiting for this upstream. Wait, then call again, or call another API meanwhile.",
+			Hint:              hint,
 		}
 	case errors.As(err, &ae):
 		return &ErrorObject{

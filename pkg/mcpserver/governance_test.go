@@ -754,3 +754,51 @@ func TestQueueFullAndCancelFreesSlot(t *testing.T) {
 		t.Errorf("upstream saw %d requests, want 2 (the cancelled and the refused never went)", n)
 	}
 }
+
+// A shadow budget (enforce: false) refuses nothing; rate_limit_status and
+// /metrics report the calls it would have held.
+func TestShadowBudgetReported(t *testing.T) {
+	f := newGovFixture(t, govConfig{
+		upstream: upstreamtest.Options{Limit: 100, Window: time.Second},
+		budgets: func(key string) []ratelimit.Budget {
+			return []ratelimit.Budget{{Match: key, Requests: 2, Window: time.Minute, OnLimit: ratelimit.Reject, Shadow: true}}
+		},
+	})
+	for range 4 {
+		f.invokeOK(t, "quota.listItems")
+	}
+	up := onlyUpstream(t, f.callOK(t, "rate_limit_status", map[string]any{}))
+	sh, ok := up["shadow"].(map[string]any)
+	if !ok {
+		t.Fatalf("no shadow in %v", up)
+	}
+	if sh["calls"] != float64(4) || sh["wouldRefuse"] != float64(2) || sh["byKind"].(map[string]any)["requests"] != float64(2) {
+		t.Errorf("shadow = %v, want 4 calls, 2 it would refuse for requests", sh)
+	}
+	if lim := sh["limits"].(map[string]any); lim["requestsPerWindow"] != float64(2) {
+		t.Errorf("shadow limits = %v", lim)
+	}
+	if up["admitted"] != float64(4) {
+		t.Errorf("admitted %v, want 4", up["admitted"])
+	}
+	m := NewMetrics()
+	m.limiter.Store(f.limiter)
+	var b strings.Builder
+	got, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range got {
+		if mf.GetName() == "specgate_shadow_would_refuse_total" {
+			for _, x := range mf.GetMetric() {
+				for _, lp := range x.GetLabel() {
+					b.WriteString(lp.GetName() + "=" + lp.GetValue() + " ")
+				}
+				fmt.Fprintf(&b, "%v\n", x.GetCounter().GetValue())
+			}
+		}
+	}
+	if want := "kind=requests upstream=" + f.key + " 2\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("metrics:\n%s\nwant %q", b.String(), want)
+	}
+}

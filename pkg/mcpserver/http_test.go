@@ -601,6 +601,8 @@ func TestHTTPMetrics(t *testing.T) {
 		`specgate_store_errors_total{op="admit"} 1`,
 		`specgate_http_requests_total{code="429"} 1`,
 		`specgate_store_degraded 0`,
+		"\ngo_goroutines ",
+		"\nprocess_resident_memory_bytes ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)

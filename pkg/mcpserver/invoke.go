@@ -37,6 +37,9 @@ type InvokeResult struct {
 	// identical call, served within cache_ttl at no rate-limit cost.
 	Cached     bool    `json:"cached,omitempty"`
 	AgeSeconds float64 `json:"ageSeconds,omitempty"`
+	// Revalidated is true when the upstream answered 304 Not Modified to a
+	// conditional request: the body is the stored answer it confirmed.
+	Revalidated bool `json:"revalidated,omitempty"`
 }
 
 // NextPage names the next page: the exact parameters to pass to invoke, or,
@@ -173,6 +176,7 @@ type callOptions struct {
 func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
 	c := s.caller()
 	c.CooldownByArgs = opt.byArgs
+	c.Background = opt.runID != "" // a script's call waits behind its principal's direct ones
 	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
 	if r.Cached {
 		s.audit(ctx, auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
@@ -215,7 +219,7 @@ func (s *Server) invokeResult(r *invoke.CallResult, budget int) *InvokeResult {
 	ans := r.Answer
 	out := &InvokeResult{
 		StatusCode: ans.StatusCode, Headers: ans.Headers, Truncated: ans.Truncated, Size: r.Size,
-		Cached: r.Cached, AgeSeconds: r.Age.Seconds(),
+		Cached: r.Cached, AgeSeconds: r.Age.Seconds(), Revalidated: r.Revalidated,
 	}
 	out.NextPage, out.Note = nextPageOf(ans, r.ResponseID, budget)
 	if p := r.Paged; p != nil {
@@ -270,7 +274,7 @@ func (s *Server) caller() *invoke.Caller {
 			MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,
 			Observer: (*observer)(s), Now: s.now,
 		},
-		Answers: s.answers, Cache: &s.cache, CacheTTL: s.opts.CacheTTL,
+		Answers: s.answers, Cache: &s.cache, CacheTTL: s.opts.CacheTTL, Validators: &s.validators,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
@@ -81,18 +82,25 @@ func NewMetrics() *Metrics {
 		}),
 	)
 	m.reg.MustRegister(queueDepthCollector{m: m, desc: prometheus.NewDesc("specgate_queue_depth",
-		"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil)})
+		"Calls waiting now for an upstream's budget, by upstream.", []string{"upstream"}, nil),
+		shadow: prometheus.NewDesc("specgate_shadow_would_refuse_total",
+			"Calls a shadow budget (enforce: false) would have refused or queued, by upstream and the limit that would have held them.",
+			[]string{"upstream", "kind"}, nil)})
+	// the Go runtime's and the process's own: go_goroutines, go_memstats_*,
+	// process_resident_memory_bytes, process_open_fds
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // queueDepthCollector reads the limiter's queues when scraped. Without a
 // limiter it yields nothing, and the registry leaves the family out.
 type queueDepthCollector struct {
-	m    *Metrics
-	desc *prometheus.Desc
+	m      *Metrics
+	desc   *prometheus.Desc
+	shadow *prometheus.Desc
 }
 
-func (c queueDepthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c queueDepthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.shadow }
 
 func (c queueDepthCollector) Collect(ch chan<- prometheus.Metric) {
 	l := c.m.limiter.Load()
@@ -101,6 +109,11 @@ func (c queueDepthCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, u := range l.StatusAt(time.Now(), nil).Upstreams {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(u.QueueDepth), u.Key)
+		if u.Shadow != nil {
+			for _, k := range []ratelimit.Kind{ratelimit.KindRequests, ratelimit.KindInterval, ratelimit.KindConcurrency} {
+				ch <- prometheus.MustNewConstMetric(c.shadow, prometheus.CounterValue, float64(u.Shadow.ByKind[k]), u.Key, string(k))
+			}
+		}
 	}
 }
 

@@ -106,6 +106,9 @@ type Server struct {
 	once  sync.Once
 	stats *stats
 	cache invoke.ResultCache
+	// validators keep the ETag or Last-Modified of GET answers, for
+	// conditional requests
+	validators invoke.ResultCache
 	// answers holds stored upstream answers.
 	answers invoke.AnswerStore
 	audMu   sync.Mutex

@@ -69,6 +69,18 @@ type UpstreamStatus struct {
 	AvgLatencyMs   float64 `json:"avgLatencyMs,omitempty"`
 	P95LatencyMs   float64 `json:"p95LatencyMs,omitempty"`
 	UpstreamTimeMs int64   `json:"upstreamTimeMs,omitempty"`
+	// Shadow is what a budget with enforce: false counted, refusing nothing.
+	Shadow *ShadowBudget `json:"shadow,omitempty"`
+}
+
+// ShadowBudget is a shadow budget's count: the calls it saw, and how many
+// it would have refused or queued, by the limit that would have held them.
+type ShadowBudget struct {
+	Limits       UpstreamLimits   `json:"limits"`
+	Calls        int64            `json:"calls"`
+	WouldRefuse  int64            `json:"wouldRefuse"`
+	ByKind       map[string]int64 `json:"byKind,omitempty"`
+	RequestsUsed int              `json:"requestsUsed"`
 }
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *StatusArgs) (*mcp.CallToolResult, error) {
@@ -131,6 +143,9 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 // is left out. The fields keep the alphabetical order of their JSON names,
 // the order the map they replace was marshalled in.
 type UpstreamLimits struct {
+	// Adaptive is true when maxConcurrent is found by AIMD (max_concurrent:
+	// auto): maxConcurrent is then its value now.
+	Adaptive          bool   `json:"adaptive,omitempty"`
 	MaxConcurrent     int    `json:"maxConcurrent,omitempty"`
 	MinInterval       string `json:"minInterval,omitempty"`
 	RequestsPerWindow int    `json:"requestsPerWindow,omitempty"`
@@ -190,6 +205,15 @@ func newUpstreamStatus(u ratelimit.UpstreamStatus, now time.Time, lat *latency) 
 		}
 	}
 	us.RefusedByCode = refusedByCode(u)
+	if sh := u.Shadow; sh != nil {
+		us.Shadow = &ShadowBudget{Limits: budgetLimits(sh.Budget), Calls: sh.Calls, WouldRefuse: sh.WouldRefuse, RequestsUsed: sh.RequestsUsed}
+		for k, n := range sh.ByKind {
+			if us.Shadow.ByKind == nil {
+				us.Shadow.ByKind = map[string]int64{}
+			}
+			us.Shadow.ByKind[string(k)] = n
+		}
+	}
 	if lat != nil && lat.n > 0 {
 		us.AvgLatencyMs = float64(lat.total.Microseconds()) / float64(lat.n) / 1000
 		us.P95LatencyMs = float64(lat.p95().Microseconds()) / 1000
@@ -244,6 +268,7 @@ func budgetLimits(b ratelimit.Budget) UpstreamLimits {
 	if b.MaxConcurrent > 0 {
 		out.MaxConcurrent = b.MaxConcurrent
 	}
+	out.Adaptive = b.Adaptive
 	return out
 }
 

@@ -21,8 +21,8 @@ const (
 const (
 	DefaultWindow       = time.Minute
 	DefaultWindowPad    = 250 * time.Millisecond
-	DefaultQueueDepth   = 64
-	DefaultQueueTimeout = 30 * time.Second
+	DefaultQueueDepth   = 16
+	DefaultQueueTimeout = 20 * time.Second
 )
 
 // Budget limits the calls to one upstream. Each dimension is off while its field is zero;
@@ -48,11 +48,30 @@ type Budget struct {
 	MaxConcurrent int
 	// OnLimit says whether a call that cannot go now waits or is refused. Zero: Wait.
 	OnLimit OnLimit
-	// QueueDepth is the most calls waiting for this upstream. Zero: 64.
+	// QueueDepth is the most calls waiting for this upstream. Zero: 16.
 	QueueDepth int
 	// QueueTimeout is the longest a call waits for this budget. Holds learned from the
-	// upstream are bounded by the call's deadline instead. Zero: 30s.
+	// upstream are bounded by the call's deadline instead. Zero: 20s, inside the
+	// server's default shutdown timeout.
 	QueueTimeout time.Duration
+	// Weights weighs the principals waiting in the queue: while several wait, one of
+	// weight 2 is served twice for each call of a principal of weight 1. A principal not
+	// named weighs 1.
+	Weights map[string]float64
+	// Shadow counts Requests, MinInterval and MaxConcurrent without enforcing them: see
+	// shadowState. Tokens, OnLimit and the queue still apply as configured.
+	Shadow bool
+	// Adaptive finds the calls in flight the upstream allows (see adaptive): from
+	// MinConcurrent (zero: 1) up to MaxConcurrent (zero: DefaultAdaptiveMax).
+	Adaptive      bool
+	MinConcurrent int
+	// FreeNotModified gives back a call's request charge when the upstream answers it
+	// 304 Not Modified, for an upstream that does not count those (GitHub). With a Store,
+	// the charge in the store stays: a 304 counts there.
+	FreeNotModified bool
+	// PerPrincipal is the most calls any one principal makes in any rolling Window, inside
+	// the budget; see perprincipal.go. Zero: no such bound.
+	PerPrincipal int
 }
 
 // Validate reports the first field that makes no sense, with no I/O.
@@ -68,16 +87,34 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget %q: min_interval must not be negative", b.Match)
 	case b.MaxConcurrent < 0:
 		return fmt.Errorf("budget %q: max_concurrent must not be negative", b.Match)
+	case b.PerPrincipal < 0 || b.PerPrincipal > maxRequests:
+		return fmt.Errorf("budget %q: per_principal requests must be in 0..%d", b.Match, maxRequests)
+	case b.MinConcurrent < 0:
+		return fmt.Errorf("budget %q: min_concurrent must not be negative", b.Match)
+	case b.Adaptive && b.MaxConcurrent > 0 && b.MinConcurrent > b.MaxConcurrent:
+		return fmt.Errorf("budget %q: adaptive max_concurrent min %d is above its max %d", b.Match, b.MinConcurrent, b.MaxConcurrent)
 	case b.QueueDepth < 0:
 		return fmt.Errorf("budget %q: queue_depth must not be negative", b.Match)
 	case b.QueueTimeout < 0:
 		return fmt.Errorf("budget %q: queue_timeout must not be negative", b.Match)
 	case b.OnLimit != Wait && b.OnLimit != Reject:
 		return fmt.Errorf("budget %q: on_limit must be wait or reject", b.Match)
+	case badWeight(b.Weights) != "":
+		return fmt.Errorf("budget %q: weight of %q must be a number above 0 and at most 1000", b.Match, badWeight(b.Weights))
 	case b.Requests > maxRequests:
 		return fmt.Errorf("budget %q: requests above %d per window are not supported", b.Match, maxRequests)
 	}
 	return nil
+}
+
+// badWeight names a principal whose weight is not in (0, 1000]; empty when none is.
+func badWeight(w map[string]float64) string {
+	for p, v := range w {
+		if !(v > 0 && v <= 1000) {
+			return p
+		}
+	}
+	return ""
 }
 
 // maxRequests bounds the sliding log (8 bytes per request).
@@ -158,11 +195,15 @@ func (r *requestLog) resize(limit int) {
 }
 
 // wait returns nanoseconds until a call is allowed (zero or less: now).
-func (r *requestLog) wait(now, span int64) int64 {
-	if r.n < len(r.ring) {
+func (r *requestLog) wait(now, span int64) int64 { return r.waitN(now, span, 1) }
+
+// waitN returns nanoseconds until a call of k units (1 <= k <= the limit) is allowed: until
+// k entries of the log are free.
+func (r *requestLog) waitN(now, span int64, k int) int64 {
+	if r.n+k <= len(r.ring) {
 		return 0
 	}
-	return r.ring[r.head] + span - now
+	return r.ring[(r.head+r.n+k-len(r.ring)-1)%len(r.ring)] + span - now
 }
 
 // used counts entries still inside the window at now.
@@ -174,6 +215,30 @@ func (r *requestLog) used(now, span int64) int {
 		}
 	}
 	return c
+}
+
+// remove takes back the entry logged for an admission at at: the newest entry equal to
+// it, else the oldest later one (add may have moved it later). False when none is left.
+func (r *requestLog) remove(at int64) bool {
+	found := -1
+	for i := r.n - 1; i >= 0; i-- {
+		v := r.ring[(r.head+i)%len(r.ring)]
+		if v == at {
+			found = i
+			break
+		}
+		if v > at {
+			found = i
+		}
+	}
+	if found < 0 {
+		return false
+	}
+	for i := found; i < r.n-1; i++ {
+		r.ring[(r.head+i)%len(r.ring)] = r.ring[(r.head+i+1)%len(r.ring)]
+	}
+	r.n--
+	return true
 }
 
 func (r *requestLog) add(now int64) {

@@ -79,6 +79,9 @@ type QueueReason string
 const (
 	QueueFull    QueueReason = "full"    // the queue held its depth of calls already
 	QueueTimeout QueueReason = "timeout" // the wait ran, or would run, past the queue timeout
+	// QueueShutdown is a call that was waiting, or would have waited, when the server
+	// began to shut down (Limiter.Drain): it left the queue unsent.
+	QueueShutdown QueueReason = "shutdown"
 )
 
 // QueueError is a call that the wait queue of an upstream could not hold, for Reason.
@@ -97,6 +100,9 @@ func (e *QueueError) RetryAfterSeconds() float64 { return WaitSeconds(e.RetryAft
 
 func (e *QueueError) Error() string {
 	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
+	if e.Reason == QueueShutdown {
+		return fmt.Sprintf("specgate is shutting down: the call waiting for upstream %s was not sent; try again in about %s seconds", e.Upstream, wait)
+	}
 	if e.Reason == QueueFull {
 		return fmt.Sprintf("wait queue for upstream %s is full (%d calls): try again in about %s seconds", e.Upstream, e.Depth, wait)
 	}

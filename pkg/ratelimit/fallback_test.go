@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type fakeStore struct {
 	count  int   // calls in the shared requests window
 	tokens int64 // tokens in the shared tokens window
 	admits int   // calls to Admit
+	// slow, when set, makes Admit wait that long and fail, while Available still says
+	// the store answers: a store that is going away
+	slow time.Duration
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -25,6 +29,13 @@ var errFakeDown = errors.New("fake store down")
 
 func (f *fakeStore) Admit(_ context.Context, a *Admission) (Decision, error) {
 	f.mu.Lock()
+	if f.slow > 0 {
+		d := f.slow
+		f.admits++
+		f.mu.Unlock()
+		time.Sleep(d) // in a synctest bubble: the store's timeout passing
+		return Decision{}, errFakeDown
+	}
 	defer f.mu.Unlock()
 	f.admits++
 	if f.down {
@@ -369,4 +380,35 @@ func TestFallbackSettleCountsAgainstTheSharedTokensLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A call that waits in the queue while the store goes away reports the whole wait, the
+// store call that timed out on its way to the fallback share included.
+func TestQueueWaitCountsAStoreTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &fakeStore{}
+		l := newLimiter(t, Options{Store: st, Budgets: []Budget{{Match: "u", Requests: 1, Window: 10 * time.Second, WindowPad: -1, QueueTimeout: time.Minute}}})
+		tk, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Release()
+		start := time.Now()
+		done := make(chan Ticket)
+		go func() {
+			tk, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- tk
+		}()
+		synctest.Wait() // queued behind the spent window
+		st.mu.Lock()
+		st.slow = 1500 * time.Millisecond
+		st.mu.Unlock()
+		tk = <-done
+		if waited := time.Since(start); tk.QueueWait != waited || waited < 10*time.Second+1500*time.Millisecond {
+			t.Fatalf("QueueWait %v, but the call waited %v", tk.QueueWait, waited)
+		}
+	})
 }

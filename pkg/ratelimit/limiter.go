@@ -38,6 +38,13 @@ type Endpoint struct {
 	// Upstream is the key of the upstream it calls: host:port of its base URL, or the group
 	// name its spec joins. Empty: no upstream budget and no learning, only the cooldown.
 	Upstream string
+	// Classes names the class budgets (set with SetBudget) each of its calls pays as well
+	// as its upstream's; see classes.go.
+	Classes []string
+	// Cost is how many units of a requests budget each call charges (an upstream that
+	// charges some endpoints more, as GitHub's search); 0 and 1 both mean one. A cost
+	// above a budget's requests charges the whole budget.
+	Cost int
 	// Interval is the cooldown between two calls to this endpoint. Zero: no cooldown.
 	Interval time.Duration
 }
@@ -66,6 +73,13 @@ type Request struct {
 	// by the budgets while an identical repeat within the interval is refused. Empty: the
 	// endpoint's cooldown, as for every direct call.
 	CooldownKey string
+	// Principal is who the call is made for. An upstream's wait queue serves the
+	// principals waiting in turn (weighted by Budget.Weights), first come first served
+	// within one, so one principal's burst does not hold the others back.
+	Principal string
+	// Background marks a call that a program makes (a script's), which waits behind the
+	// direct calls of the same principal.
+	Background bool
 }
 
 // Progress reports a call waiting in a queue.
@@ -95,6 +109,7 @@ type Limiter struct {
 	// answered when the Limiter was made: an upstream made later starts on it then.
 	sw           switchClock
 	storeStarted bool
+	draining     atomic.Bool // see Drain
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -117,8 +132,29 @@ type endpoint struct {
 	cd       *cooldownKey
 	upKey    string // guarded by Limiter.mu
 	up       atomic.Pointer[upstream]
-	resource atomic.Pointer[string] // the upstream quota its answers count against, once said
+	resource atomic.Pointer[string]   // the upstream quota its answers count against, once said
+	classes  atomic.Pointer[[]string] // the class budgets it pays; nil: none
+	cost     atomic.Int32             // Endpoint.Cost; see units
 }
+
+// units is what one call of ep charges a requests budget of limit: its cost, at least 1,
+// at most the limit (a nil endpoint charges 1).
+func (ep *endpoint) units(limit int) int {
+	n := 1
+	if ep != nil {
+		if b := ep.base; b != nil {
+			ep = b
+		}
+		n = max(int(ep.cost.Load()), 1)
+	}
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return n
+}
+
+// maxCost bounds Endpoint.Cost.
+const maxCost = 1000
 
 // ErrUnknownEndpoint is returned when tuning an endpoint that was never registered.
 var ErrUnknownEndpoint = errors.New("unknown endpoint")
@@ -234,6 +270,8 @@ func (l *Limiter) SetEndpoints(es []Endpoint) error {
 		}
 		ep.upKey = e.Upstream
 		ep.up.Store(upstreamOf(e.Upstream))
+		ep.setClasses(e.Classes)
+		ep.cost.Store(int32(min(max(e.Cost, 0), maxCost)))
 	}
 	if ups != nil {
 		l.upstreams.Store(&ups)
@@ -275,6 +313,8 @@ func (l *Limiter) SetEndpoint(e Endpoint) error {
 	}
 	ep.upKey = e.Upstream
 	ep.up.Store(l.upstreamLocked(e.Upstream))
+	ep.setClasses(e.Classes)
+	ep.cost.Store(int32(min(max(e.Cost, 0), maxCost)))
 	return nil
 }
 
@@ -359,6 +399,16 @@ func (l *Limiter) Budget(match string) (Budget, bool) {
 		}
 	}
 	return b, ok
+}
+
+// BudgetFor returns the Match of the budget an upstream key resolves to (a host:port to its
+// bare host's budget, say), and whether one does.
+func (l *Limiter) BudgetFor(key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.canonical(key)
+	_, ok := l.budgets[m]
+	return m, ok
 }
 
 func (l *Limiter) lookupEndpoint(id string) *endpoint {
@@ -469,6 +519,7 @@ func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 	if !ok {
 		return Ticket{}, rf.err(ep, up, now)
 	}
+	t.countShadow(now.UnixNano())
 	return t, nil
 }
 
@@ -618,6 +669,9 @@ type Ticket struct {
 	bucket    int64 // the token bucket charged at admission
 	released  bool
 	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
+	shadow    *shadowState  // counted in flight against a shadow budget; nil: not
+	classes   []Ticket      // the call's admissions in its endpoint's classes
+	refunded  bool          // its request charge was given back (Budget.FreeNotModified)
 }
 
 // Admitted returns when the call was admitted.
@@ -638,9 +692,13 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 		return
 	}
 	t.released = true
+	for i := range t.classes {
+		t.classes[i].ReleaseAt(now)
+	}
 	up := t.up
 	up.mu.Lock()
 	up.release(now.UnixNano() - t.admitted)
+	t.releaseShadow()
 	up.endProbe(t.seq)
 	up.wakeHead()
 	up.mu.Unlock()
@@ -707,9 +765,20 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 		others = min(others, int(up.admitted-t.seq))
 	}
 	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
+	up.adapt429(sig, t.seq)
+	if sig.Status == http.StatusNotModified && up.full.FreeNotModified && !t.refunded && t.sh == nil && up.budget.Requests > 0 {
+		t.refunded = up.reqs.remove(t.admitted)
+	}
 	up.wakeHead()
 	key, st := up.key, up.store
 	up.mu.Unlock()
+	for _, c := range t.classes {
+		if c.up != nil {
+			c.up.mu.Lock()
+			c.up.adapt429(sig, c.seq)
+			c.up.mu.Unlock()
+		}
+	}
 	if st != nil {
 		shareBlock(st, key, sig, now)
 	}

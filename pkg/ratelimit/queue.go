@@ -13,6 +13,11 @@ type waiter struct {
 	estimate int64 // last known wait at the head, nanoseconds
 	exact    bool  // estimate is exact
 	kind     Kind  // what held it last, at the head
+
+	principal  string  // who the call is for (Request.Principal)
+	background bool    // Request.Background
+	seq        uint64  // arrival order in the queue
+	tag        float64 // its fair place; see join
 }
 
 func (w *waiter) nudge() {
@@ -22,7 +27,8 @@ func (w *waiter) nudge() {
 	}
 }
 
-// Acquire admits req now, or waits for it in its upstream's FIFO queue, using the real
+// Acquire admits req now, or waits for it in its upstream's queue (fair across principals,
+// see join; first come first served within one), using the real
 // clock (tests run it in a testing/synctest bubble). It returns:
 //
 //   - a Ticket, with QueueWait set, once the call is admitted; release it when the call ends;
@@ -34,8 +40,39 @@ func (w *waiter) nudge() {
 //     wait ran, or at the head of the queue would run, past the queue timeout;
 //   - ctx.Err() when ctx ends while waiting: the call leaves the queue at once.
 //
-// While the call waits, req.Progress is called with the time waited and an estimate.
+// While the call waits, req.Progress is called with the time waited and an estimate. An
+// endpoint registered with classes waits for each of them first (see classes.go).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
+	if req.Principal != "" {
+		if _, up := l.resolve(req); up != nil {
+			if err := l.admitPrincipal(ctx, up, req); err != nil {
+				return Ticket{}, err
+			}
+		}
+	}
+	var classes []Ticket
+	if names := l.classesOf(req); len(names) > 0 {
+		var err error
+		if classes, err = l.acquireClasses(ctx, req, names); err != nil {
+			return Ticket{}, err
+		}
+	}
+	t, err := l.acquire(ctx, req)
+	if err != nil {
+		releaseAll(classes)
+		return t, err
+	}
+	now := time.Now().UnixNano()
+	t.countShadow(now)
+	for i := range classes {
+		classes[i].countShadow(now)
+		t.QueueWait += classes[i].QueueWait
+	}
+	t.classes = classes
+	return t, nil
+}
+
+func (l *Limiter) acquire(ctx context.Context, req Request) (Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err
 	}
@@ -68,6 +105,10 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		up.mu.Unlock()
 		return Ticket{}, rf.err(ep, up, start)
 	}
+	if l.draining.Load() {
+		up.mu.Unlock()
+		return Ticket{}, up.shutdownError(0)
+	}
 	if len(up.queue) >= b.QueueDepth {
 		up.queueFull++
 		_, est := up.position(nil)
@@ -75,10 +116,35 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		return Ticket{}, &QueueError{Reason: QueueFull, Upstream: up.name(), Depth: b.QueueDepth,
 			Timeout: b.QueueTimeout, RetryAfter: max(est, time.Millisecond)}
 	}
-	w := &waiter{wake: make(chan struct{}, 1)}
-	up.queue = append(up.queue, w)
+	w := &waiter{wake: make(chan struct{}, 1), principal: req.Principal, background: req.Background}
+	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
+}
+
+// Drain answers every call waiting in a queue, and every call that would wait from now on,
+// with a *QueueError for QueueShutdown, at once: nothing of theirs is sent, and the caller
+// may try again elsewhere. Calls admitted already are not touched. A server calls it when
+// it begins to shut down, so the calls in flight can finish within its shutdown timeout.
+func (l *Limiter) Drain() {
+	l.draining.Store(true)
+	ups := l.upstreams.Load()
+	if ups == nil {
+		return
+	}
+	for _, up := range *ups {
+		up.mu.Lock()
+		for _, w := range up.queue {
+			w.nudge()
+		}
+		up.mu.Unlock()
+	}
+}
+
+// shutdownError is the answer to a call the queue drops as the server shuts down.
+func (u *upstream) shutdownError(waited time.Duration) *QueueError {
+	return &QueueError{Reason: QueueShutdown, Upstream: u.name(), Depth: u.budget.QueueDepth,
+		Timeout: u.budget.QueueTimeout, Waited: waited, RetryAfter: time.Second}
 }
 
 // allowedWait is how long a call may wait for a limit of kind: the queue timeout and the
@@ -155,6 +221,11 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 	now := time.Now()
 	up.mu.Lock()
 	b := up.budget
+	if l.draining.Load() {
+		up.remove(w)
+		up.mu.Unlock()
+		return outcome{done: true, err: up.shutdownError(now.Sub(start))}
+	}
 	if len(up.queue) == 0 || up.queue[0] != w {
 		if timedOut {
 			up.remove(w)
@@ -169,9 +240,12 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 	}
 	t, rf, ok := l.admitUp(ctx, ep, up, req, now.UnixNano(), true)
 	if ok {
+		up.served(w)
 		up.remove(w)
 		up.mu.Unlock()
-		t.QueueWait = now.Sub(start)
+		// measured after the admission: a store call that timed out on the way (the
+		// switch to the fallback share) is part of the wait
+		t.QueueWait = time.Since(start)
 		return outcome{done: true, t: t}
 	}
 	if rf.ctxErr != nil {
@@ -219,8 +293,11 @@ func (u *upstream) remove(w *waiter) {
 	if i < 0 {
 		return
 	}
+	head := u.queue[0]
 	u.queue = slices.Delete(u.queue, i, i+1)
-	if i == 0 {
+	u.left(w.principal)
+	u.reorder()
+	if i == 0 || u.headWaiter() != head {
 		u.wakeHead()
 	}
 }

@@ -67,6 +67,10 @@ type UpstreamStatus struct {
 	// that this replica runs it on its fallback share: with Redis Cluster, only the
 	// upstreams on an unreachable slot.
 	Fallback bool
+	// Shadow is what the budget counted when it is a shadow (Budget.Shadow); nil else.
+	Shadow *ShadowStatus
+	// Adaptive is the adaptive concurrency limit's state (Budget.Adaptive); nil else.
+	Adaptive *AdaptiveStatus
 }
 
 // LearnedStatus is what an upstream has said about one of its quotas.
@@ -166,6 +170,8 @@ func (u *upstream) status(now int64) UpstreamStatus {
 		Refused:            map[Kind]int64{},
 		RefusedByScope:     map[Scope]int64{},
 		QueueRefused:       map[QueueReason]int64{},
+		Shadow:             u.shadow.status(now),
+		Adaptive:           u.adapt.status(),
 	}
 	if b.Requests > 0 {
 		s.RequestsUsed = u.reqs.used(now, u.span)

@@ -59,6 +59,9 @@ type Admission struct {
 	Resource string
 	// Budget is the upstream's budget with defaults filled in; a zero dimension is off.
 	Budget Budget
+	// Units is what the call charges the requests window (Endpoint.Cost): 1 or more, at
+	// most Budget.Requests; zero is one.
+	Units int
 	// Tokens is the call's estimated tokens.
 	Tokens int64
 	// CallEstimate is the wait reported when the calls in flight are at the limit.
@@ -190,6 +193,7 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 	}
 	if up != nil {
 		a.Upstream, a.Budget, a.CallEstimate = up.key, up.full, time.Duration(up.callEstimate())
+		a.Units = ep.units(up.full.Requests)
 	}
 	d, err := st.Admit(ctx, &a)
 	if err != nil {
@@ -239,7 +243,7 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 	var rf refusal
 	var ok bool
 	if up != nil {
-		if w, kind, allow := l.switchHold(up, req.Tokens, now); w > 0 {
+		if w, kind, allow := l.switchHold(up, ep, req.Tokens, now); w > 0 {
 			rf, _ = up.checkLocked(ep, req, now)
 			if rf.consider(kind, ScopeProxy, w) {
 				rf.limit, rf.window = allow, up.budget.Window
@@ -248,7 +252,7 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 		}
 		t, rf, ok = up.admitLocked(ep, req, now, charge)
 		if ok && charge {
-			up.seenReq.after++
+			up.seenReq.after += int64(ep.units(up.budget.Requests))
 			up.seenTok.after += max(req.Tokens, 0)
 		}
 	} else {
@@ -399,13 +403,13 @@ func tokenCost(tokens, limit int64) int64 { return min(max(tokens, 1), limit) }
 // allowance meanwhile; zero wait when it does not. Each of the requests and tokens
 // windows holds as seenWindow.hold says, counting this replica's fallback calls (tokens)
 // since it last saw the shared window. The caller holds up.mu.
-func (l *Limiter) switchHold(up *upstream, tokens, now int64) (wait int64, kind Kind, allow int64) {
+func (l *Limiter) switchHold(up *upstream, ep *endpoint, tokens, now int64) (wait int64, kind Kind, allow int64) {
 	sw := up.sw.switched()
 	if sw <= 0 {
 		return 0, "", 0
 	}
 	if n := int64(up.full.Requests); n > 0 {
-		if w, a, _ := up.seenReq.hold(sw, up.span, now, n, int64(up.budget.Requests), 1, l.share, true); w > 0 {
+		if w, a, _ := up.seenReq.hold(sw, up.span, now, n, int64(up.budget.Requests), int64(ep.units(up.budget.Requests)), l.share, true); w > 0 {
 			wait, kind, allow = w, KindRequests, a
 		}
 	}
@@ -452,7 +456,7 @@ func (l *Limiter) readyLocal(ep *endpoint, up *upstream, now int64) int64 {
 	switch {
 	case !avail:
 		rf, _ = up.checkLocked(ep, req, now)
-		w, kind, _ := l.switchHold(up, 0, now)
+		w, kind, _ := l.switchHold(up, ep, 0, now)
 		rf.consider(kind, ScopeProxy, w)
 		return max(rf.wait, 0)
 	case l.inGrace(ep, up, now):

@@ -40,8 +40,17 @@ type upstream struct {
 	// share, unix nanoseconds; zero: never.
 	lastFallback atomic.Int64
 
+	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
+	adapt   *adaptive     // the adaptive concurrency limit, when Budget.Adaptive; nil: none
+	pp      *Window       // each principal's share, when Budget.PerPrincipal; nil: none
 	learned []*learnedSet // index 0, when present, may be any resource
 	queue   []*waiter
+	// the fair queue's state: see join
+	vtime      float64
+	finish     map[string]float64
+	seq        uint64
+	serveSeq   uint64
+	lastServed map[string]uint64
 
 	// recent holds the times of the last admissions, the one numbered n (admitted after
 	// it was charged) at n % recentCap: what a rate-limited answer with no advertised
@@ -87,8 +96,11 @@ func (u *upstream) configure(b Budget, wake bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.configured = b.Match != ""
-	u.full = b.withDefaults()
+	u.setShadow(b)
+	u.full = b.enforced().withDefaults()
 	u.budget = u.full.scaled(u.share)
+	u.setAdaptive(b)
+	u.setPerPrincipal(b)
 	u.span = u.budget.span()
 	if u.budget.Requests > 0 {
 		u.reqs.resize(u.budget.Requests)
@@ -131,7 +143,7 @@ func (u *upstream) checkLocked(ep *endpoint, req Request, now int64) (rf refusal
 	u.checkLearnedLocked(ep, req, now, &rf)
 	b := &u.budget
 	if b.Requests > 0 {
-		if rf.consider(KindRequests, ScopeProxy, u.reqs.wait(now, u.span)) {
+		if rf.consider(KindRequests, ScopeProxy, u.reqs.waitN(now, u.span, ep.units(b.Requests))) {
 			rf.limit, rf.window = int64(b.Requests), b.Window
 		}
 	}
@@ -216,7 +228,9 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	t := Ticket{up: u, ep: ep, admitted: now, tokens: req.Tokens}
 	b := &u.budget
 	if b.Requests > 0 {
-		u.reqs.add(now)
+		for range ep.units(b.Requests) {
+			u.reqs.add(now)
+		}
 	}
 	if b.Tokens > 0 && req.Tokens > 0 {
 		t.bucket = u.toks.add(now, req.Tokens)

@@ -11,7 +11,9 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -64,6 +66,26 @@ type Param struct {
 	Name     string `json:"name"`
 	In       string `json:"in"`
 	Required bool   `json:"required,omitempty"`
+}
+
+// RateLimitCost is the operation's x-ratelimit-cost: how many units of a
+// requests budget one call charges, 1..1000; zero when the operation does
+// not say (or says something else than a whole number in that range).
+func (e *Endpoint) RateLimitCost() int {
+	if !bytes.Contains(e.raw, []byte(`"x-ratelimit-cost"`)) {
+		return 0
+	}
+	var op struct {
+		Cost json.Number `json:"x-ratelimit-cost"`
+	}
+	if json.Unmarshal(e.raw, &op) != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(op.Cost.String()))
+	if err != nil || n < 1 || n > 1000 {
+		return 0
+	}
+	return n
 }
 
 // Idempotent reports whether the method is idempotent by HTTP semantics.

@@ -3,22 +3,23 @@
 -- longest wait; with charge set and nothing in the way, it charges them all.
 -- KEYS: cooldown, requests, tokens, last admission, leases, block of the whole upstream,
 -- block of the endpoint's quota resource; all on one hash tag.
--- Reply: ok, now, kind, wait, source, cooldown refused, token bucket, calls in the
--- requests window (this one included when charged), wait until that window has room,
+-- Reply: ok, now, kind, wait, source, cooldown refused, token bucket, units in the
+-- requests window (this call's included when charged), wait until that window has room,
 -- tokens in the tokens window (this call's included when charged).
 local charge = ARGV[1] == '1'
 local iv, nreq, span = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
+local units = tonumber(ARGV[14]) -- what the call charges the requests window, 1..nreq
 local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
 local function consider(k, w, s)
   if w > best then best, kind, src = w, k, s or '' end
 end
--- the wait until the requests window, holding nc calls, has room for one more
-local function free()
-  if nc < nreq then return 0 end
-  local e = redis.call('ZRANGE', KEYS[2], nc - nreq, nc - nreq, 'WITHSCORES')
+-- the wait until the requests window, holding nc units, has room for k more
+local function free(k)
+  if nc + k <= nreq then return 0 end
+  local e = redis.call('ZRANGE', KEYS[2], nc + k - nreq - 1, nc + k - nreq - 1, 'WITHSCORES')
   return math.max(tonumber(e[2]) + span - now, 0)
 end
 if iv > 0 then
@@ -36,8 +37,8 @@ if hasUp then
   if nreq > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', num(now - span))
     nc = redis.call('ZCARD', KEYS[2])
-    nfree = free()
-    consider('requests', nfree)
+    consider('requests', free(units))
+    nfree = free(1)
   end
   if ntok > 0 then
     local h = redis.call('HGETALL', KEYS[3])
@@ -81,10 +82,12 @@ if iv > 0 then redis.call('SET', KEYS[1], num(now), 'PX', ttl(iv)) end
 local bucket = 0
 if hasUp then
   if nreq > 0 then
-    redis.call('ZADD', KEYS[2], num(now), num(now) .. '-' .. lease)
+    for u = 1, units do
+      redis.call('ZADD', KEYS[2], num(now), num(now) .. '-' .. lease .. '-' .. u)
+    end
     redis.call('PEXPIRE', KEYS[2], ttl(span))
-    nc = nc + 1
-    nfree = free()
+    nc = nc + units
+    nfree = free(1)
   end
   if ntok > 0 and cost > 0 then
     bucket = now - now % g

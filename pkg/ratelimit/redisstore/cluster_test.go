@@ -399,3 +399,53 @@ func TestSlowRedisFallsBackWithinTheTimeoutAndCancelReachesTheStore(t *testing.T
 		t.Errorf("log:\n%s\nwant a line for the recovery", logs)
 	}
 }
+
+// TestClusterFailoverIsFollowedWhenTheReplicaTakesOver kills the master that serves an
+// upstream's slot in a cluster with a replica per master: the upstream falls back to its
+// share, and returns to the shared limits as soon as the replica has taken the slot, not
+// at the client's periodic slot-map refresh. The probe runs at its default interval.
+func TestClusterFailoverIsFollowedWhenTheReplicaTakesOver(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3, 1)
+	lb := &logBuffer{}
+	st, err := New(t.Context(), Options{URL: cl.URL(), Cluster: true, KeyPrefix: testPrefix(t), Timeout: 150 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(lb, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const up = "api.a:443"
+	admit := func() error {
+		d, err := st.Admit(t.Context(), &ratelimit.Admission{Endpoint: "a.get", Upstream: up,
+			Budget: ratelimit.Budget{Requests: 100, Window: time.Minute}, Charge: true})
+		if err == nil && !d.OK {
+			t.Fatalf("refused by the budget: %+v", d)
+		}
+		return err
+	}
+	if err := admit(); err != nil {
+		t.Fatal(err)
+	}
+	master := cl.OwnerOf(st.slot(up))
+	cl.Node(master).Stop()
+	killed := time.Now()
+	if err := admit(); err == nil {
+		t.Fatal("an admission went through a killed master")
+	}
+	if st.Available(up) {
+		t.Fatal("the upstream is still available after its master died")
+	}
+	// the replica takes over after cluster-node-timeout (1s) and an election
+	waitUntil(t, 20*time.Second, func() bool { return cl.OwnerOf(st.slot(up)) != master })
+	promoted := time.Since(killed)
+	waitUntil(t, 20*time.Second, func() bool { return st.Available(up) })
+	back := time.Since(killed)
+	t.Logf("master killed: replica serves the slot after %v, the store is back on it after %v", promoted.Round(10*time.Millisecond), back.Round(10*time.Millisecond))
+	if err := admit(); err != nil {
+		t.Fatalf("after the failover: %v\nlog:\n%s", err, lb)
+	}
+	// two probe intervals and a slot-map reload after the promotion at most; the old
+	// client refresh took about 30 s
+	if lag := back - promoted; lag > 10*time.Second {
+		t.Errorf("the store followed the failover %v after the replica took the slot", lag)
+	}
+}

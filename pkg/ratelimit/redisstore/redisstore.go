@@ -373,6 +373,12 @@ func (s *Store) probeOnce(ctx context.Context) {
 		}
 		s.mu.Unlock()
 	}
+	if len(keys) > 0 {
+		// a slot that stopped answering may be served by another node now (a replica
+		// promoted by a failover): ask the cluster for its slot map again rather than wait
+		// for the client's periodic refresh
+		s.cluster.ReloadState(ctx)
+	}
 	for slot, key := range keys {
 		if err := s.pingSlot(ctx, key); err != nil {
 			continue
@@ -460,7 +466,8 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	}
 	v, err := s.run(ctx, g, admitScript, keys,
 		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
-		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""))
+		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
+		min(max(a.Units, 1), max(int(requests), 1)))
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -461,4 +462,68 @@ func TestReplicasSurviveClusterNodeKilledAndBack(t *testing.T) {
 	}
 	t.Logf("%s on the dead node: %d on the fallback, %d shared after restart; %s: %d shared",
 		a, fallbackA, len(sharedA), b, len(sharedB))
+}
+
+// A principal's share of an upstream (Budget.PerPrincipal) is one across replicas: ada's
+// calls on two replicas count in one window in Redis, and bob keeps his own.
+func TestReplicasSharePerPrincipal(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newReplicas(t, srv, 2, 0, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: 100, Window: time.Minute, PerPrincipal: 3, OnLimit: ratelimit.Reject}},
+	})
+	call := func(replica int, who string) error {
+		tk, err := r.ls[replica].Acquire(t.Context(), ratelimit.Request{Endpoint: "svc.get", Principal: who})
+		if err == nil {
+			tk.Release()
+		}
+		return err
+	}
+	for i, replica := range []int{0, 1, 0} {
+		if err := call(replica, "ada"); err != nil {
+			t.Fatalf("ada's call %d on replica %d: %v", i, replica, err)
+		}
+	}
+	var le *ratelimit.LimitError
+	if err := call(1, "ada"); !errors.As(err, &le) || le.Key != "up per principal" {
+		t.Fatalf("ada's fourth call, on the other replica: %v; want her share spent", err)
+	}
+	for _, replica := range []int{1, 1, 0} {
+		if err := call(replica, "bob"); err != nil {
+			t.Fatalf("bob on replica %d: %v", replica, err)
+		}
+	}
+}
+
+// An endpoint's cost charges the shared requests window that many units, on every
+// replica alike.
+func TestReplicasShareCostUnits(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newReplicas(t, srv, 2, 0, ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.search", Upstream: "up", Cost: 3}, {ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", Requests: 7, Window: time.Minute, OnLimit: ratelimit.Reject}},
+	})
+	call := func(replica int, id string) error {
+		tk, err := r.ls[replica].Acquire(t.Context(), ratelimit.Request{Endpoint: id})
+		if err == nil {
+			tk.Release()
+		}
+		return err
+	}
+	if err := call(0, "svc.search"); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(1, "svc.search"); err != nil {
+		t.Fatal(err)
+	}
+	var le *ratelimit.LimitError
+	if err := call(0, "svc.search"); !errors.As(err, &le) || le.Kind != ratelimit.KindRequests {
+		t.Fatalf("a third search with 1 unit left: %v", err)
+	}
+	if err := call(1, "svc.get"); err != nil {
+		t.Fatalf("a get with 1 unit left: %v", err)
+	}
+	if err := call(0, "svc.get"); err == nil {
+		t.Fatal("a get went through a spent window")
+	}
 }

@@ -1,0 +1,112 @@
+package ratelimit
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The wait queue of an upstream is fair across principals: a start-time fair queue. A
+// call of principal p joining the queue is tagged S = max(vtime, F[p]), and F[p] becomes
+// S + 1/weight(p); vtime is the tag of the call the queue last admitted, and the queue is
+// kept in tag order. So while ada has 30 calls waiting and bob sends one, bob's call goes
+// next but one, not 31st, and a principal of weight 2 is served twice for each call of one
+// of weight 1 while both wait. Within one principal, direct calls take the earliest of its
+// tags, then background calls (a script's), each in arrival order. Ties go to the
+// principal served least recently, then to the earlier arrival.
+
+// join puts w into u's queue in its fair place, and nudges a new head.
+func (u *upstream) join(w *waiter) {
+	if u.finish == nil {
+		u.finish = make(map[string]float64)
+	}
+	u.seq++
+	w.seq = u.seq
+	p := w.principal
+	s := max(u.vtime, u.finish[p])
+	u.finish[p] = s + 1/u.weight(p)
+	w.tag = s
+	head := u.headWaiter()
+	u.queue = append(u.queue, w)
+	// the principal's calls share its tags: direct ones take the earliest
+	var mine []*waiter
+	var tags []float64
+	for _, o := range u.queue {
+		if o.principal == p {
+			mine = append(mine, o)
+			tags = append(tags, o.tag)
+		}
+	}
+	if len(mine) > 1 {
+		slices.Sort(tags)
+		slices.SortStableFunc(mine, func(a, b *waiter) int {
+			if a.background != b.background {
+				if a.background {
+					return 1
+				}
+				return -1
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+		for i, o := range mine {
+			o.tag = tags[i]
+		}
+	}
+	u.reorder()
+	if h := u.headWaiter(); h != head && h != w {
+		h.nudge()
+	}
+}
+
+// served records that w, the head, was admitted: the queue's virtual time moves to its tag.
+func (u *upstream) served(w *waiter) {
+	u.vtime = max(u.vtime, w.tag)
+	if u.lastServed == nil || len(u.lastServed) > maxServedTrack {
+		// only the order among the principals waiting now matters
+		u.lastServed = make(map[string]uint64)
+	}
+	u.serveSeq++
+	u.lastServed[w.principal] = u.serveSeq
+}
+
+// maxServedTrack bounds the principals whose last service is remembered.
+const maxServedTrack = 4096
+
+// left forgets the finish tag of a principal with no call waiting any more, so its next
+// call starts at the queue's virtual time.
+func (u *upstream) left(principal string) {
+	for _, o := range u.queue {
+		if o.principal == principal {
+			return
+		}
+	}
+	delete(u.finish, principal)
+}
+
+func (u *upstream) headWaiter() *waiter {
+	if len(u.queue) == 0 {
+		return nil
+	}
+	return u.queue[0]
+}
+
+// reorder sorts the queue by tag, ties to the principal served least recently.
+func (u *upstream) reorder() {
+	slices.SortStableFunc(u.queue, func(a, b *waiter) int {
+		if c := cmp.Compare(a.tag, b.tag); c != 0 {
+			return c
+		}
+		if a.principal != b.principal {
+			if c := cmp.Compare(u.lastServed[a.principal], u.lastServed[b.principal]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+}
+
+func (u *upstream) weight(principal string) float64 {
+	if w, ok := u.budget.Weights[principal]; ok && w > 0 {
+		return w
+	}
+	return 1
+}

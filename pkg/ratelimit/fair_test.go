@@ -1,0 +1,216 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// admissions queues the calls of reqs in order, each entering the queue before the next
+// starts, behind one call admitted at once, and returns the order they were admitted in.
+func admissions(t *testing.T, l *Limiter, reqs []Request) []string {
+	t.Helper()
+	first, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			tk, err := l.Acquire(t.Context(), r)
+			if err != nil {
+				t.Errorf("call %d (%s): %v", i, r.Principal, err)
+				return
+			}
+			defer tk.Release()
+			mu.Lock()
+			order = append(order, label(r))
+			mu.Unlock()
+		})
+		synctest.Wait()
+	}
+	wg.Wait()
+	return order
+}
+
+func label(r Request) string {
+	if r.Background {
+		return r.Principal + "*"
+	}
+	return r.Principal
+}
+
+func calls(principal string, n int, background bool) []Request {
+	out := make([]Request, n)
+	for i := range out {
+		out[i] = Request{Upstream: "u", Principal: principal, Background: background}
+	}
+	return out
+}
+
+func TestFairQueueOneBurstDoesNotHoldOthersBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1, QueueDepth: 32, QueueTimeout: time.Minute}}})
+		start := time.Now()
+		reqs := append(calls("ada", 20, false), calls("bob", 1, false)...)
+		var bobAt time.Duration
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		first, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first.Release()
+		for _, r := range reqs {
+			wg.Go(func() {
+				tk, err := l.Acquire(t.Context(), r)
+				if err != nil {
+					t.Errorf("%s: %v", r.Principal, err)
+					return
+				}
+				tk.Release()
+				if r.Principal == "bob" {
+					mu.Lock()
+					bobAt = time.Since(start)
+					mu.Unlock()
+				}
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		// ada's first queued call was tagged with bob's tag and came first; bob goes next,
+		// at 2 s, where first come first served had him wait 21 s.
+		if bobAt != 2*time.Second {
+			t.Fatalf("bob admitted after %v, want 2s", bobAt)
+		}
+	})
+}
+
+func TestFairQueueTakesTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1}}})
+		reqs := append(calls("ada", 4, false), calls("bob", 4, false)...)
+		got := fmt.Sprint(admissions(t, l, reqs))
+		if want := "[ada bob ada bob ada bob ada bob]"; got != want {
+			t.Fatalf("order %s, want %s", got, want)
+		}
+	})
+}
+
+func TestFairQueueWeights(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1,
+			Weights: map[string]float64{"ada": 2}}}})
+		reqs := append(calls("ada", 8, false), calls("bob", 4, false)...)
+		order := admissions(t, l, reqs)
+		// in every stretch of three admissions while both wait, ada has two
+		for i := 0; i+3 <= 9; i += 3 {
+			n := 0
+			for _, p := range order[i : i+3] {
+				if p == "ada" {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Fatalf("order %v: admissions %d..%d give ada %d, want 2", order, i, i+2, n)
+			}
+		}
+	})
+}
+
+func TestFairQueueDirectCallsGoBeforeTheSamePrincipalsScript(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1}}})
+		reqs := append(calls("ada", 3, true), calls("ada", 1, false)...)
+		reqs = append(reqs, calls("bob", 1, true)...)
+		got := fmt.Sprint(admissions(t, l, reqs))
+		// ada's direct call takes the earliest of ada's places; bob's script call still
+		// gets its turn among ada's
+		if want := "[ada bob* ada* ada* ada*]"; got != want {
+			t.Fatalf("order %s, want %s", got, want)
+		}
+	})
+}
+
+func TestFairQueueForgetsAPrincipalThatLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Minute, WindowPad: -1, QueueTimeout: time.Hour}}})
+		if _, err := l.Acquire(t.Context(), Request{Upstream: "u"}); err != nil {
+			t.Fatal(err)
+		}
+		up := (*l.upstreams.Load())["u"]
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(t.Context())
+		for range 5 {
+			wg.Go(func() { _, _ = l.Acquire(ctx, Request{Upstream: "u", Principal: "ada"}) })
+			synctest.Wait()
+		}
+		cancel()
+		wg.Wait()
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		if len(up.queue) != 0 || len(up.finish) != 0 {
+			t.Fatalf("queue %d, finish tags %v after every call left", len(up.queue), up.finish)
+		}
+	})
+}
+
+func TestBudgetWeightsValidated(t *testing.T) {
+	for _, w := range []float64{0, -1, 1001} {
+		b := Budget{Match: "u", Weights: map[string]float64{"ada": w}}
+		if err := b.Validate(); err == nil {
+			t.Errorf("weight %v accepted", w)
+		}
+	}
+	if err := (Budget{Match: "u", Weights: map[string]float64{"ada": 0.5}}).Validate(); err != nil {
+		t.Errorf("weight 0.5 refused: %v", err)
+	}
+}
+
+func TestDrainAnswersWaitingCallsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", MaxConcurrent: 1}}})
+		held, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := l.Acquire(t.Context(), Request{Upstream: "u"})
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		l.Drain()
+		for range 3 {
+			var qe *QueueError
+			if err := <-errs; !errors.As(err, &qe) || qe.Reason != QueueShutdown || qe.RetryAfter <= 0 {
+				t.Fatalf("queued call got %v, want a shutdown QueueError", err)
+			}
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("drained calls answered after %v, want at once", waited)
+		}
+		// a call that would wait from now on is answered the same way; the one in
+		// flight is untouched and releases as usual
+		var qe *QueueError
+		if _, err := l.Acquire(t.Context(), Request{Upstream: "u"}); !errors.As(err, &qe) || qe.Reason != QueueShutdown {
+			t.Fatalf("a call after Drain got %v", err)
+		}
+		held.Release()
+		if tk, err := l.Acquire(t.Context(), Request{Upstream: "u"}); err != nil {
+			t.Fatalf("a call that can go now after Drain: %v", err)
+		} else {
+			tk.Release()
+		}
+	})
+}

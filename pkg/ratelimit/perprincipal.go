@@ -1,0 +1,76 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Budget.PerPrincipal bounds the calls any one principal makes to an upstream in its
+// window, inside the upstream's own budget: no single agent of a team takes it all. It is
+// counted by a Window keyed by principal (shared through the Store when there is one), and
+// checked before the call waits for its classes or its upstream, so a principal over its
+// share waits (or, with OnLimit Reject, is refused) on its own, out of the others' queue.
+// Calls with no principal are not counted. A call refused later by the upstream's budget
+// has spent its principal's count: an error on the strict side.
+
+// setPerPrincipal makes, keeps or drops the per-principal window for b. The caller holds
+// u.mu.
+func (u *upstream) setPerPrincipal(b Budget) {
+	if b.PerPrincipal <= 0 {
+		u.pp = nil
+		return
+	}
+	span := b.Window
+	if span <= 0 {
+		span = DefaultWindow
+	}
+	if u.pp != nil && u.pp.limit == b.PerPrincipal && time.Duration(u.pp.window) == span {
+		return
+	}
+	w, err := NewWindow(WindowOptions{Name: "pp:" + u.key, Limit: b.PerPrincipal, Window: span, Store: u.store})
+	if err != nil { // Validate bounds the limit; nothing else can fail
+		u.pp = nil
+		return
+	}
+	u.pp = w
+}
+
+// admitPrincipal counts req against its principal's share of up, waiting for room as the
+// queue would (bounded by the queue timeout and ctx's deadline) unless the budget rejects.
+func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request) error {
+	if up == nil || req.Principal == "" {
+		return nil
+	}
+	up.mu.Lock()
+	w, b, key := up.pp, up.budget, up.key
+	up.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	start := time.Now()
+	deadline, hasDeadline := ctx.Deadline()
+	for {
+		r := w.Allow(ctx, req.Principal)
+		if r.Allowed {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		wait := max(r.RetryAfter, time.Millisecond)
+		le := &LimitError{Scope: ScopeProxy, Kind: KindRequests, Key: key + " per principal", Limit: int64(r.Limit),
+			Window: time.Duration(w.window), RetryAfter: wait, RetryAt: now.Add(wait)}
+		if r.Full || b.OnLimit == Reject ||
+			now.Add(wait).Sub(start) > allowedWait(KindRequests, b.QueueTimeout, start, deadline, hasDeadline) {
+			return le
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package ratelimit
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestPerPrincipalShareInsideTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Minute, WindowPad: -1,
+			PerPrincipal: 2, OnLimit: Reject}}})
+		call := func(p string) error {
+			tk, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: p})
+			if err == nil {
+				tk.Release()
+			}
+			return err
+		}
+		for range 2 {
+			if err := call("ada"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var le *LimitError
+		if err := call("ada"); !errors.As(err, &le) || le.Key != "u per principal" || le.Limit != 2 || le.RetryAfter != time.Minute {
+			t.Fatalf("ada's third call: %v", err)
+		}
+		for range 2 {
+			if err := call("bob"); err != nil {
+				t.Fatalf("bob: %v", err)
+			}
+		}
+		if err := call(""); err != nil {
+			t.Fatalf("a call with no principal: %v", err)
+		}
+		if u := l.StatusAt(time.Now(), nil).Upstreams[0]; u.Admitted != 5 {
+			t.Errorf("admitted %d, want 5 (ada's third charged nothing upstream)", u.Admitted)
+		}
+	})
+}
+
+func TestPerPrincipalShareWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Minute, WindowPad: -1,
+			PerPrincipal: 1, QueueTimeout: 2 * time.Minute}}})
+		start := time.Now()
+		for i := range 2 {
+			tk, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Release()
+			if got, want := time.Since(start), time.Duration(i)*time.Minute; got != want {
+				t.Fatalf("ada's call %d admitted after %v, want %v", i, got, want)
+			}
+		}
+		// past the queue timeout: refused at once with the exact wait
+		l2 := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Hour, PerPrincipal: 1, QueueTimeout: time.Minute}}})
+		tk, err := l2.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Release()
+		at := time.Now()
+		if _, err := l2.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"}); limitErr(t, err).Kind != KindRequests || time.Since(at) != 0 {
+			t.Fatalf("a wait past the queue timeout: %v after %v", err, time.Since(at))
+		}
+	})
+}
