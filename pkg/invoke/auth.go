@@ -10,14 +10,38 @@ import (
 	"github.com/specgate/specgate/pkg/spec"
 )
 
+// sendKind is what one auth step puts on a request.
+type sendKind int
+
+const (
+	sendAPIKey            sendKind = iota + 1 // a key in a header, query parameter or cookie
+	sendBasic                                 // Authorization: Basic
+	sendAuthorization                         // Authorization: <scheme> <token>
+	sendClientCredentials                     // Authorization: Bearer, a token got by OAuth2 client credentials
+)
+
 // authStep applies one security scheme's credential to a request.
 type authStep struct {
 	scheme   string // the securitySchemes name
-	kind     string // apiKey, basic, http (Authorization: <Scheme> token), oauth2
-	in       string // apiKey: header, query or cookie
-	name     string // apiKey: the header, query or cookie name; http: the auth scheme
+	kind     sendKind
+	in       string // sendAPIKey: header, query or cookie
+	name     string // sendAPIKey: the header, query or cookie name; sendAuthorization: the auth scheme
 	cred     Credential
-	tokenURL string // oauth2
+	tokenURL string // sendClientCredentials
+}
+
+// carries returns where the step's credential goes: a query key, a cookie name, or a
+// header (canonical); one of them is set.
+func (s authStep) carries() (query, cookie, header string) {
+	switch {
+	case s.kind == sendAPIKey && s.in == "query":
+		return s.name, "", ""
+	case s.kind == sendAPIKey && s.in == "cookie":
+		return "", s.name, ""
+	case s.kind == sendAPIKey:
+		return "", "", http.CanonicalHeaderKey(s.name)
+	}
+	return "", "", "Authorization"
 }
 
 // authPlan is the credentials a call sends, chosen at Prepare.
@@ -35,13 +59,11 @@ type authPlan struct {
 func (p authPlan) headerNames() []string {
 	var out []string
 	for _, s := range p.steps {
-		switch {
-		case s.kind == "apiKey" && s.in == "header":
-			out = append(out, http.CanonicalHeaderKey(s.name))
-		case s.kind == "apiKey" && s.in == "cookie":
+		switch _, cookie, header := s.carries(); {
+		case header != "":
+			out = append(out, header)
+		case cookie != "":
 			out = append(out, "Cookie")
-		case s.kind != "apiKey":
-			out = append(out, "Authorization")
 		}
 	}
 	return out
@@ -49,7 +71,7 @@ func (p authPlan) headerNames() []string {
 
 func (p authPlan) usesOAuth() bool {
 	for _, s := range p.steps {
-		if s.kind == "oauth2" {
+		if s.kind == sendClientCredentials {
 			return true
 		}
 	}
@@ -58,20 +80,7 @@ func (p authPlan) usesOAuth() bool {
 
 // configKey names the config key a scheme's credential lives under.
 func configKey(specName, scheme string, sch spec.SecurityScheme) string {
-	field := "value"
-	switch sch.Type {
-	case "http":
-		if strings.EqualFold(sch.Scheme, "basic") {
-			field = "username"
-		} else {
-			field = "token"
-		}
-	case "oauth2":
-		field = "client_id"
-	case "openIdConnect":
-		field = "token"
-	}
-	return "specs[" + specName + "].auth." + scheme + "." + field
+	return "specs[" + specName + "].auth." + scheme + "." + sch.Kind().CredentialField()
 }
 
 // stepFor builds the step for one scheme, or reports why it cannot.
@@ -80,8 +89,9 @@ func stepFor(sch spec.SecurityScheme, name string, cred Credential, configured b
 		return authStep{}, false
 	}
 	st := authStep{scheme: name, cred: cred}
-	switch sch.Type {
-	case "apiKey":
+	kind := sch.Kind()
+	switch kind {
+	case spec.SchemeAPIKey:
 		if cred.Value == "" || sch.Name == "" {
 			return st, false
 		}
@@ -90,15 +100,13 @@ func stepFor(sch spec.SecurityScheme, name string, cred Credential, configured b
 		default:
 			return st, false
 		}
-		st.kind, st.in, st.name = "apiKey", sch.In, sch.Name
-	case "http":
-		if strings.EqualFold(sch.Scheme, "basic") {
-			if cred.Username == "" && cred.Password == "" {
-				return st, false
-			}
-			st.kind = "basic"
-			return st, true
+		st.kind, st.in, st.name = sendAPIKey, sch.In, sch.Name
+	case spec.SchemeBasic:
+		if cred.Username == "" && cred.Password == "" {
+			return st, false
 		}
+		st.kind = sendBasic
+	case spec.SchemeToken:
 		tok := cred.Token
 		if tok == "" {
 			tok = cred.Value
@@ -107,20 +115,20 @@ func stepFor(sch spec.SecurityScheme, name string, cred Credential, configured b
 			return st, false
 		}
 		st.cred.Token = tok
-		st.kind = "http"
+		st.kind = sendAuthorization
 		st.name = "Bearer"
 		if sch.Scheme != "" && !strings.EqualFold(sch.Scheme, "bearer") {
 			st.name = sch.Scheme
 		}
-	case "oauth2", "openIdConnect":
+	case spec.SchemeOAuth2, spec.SchemeOpenID:
 		if cred.Token != "" {
-			st.kind, st.name = "http", "Bearer"
+			st.kind, st.name = sendAuthorization, "Bearer"
 			return st, true
 		}
-		if sch.Type != "oauth2" || cred.ClientID == "" || cred.ClientSecret == "" {
+		if kind != spec.SchemeOAuth2 || cred.ClientID == "" || cred.ClientSecret == "" {
 			return st, false
 		}
-		st.kind = "oauth2"
+		st.kind = sendClientCredentials
 		st.tokenURL = cred.TokenURL
 		if st.tokenURL == "" {
 			st.tokenURL = sch.TokenURL
@@ -207,7 +215,7 @@ func (c *Client) planAuth(ctx context.Context, e *spec.Endpoint) (authPlan, erro
 func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client) error {
 	for _, st := range c.auth.steps {
 		switch st.kind {
-		case "apiKey":
+		case sendAPIKey:
 			switch st.in {
 			case "header":
 				req.Header.Set(st.name, st.cred.Value)
@@ -224,11 +232,11 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 				}
 				req.Header.Set("Cookie", ck)
 			}
-		case "basic":
+		case sendBasic:
 			req.SetBasicAuth(st.cred.Username, st.cred.Password)
-		case "http":
+		case sendAuthorization:
 			req.Header.Set("Authorization", st.name+" "+st.cred.Token)
-		case "oauth2":
+		case sendClientCredentials:
 			key, tok, err := c.c.tokens.get(ctx, hc, c.endpoint.Spec, st, c.endpoint.BaseURL)
 			if err != nil {
 				return err

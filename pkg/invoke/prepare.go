@@ -593,7 +593,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	keyHeaders := map[string]bool{}
 	if s := e.Owner(); s != nil {
 		for _, sch := range s.Schemes {
-			if sch.Type == "apiKey" && sch.In == "header" && sch.Name != "" {
+			if sch.Kind() == spec.SchemeAPIKey && sch.In == "header" && sch.Name != "" {
 				keyHeaders[http.CanonicalHeaderKey(sch.Name)] = true
 			}
 		}
@@ -669,15 +669,13 @@ type reservedNames struct {
 func (c *Client) reservedFor(e *spec.Endpoint, plan authPlan) reservedNames {
 	r := reservedNames{headers: map[string]bool{}}
 	for _, st := range plan.steps {
-		switch {
-		case st.kind == "apiKey" && st.in == "query":
-			r.query = append(r.query, st.name)
-		case st.kind == "apiKey" && st.in == "cookie":
-			r.cookies = append(r.cookies, st.name)
-		case st.kind == "apiKey":
-			r.headers[http.CanonicalHeaderKey(st.name)] = true
+		switch query, cookie, header := st.carries(); {
+		case query != "":
+			r.query = append(r.query, query)
+		case cookie != "":
+			r.cookies = append(r.cookies, cookie)
 		default:
-			r.headers["Authorization"] = true
+			r.headers[header] = true
 		}
 	}
 	for name := range c.specOptions(e.Spec).Headers {
@@ -761,10 +759,9 @@ func (c *Client) configSupplied(e *spec.Endpoint, params []param, plan authPlan)
 		}
 	}
 	for _, st := range plan.steps {
-		switch {
-		case st.kind == "apiKey":
+		if st.kind == sendAPIKey {
 			mark(st.in, st.name)
-		default:
+		} else {
 			mark("header", "Authorization")
 		}
 	}

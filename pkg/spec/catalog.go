@@ -65,6 +65,77 @@ type SecurityScheme struct {
 	Flows    []string `json:"flows,omitempty"`
 }
 
+// SchemeKind is what a security scheme asks a call to carry: the one
+// reading of a scheme's type and HTTP scheme that the code switches on.
+type SchemeKind int
+
+const (
+	// SchemeUnsupported is a scheme specgate cannot send (mutualTLS, or a
+	// type it does not know).
+	SchemeUnsupported SchemeKind = iota
+	// SchemeAPIKey is a key in a header, query parameter or cookie (In, Name).
+	SchemeAPIKey
+	// SchemeBasic is HTTP basic authentication: a username and a password.
+	SchemeBasic
+	// SchemeToken is "Authorization: <scheme> <token>": HTTP bearer, or
+	// another HTTP scheme that takes a token.
+	SchemeToken
+	// SchemeOAuth2 is OAuth2: a token given as it is, or got with client
+	// credentials from its token URL.
+	SchemeOAuth2
+	// SchemeOpenID is OpenID Connect: a token given as it is.
+	SchemeOpenID
+)
+
+// Kind is the scheme's kind.
+func (s SecurityScheme) Kind() SchemeKind {
+	switch s.Type {
+	case "apiKey":
+		return SchemeAPIKey
+	case "http":
+		if strings.EqualFold(s.Scheme, "basic") {
+			return SchemeBasic
+		}
+		return SchemeToken
+	case "oauth2":
+		return SchemeOAuth2
+	case "openIdConnect":
+		return SchemeOpenID
+	}
+	return SchemeUnsupported
+}
+
+// String names the kind as a config or a message says it.
+func (k SchemeKind) String() string {
+	switch k {
+	case SchemeAPIKey:
+		return "api key"
+	case SchemeBasic:
+		return "basic"
+	case SchemeToken:
+		return "bearer token"
+	case SchemeOAuth2:
+		return "oauth2"
+	case SchemeOpenID:
+		return "openid connect"
+	}
+	return "unsupported"
+}
+
+// CredentialField is the config field a scheme's credential is written in
+// first: value, username, token or client_id.
+func (k SchemeKind) CredentialField() string {
+	switch k {
+	case SchemeBasic:
+		return "username"
+	case SchemeToken, SchemeOpenID:
+		return "token"
+	case SchemeOAuth2:
+		return "client_id"
+	}
+	return "value"
+}
+
 // Operation is an endpoint's operation rebuilt with kin-openapi, references
 // resolved, ready for openapi3filter validation. Treat it as read-only: it
 // is shared between callers.

@@ -173,7 +173,7 @@ func (d *describer) render(e *Endpoint, c *Contract) {
 				continue
 			}
 			x := ContractScheme{Name: name, Type: sc.Type, Scheme: sc.Scheme}
-			if sc.Type == "apiKey" {
+			if sc.Kind() == SchemeAPIKey {
 				x.In, x.ParamName = sc.In, sc.Name
 			}
 			cs.Schemes = append(cs.Schemes, x)
