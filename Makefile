@@ -3,6 +3,10 @@ GO       ?= go
 BIN      := bin/specgate
 PKGS     := ./...
 LISTEN   ?= 127.0.0.1:8080
+# The version specgate reports; without git, the binary falls back to what
+# the Go toolchain recorded in it (module version or VCS revision).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
 
 .PHONY: help build test race bench soak fuzz lint run tidy-check
 
@@ -10,7 +14,7 @@ help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/specgate
-	$(GO) build -o $(BIN) ./cmd/specgate
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/specgate
 
 test: lint ## the test suite: vet, gofmt, every test under -race, then the large-spec tests without it
 	$(GO) test -race -count=1 $(PKGS)

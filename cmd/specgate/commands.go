@@ -89,7 +89,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		CacheTTL: func(e *spec.Endpoint) time.Duration {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
-		Version:            version,
+		Version:            buildVersion(),
 		SpecNames:          names,
 		Client:             newClient(cfg),
 		Limiter:            limiter,
@@ -228,7 +228,7 @@ func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "specgate-cli", Version: version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "specgate-cli", Version: buildVersion()}
 	if _, err := cl.Initialize(ctx, init); err != nil {
 		return nil, nil, err
 	}

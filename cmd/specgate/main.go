@@ -27,9 +27,6 @@ import (
 	"github.com/specgate/specgate/pkg/script"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -69,7 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Not in the usage: serve starts it, one process per script.
 		return script.WorkerMain(args[1:], stdin, stdout)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "specgate", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
