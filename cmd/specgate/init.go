@@ -21,33 +21,35 @@ import (
 // cmdInit writes a commented config for one spec: `specgate check` loads
 // it as written.
 func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCommon("init", stderr)
-	out := c.fs.String("out", "", "write the config to FILE instead of stdout")
-	force := c.fs.Bool("force", false, "overwrite --out if it exists")
-	name := c.fs.String("name", "", "the spec's name (default: from the file name)")
+	c := newFlags("init", stdout, stderr)
+	var out, name string
+	var force bool
+	c.str(&out, "out", "", "write the config to `FILE` instead of stdout")
+	c.boolean(&force, "force", false, "overwrite --out if it exists")
+	c.str(&name, "name", "", "the spec's `NAME`, which endpoint ids start with (default: from the file name)")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return c.usageError("usage: specgate init SPEC|URL [--out FILE] [--force] [--name NAME]")
+		return c.usageError("one SPEC|URL is needed")
 	}
 	location := rest[0]
-	s, err := spec.Load(ctx, location, spec.Options{Name: *name})
+	s, err := spec.Load(ctx, location, spec.Options{Name: name})
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	if out == "" {
 		_, err := io.WriteString(stdout, initConfig(s, location))
 		return err
 	}
 	written := location
 	if !isURL(location) {
-		if written, err = relativeTo(filepath.Dir(*out), location); err != nil {
+		if written, err = relativeTo(filepath.Dir(out), location); err != nil {
 			return err
 		}
 	}
-	return writeNew(*out, initConfig(s, written), *force)
+	return writeNew(out, initConfig(s, written), force)
 }
 
 func isURL(s string) bool {
