@@ -148,13 +148,15 @@ func (c *common) flagLines() []string {
 			continue
 		}
 		meta, usage := flag.UnquoteUsage(f)
-		if isBool(f) {
-			meta = ""
-		} else if meta == "value" || meta == "" {
-			meta = "VALUE"
-		}
 		head := "--" + f.Name
-		if meta != "" {
+		switch {
+		case isBool(f) && meta != "":
+			// --http alone, or with its ADDR.
+			head += " [" + meta + "]"
+		case isBool(f):
+		case meta == "value" || meta == "":
+			head += " VALUE"
+		default:
 			head += " " + meta
 		}
 		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && !strings.Contains(usage, "(default") {
