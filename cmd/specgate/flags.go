@@ -164,6 +164,7 @@ type common struct {
 	noCache     bool
 	readOnly    bool
 	logLevel    string
+	logFormat   string
 	stdout      io.Writer
 	stderr      io.Writer
 	explicitSet map[string]bool
@@ -240,6 +241,9 @@ func (c *common) logFlags(level string) {
 	c.logLevel = level
 	c.value(choiceValue{v: &c.logLevel, what: "log level", words: []string{"debug", "info", "warn", "error"}},
 		"log-level", "log `LEVEL`: debug, info, warn, error")
+	c.logFormat = "text"
+	c.value(choiceValue{v: &c.logFormat, what: "log format", words: []string{"text", "json"}},
+		"log-format", "log lines as `FORMAT`: text (key=value) or json (one object a line)")
 }
 
 // parse parses flags anywhere among the arguments and returns the others.
@@ -351,7 +355,11 @@ func (c *common) logger() *slog.Logger {
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(c.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, opts))
 }
 
 // config loads the config file (or the defaults), applies the flags on top
