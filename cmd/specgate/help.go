@@ -19,7 +19,7 @@ type commandDoc struct {
 }
 
 // commandOrder is the order of the commands in the help.
-var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "mock", "version"}
+var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "config", "mock", "version"}
 
 var commandDocs = map[string]commandDoc{
 	"serve": {
