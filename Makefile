@@ -8,7 +8,7 @@ LISTEN   ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test race bench soak fuzz lint run tidy-check
+.PHONY: help build test race bench soak fuzz lint run tidy-check release
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ lint: ## gofmt and go vet must be clean; staticcheck too where it is installed
 
 tidy-check: ## go mod tidy leaves no diff
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
+
+release: ## static binaries for linux, darwin (amd64, arm64) and windows amd64 in dist/, archived with LICENSE and README, and SHA256SUMS
+	VERSION=$(VERSION) GO=$(GO) ./scripts/release.sh
 
 run: build ## serve the bundled Petstore, answered by its mock (no network needed), over streamable HTTP
 	@echo 'Try: search "find pet by id", then invoke petstore.getPetById with {"petId": 1}.'

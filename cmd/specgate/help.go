@@ -19,7 +19,7 @@ type commandDoc struct {
 }
 
 // commandOrder is the order of the commands in the help.
-var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "config", "mock", "version"}
+var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "config", "mock", "healthcheck", "version"}
 
 var commandDocs = map[string]commandDoc{
 	"serve": {
@@ -81,6 +81,13 @@ var commandDocs = map[string]commandDoc{
 		summary: "Serve a mock of the spec's upstream, answering from its examples and schemas, with an optional quota.",
 		usage:   "[flags] --spec FILE|URL",
 		example: "specgate mock --spec testdata/petstore-v3.yaml --http 127.0.0.1:8081 --requests-per-window 5 --window 10s",
+	},
+	"healthcheck": {
+		short:   "exit 0 when a specgate answers 2xx",
+		summary: "GET a specgate's /readyz (or URL) and exit 0 on a 2xx: the container image's health check.",
+		usage:   "[flags] [URL]",
+		args:    []string{"URL\tdefault http://127.0.0.1:8080/readyz"},
+		example: "specgate healthcheck http://127.0.0.1:8080/healthz",
 	},
 	"version": {
 		short:   "print specgate's version",

@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "init":
 		err = cmdInit(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "config":
 		err = cmdConfig(args[1:], stdout, stderr)
 	case "mock":
