@@ -17,6 +17,7 @@ build: ## build bin/specgate
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/specgate
 
 test: lint ## the test suite: vet, gofmt, every test under -race, then the large-spec tests without it
+	@./scripts/skipped.sh
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 ./pkg/spec/ ./pkg/search/ ./pkg/invoke/
 
