@@ -36,6 +36,8 @@ type app struct {
 	// as the process.
 	store   *redisstore.Store
 	limiter *ratelimit.Limiter
+	// stopTracing flushes the spans; the command calls it before it returns.
+	stopTracing func()
 }
 
 func (c *common) cacheDir() string {
@@ -81,6 +83,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracer, stopTracing, err := newTracing(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
 		Answers:     answers,
@@ -90,6 +96,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
 		Version:            buildVersion(),
+		Tracer:             tracer,
 		SpecNames:          names,
 		Client:             newClient(cfg),
 		Limiter:            limiter,
@@ -103,7 +110,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
 	})
-	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing}
 	go func() {
 		// Specs served by a mock load pointed at it.
 		lcfg, err := startMocks(ctx, cfg, log)
@@ -160,6 +167,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	go func() {
 		if err := <-a.loaded; err != nil {
 			if errors.Is(err, errNoSpec) {
@@ -306,10 +314,11 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) == 0 {
 		return c.usageError("a QUERY is needed")
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, stderr)
 	if err != nil {
@@ -341,10 +350,11 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(rest) != 1 {
 		return c.usageError("one ENDPOINT_ID is needed")
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, stderr)
 	if err != nil {
@@ -393,10 +403,11 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if contentType != "" {
 		call["contentType"] = contentType
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "invoke", call, stderr)
 	if err != nil {
@@ -431,10 +442,11 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if timeout > 0 {
 		call["timeoutSeconds"] = timeout
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "run_script", call, stderr)
 	if err != nil {
