@@ -8,6 +8,7 @@ GO=${GO:-go}
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 TARGETS=${TARGETS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64"}
 
+command -v zip >/dev/null || { echo "release: zip is needed for the windows archive (apt-get install zip)" >&2; exit 1; }
 rm -rf dist
 mkdir -p dist
 for t in $TARGETS; do

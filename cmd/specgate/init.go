@@ -221,7 +221,7 @@ func writeAuth(b *strings.Builder, s *spec.Spec, api string) {
 		writeCredentials(b, usable[0], "      ")
 	}
 	for i, creds := range append(usable[min(1, len(usable)):], other...) {
-		if i == 0 || len(creds) > 1 {
+		if (i == 0 && len(usable) > 0) || (i > 0 && len(creds) > 1) {
 			fmt.Fprintf(b, "      # or:\n")
 		}
 		writeCredentials(b, creds, "      # ")

@@ -4,13 +4,17 @@
 //
 // Usage:
 //
-//	specgate serve   [flags]            serve MCP over stdio, or --http ADDR
-//	specgate search  [flags] QUERY      search endpoints
-//	specgate inspect [flags] ID         show one endpoint's contract
-//	specgate invoke  [flags] ID         call one endpoint
-//	specgate check   [flags]            load the config and specs, report problems
-//	specgate init    SPEC|URL [--out FILE] [--force]   write a config for a spec
-//	specgate mock    --spec S --http ADDR  serve a mock of the spec's upstream
+//	specgate serve      [flags]            serve MCP over stdio, or --http ADDR
+//	specgate search     [flags] QUERY      search endpoints
+//	specgate inspect    [flags] ID         show one endpoint's contract
+//	specgate invoke     [flags] ID         call one endpoint
+//	specgate run-script [flags] FILE.js    run a run_script program
+//	specgate check      [flags]            load the config and specs, report problems
+//	specgate init       [flags] SPEC|URL   write a config for a spec
+//	specgate config     schema             print the config file's JSON Schema
+//	specgate mock       --spec S           serve a mock of the spec's upstream
+//	specgate healthcheck [URL]             exit 0 when a specgate answers 2xx
+//	specgate version
 //
 // Run "specgate help CMD" or "specgate CMD --help" for a command's
 // arguments, flags and an example.
