@@ -223,6 +223,9 @@ func oneShot(name string, stdout, stderr io.Writer, govern bool) *common {
 	c.specFlags()
 	if govern {
 		c.governFlags()
+	} else {
+		// search and inspect call no upstream; they took these once.
+		c.hide(c.governFlags)
 	}
 	c.logFlags("warn")
 	return c

@@ -168,8 +168,24 @@ type common struct {
 	stdout      io.Writer
 	stderr      io.Writer
 	explicitSet map[string]bool
-	// order is the flags in the order registered, for the help.
-	order []string
+	// order is the flags in the order registered, for the help; hidden
+	// ones are accepted but not shown.
+	order  []string
+	hidden map[string]bool
+}
+
+// hide registers, with add, flags a command accepts only so that command
+// lines that gave them before still parse: they do nothing there, and its
+// help does not show them.
+func (c *common) hide(add func()) {
+	n := len(c.order)
+	add()
+	if c.hidden == nil {
+		c.hidden = map[string]bool{}
+	}
+	for _, name := range c.order[n:] {
+		c.hidden[name] = true
+	}
 }
 
 // newFlags makes a command's flag set with no flags yet.

@@ -151,7 +151,7 @@ func (c *common) flagLines() []string {
 	var lines []string
 	for _, n := range names {
 		f := c.fs.Lookup(n)
-		if f == nil {
+		if f == nil || c.hidden[n] {
 			continue
 		}
 		meta, usage := flag.UnquoteUsage(f)

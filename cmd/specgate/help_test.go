@@ -99,7 +99,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"mock", "--window", "5"}, "--window: 5 is a bare number"},
 		{[]string{"serve", "--spce", "x"}, "unknown flag --spce (did you mean --spec?)"},
 		{[]string{"serve", "--spec"}, "--spec needs a value"},
-		{[]string{"init", "--rate-limit-interval", "10s", "x"}, "unknown flag --rate-limit-interval"},
+		{[]string{"init", "--nope", "x"}, "unknown flag --nope"},
 		{[]string{"serv"}, `unknown command "serv" (did you mean serve?)`},
 	}
 	for _, tt := range tests {
@@ -107,6 +107,24 @@ func TestFlagErrors(t *testing.T) {
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.args, code, stdout, stderr, tt.want)
 		}
+	}
+}
+
+// Flags a command took before, though they did nothing there, still
+// parse; its help does not show them.
+func TestHiddenCompatFlags(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	code, stdout, stderr := runCmd(t, "search", "--spec", "../../testdata/petstore-v3.yaml", "--rate-limit-interval", "1s", "--disable-ratelimiter", "--limit", "1", "pet")
+	if code != 0 || stdout == "" {
+		t.Errorf("search with the cooldown flags: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = runCmd(t, "init", "../../testdata/petstore-v3.yaml", "--no-cache", "--rate-limit-interval", "10s", "--log-level", "warn")
+	if code != 0 || !strings.Contains(stdout, "specs:") {
+		t.Errorf("init with serve flags: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = runCmd(t, "init", "../../testdata/petstore-v3.yaml", "--rate-limit-interval", "10")
+	if code != 2 || !strings.Contains(stderr, "10 is a bare number") {
+		t.Errorf("a hidden flag's bad value: exit %d, stderr %q", code, stderr)
 	}
 }
 

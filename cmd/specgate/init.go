@@ -28,6 +28,18 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.str(&out, "out", "", "write the config to `FILE` instead of stdout")
 	c.boolean(&force, "force", false, "overwrite --out if it exists")
 	c.str(&name, "name", "", "the spec's `NAME`, which endpoint ids start with (default: from the file name)")
+	// init took every serve flag once, to no effect; they still parse.
+	c.hide(func() {
+		var unused string
+		var off bool
+		c.str(&unused, "config", "", "")
+		c.value(&c.specs, "spec", "")
+		c.str(&unused, "base-url", "", "")
+		c.boolean(&off, "read-only", false, "")
+		c.boolean(&off, "no-cache", false, "")
+		c.governFlags()
+		c.logFlags("info")
+	})
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
