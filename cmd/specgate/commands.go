@@ -36,6 +36,8 @@ type app struct {
 	// as the process.
 	store   *redisstore.Store
 	limiter *ratelimit.Limiter
+	// stopTracing flushes the spans; the command calls it before it returns.
+	stopTracing func()
 }
 
 func (c *common) cacheDir() string {
@@ -81,6 +83,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracer, stopTracing, err := newTracing(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
 		Answers:     answers,
@@ -89,7 +95,8 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		CacheTTL: func(e *spec.Endpoint) time.Duration {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
-		Version:            version,
+		Version:            buildVersion(),
+		Tracer:             tracer,
 		SpecNames:          names,
 		Client:             newClient(cfg),
 		Limiter:            limiter,
@@ -103,7 +110,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
 	})
-	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing}
 	go func() {
 		// Specs served by a mock load pointed at it.
 		lcfg, err := startMocks(ctx, cfg, log)
@@ -135,8 +142,9 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	c := newCommon("serve", stderr)
+	c.stdout = stdout
 	var httpAddr httpFlag
-	c.fs.Var(&httpAddr, "http", "serve streamable HTTP instead of stdio: on ADDR (--http 127.0.0.1:8080), or alone on the config's http.listen")
+	c.value(&httpAddr, "http", "serve streamable HTTP instead of stdio: on `ADDR` (--http 127.0.0.1:8080), or alone on the config's http.listen")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
@@ -159,6 +167,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	go func() {
 		if err := <-a.loaded; err != nil {
 			if errors.Is(err, errNoSpec) {
@@ -205,6 +214,23 @@ func clientSnippet(url string) string {
 	return string(b)
 }
 
+// oneShot is the flag set of a command that answers once (search,
+// inspect, invoke, run-script): it logs warnings only unless --log-level
+// says otherwise, so the answer is what it prints. govern adds the rate
+// governance flags to the commands that call upstreams.
+func oneShot(name string, stdout, stderr io.Writer, govern bool) *common {
+	c := newFlags(name, stdout, stderr)
+	c.specFlags()
+	if govern {
+		c.governFlags()
+	} else {
+		// search and inspect call no upstream; they took these once.
+		c.hide(c.governFlags)
+	}
+	c.logFlags("warn")
+	return c
+}
+
 // inProcess starts the app and an in-process MCP client for the shell
 // commands, so they answer exactly as the tools do.
 func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
@@ -228,7 +254,7 @@ func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "specgate-cli", Version: version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "specgate-cli", Version: buildVersion()}
 	if _, err := cl.Initialize(ctx, init); err != nil {
 		return nil, nil, err
 	}
@@ -262,6 +288,14 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			for _, p := range env.Error.Problems {
 				fmt.Fprintln(stderr, "  -", p)
 			}
+			if len(env.Error.Suggestions) > 0 {
+				fmt.Fprintln(stderr, "Did you mean:")
+				tw := tabwriter.NewWriter(stderr, 0, 4, 2, ' ', 0)
+				for _, s := range env.Error.Suggestions {
+					fmt.Fprintf(tw, "  %s\t%s %s\n", s.ID, s.Method, s.Path)
+				}
+				tw.Flush()
+			}
 		} else {
 			fmt.Fprintln(stderr, text)
 		}
@@ -271,26 +305,29 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 }
 
 func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCommon("search", stderr)
-	limit := c.fs.Int("limit", 10, "hits to show (1-50)")
-	asJSON := c.fs.Bool("json", false, "print the tool's JSON")
+	c := oneShot("search", stdout, stderr, false)
+	var limit int
+	var asJSON bool
+	c.integer(&limit, "limit", 10, "hits", "`N` hits to show (1-50)")
+	c.boolean(&asJSON, "json", false, "print the tool's JSON")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) == 0 {
-		return c.usageError("usage: specgate search [flags] QUERY")
+		return c.usageError("a QUERY is needed")
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": *limit}, stderr)
+	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, stderr)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, out)
 	}
 	var res mcpserver.SearchResult
@@ -308,18 +345,19 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCommon("inspect", stderr)
+	c := oneShot("inspect", stdout, stderr, false)
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return c.usageError("usage: specgate inspect [flags] ENDPOINT_ID")
+		return c.usageError("one ENDPOINT_ID is needed")
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, stderr)
 	if err != nil {
@@ -329,20 +367,21 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCommon("invoke", stderr)
-	params := c.fs.String("params", "", "parameters as a JSON object (path, query, header, cookie values by name)")
-	body := c.fs.String("body", "", "request body as JSON (@FILE reads a file)")
-	contentType := c.fs.String("content-type", "", "request body media type (default: the operation's first)")
+	c := oneShot("invoke", stdout, stderr, true)
+	var params, body, contentType string
+	c.str(&params, "params", "", "parameters as a `JSON` object (path, query, header, cookie values by name)")
+	c.str(&body, "body", "", "request body as `JSON` (@FILE reads a file)")
+	c.str(&contentType, "content-type", "", "request body media `TYPE` (default: the operation's first)")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return c.usageError("usage: specgate invoke [flags] ENDPOINT_ID [--params JSON] [--body JSON]")
+		return c.usageError("one ENDPOINT_ID is needed")
 	}
 	call := map[string]any{"endpointId": rest[0]}
-	if *params != "" {
-		p, err := decodeJSONArg([]byte(*params))
+	if params != "" {
+		p, err := decodeJSONArg([]byte(params))
 		if _, ok := p.(map[string]any); err != nil || !ok {
 			if err == nil {
 				err = errors.New("not an object")
@@ -351,10 +390,10 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		call["parameters"] = p
 	}
-	if *body != "" {
-		data := []byte(*body)
-		if strings.HasPrefix(*body, "@") {
-			if data, err = os.ReadFile((*body)[1:]); err != nil {
+	if body != "" {
+		data := []byte(body)
+		if strings.HasPrefix(body, "@") {
+			if data, err = os.ReadFile(body[1:]); err != nil {
 				return err
 			}
 		}
@@ -364,13 +403,14 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		call["requestBody"] = b
 	}
-	if *contentType != "" {
-		call["contentType"] = *contentType
+	if contentType != "" {
+		call["contentType"] = contentType
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "invoke", call, stderr)
 	if err != nil {
@@ -382,14 +422,15 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // cmdRunScript runs a run_script program from a file (or - for stdin)
 // through the in-process server, as a model's call would.
 func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c := newCommon("run-script", stderr)
-	timeout := c.fs.Int("timeout", 0, "deadline in seconds (default: scripts.timeout)")
+	c := oneShot("run-script", stdout, stderr, true)
+	var timeout int
+	c.integer(&timeout, "timeout", 0, "seconds", "deadline in `SECONDS` (default: scripts.timeout)")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return c.usageError("usage: specgate run-script [flags] FILE.js (- reads stdin)")
+		return c.usageError("one FILE.js is needed (- reads stdin)")
 	}
 	var code []byte
 	if rest[0] == "-" {
@@ -401,13 +442,14 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return err
 	}
 	call := map[string]any{"code": string(code)}
-	if *timeout > 0 {
-		call["timeoutSeconds"] = *timeout
+	if timeout > 0 {
+		call["timeoutSeconds"] = timeout
 	}
-	cl, _, err := inProcess(ctx, c)
+	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "run_script", call, stderr)
 	if err != nil {
@@ -473,7 +515,9 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCommon("check", stderr)
-	validate := c.fs.Bool("validate", true, "also run strict OpenAPI validation (slow on large specs); findings are warnings")
+	c.stdout = stdout
+	var validate bool
+	c.boolean(&validate, "validate", true, "also run strict OpenAPI validation (slow on large specs); findings are warnings")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
@@ -504,7 +548,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		})
 		s, err := spec.Load(ctx, sc.Location, spec.Options{
 			Name: name, BaseURL: sc.BaseURL, AllowExternalRefs: settings.AllowExternalRefs,
-			MaxBytes: int64(cfg.MaxSpecBytes), Timeout: time.Duration(cfg.SpecFetchTimeout), Validate: *validate,
+			MaxBytes: int64(cfg.MaxSpecBytes), Timeout: time.Duration(cfg.SpecFetchTimeout), Validate: validate,
 		})
 		stop()
 		if err != nil {

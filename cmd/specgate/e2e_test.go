@@ -211,7 +211,12 @@ func TestCLI(t *testing.T) {
 		{"check ok", []string{"check", "--spec", spec}, 0, "ok   petstore-v3: 19 endpoints", "", 1},
 		{"no spec", []string{"serve"}, 1, "", "no spec to serve", 1},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command", 1},
-		{"bad flag", []string{"search", "--nope", "x"}, 2, "", "flag provided but not defined", 1},
+		{"bad flag", []string{"search", "--nope", "x"}, 2, "", "unknown flag --nope\n", 1},
+		// One-shot commands print the answer, not INFO lines, unless told.
+		{"quiet", []string{"search", "--spec", spec, "--limit", "1", "pet by id"}, 0, "", "", 1},
+		{"not found suggests", []string{"invoke", "--spec", spec, "getPetById"}, 1, "", "Did you mean:\n  petstore-v3.getPetById", 1},
+		{"name", []string{"inspect", "--spec", spec, "--name", "pets", "pets.getPetById"}, 0, `"id": "pets.getPetById"`, "", 1},
+		{"name needs one spec", []string{"search", "--spec", spec, "--spec", spec, "--name", "pets", "x"}, 1, "", "--name names the one --spec given, and there are 2", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +227,9 @@ func TestCLI(t *testing.T) {
 			}
 			if !strings.Contains(stdout.String(), tt.stdout) {
 				t.Errorf("stdout lacks %q:\n%s", tt.stdout, stdout.String())
+			}
+			if tt.name == "quiet" && stderr.Len() > 0 {
+				t.Errorf("search printed on stderr:\n%s", stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tt.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,43 +60,224 @@ func (h *httpFlag) takeAddr(rest []string) []string {
 // IsBoolFlag lets --http stand alone.
 func (h *httpFlag) IsBoolFlag() bool { return true }
 
-// common holds the flags every command shares.
+// The flag values below answer a malformed value with the fix, as the
+// config's errors do.
+
+type durationValue time.Duration
+
+func (d *durationValue) String() string {
+	if d == nil || *d == 0 {
+		return "0"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *durationValue) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f == 0 {
+			*d = 0
+			return nil
+		}
+		return fmt.Errorf("%s is a bare number: write a duration with a unit, such as %ss or %sms", s, s, s)
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration: write it like 10s, 250ms or 1m", s)
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+type boolValue bool
+
+func (b *boolValue) String() string   { return strconv.FormatBool(b != nil && bool(*b)) }
+func (b *boolValue) IsBoolFlag() bool { return true }
+func (b *boolValue) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false: give the flag alone to turn it on, or =false to turn it off", s)
+	}
+	*b = boolValue(v)
+	return nil
+}
+
+// intValue is a whole number; unit names what it counts, for the error.
+type intValue struct {
+	n    *int
+	unit string
+}
+
+func (i intValue) String() string {
+	if i.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*i.n)
+}
+
+func (i intValue) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err == nil {
+		*i.n = v
+		return nil
+	}
+	if d, derr := time.ParseDuration(s); derr == nil && i.unit == "seconds" {
+		return fmt.Errorf("%q: this flag counts whole seconds: write %d", s, int(d.Round(time.Second)/time.Second))
+	}
+	return fmt.Errorf("%q is not a whole number of %s: write it like 10", s, i.unit)
+}
+
+// choiceValue is one of a few words.
+type choiceValue struct {
+	v     *string
+	what  string
+	words []string
+}
+
+func (c choiceValue) String() string {
+	if c.v == nil {
+		return ""
+	}
+	return *c.v
+}
+
+func (c choiceValue) Set(s string) error {
+	w := strings.ToLower(strings.TrimSpace(s))
+	if !slices.Contains(c.words, w) {
+		return fmt.Errorf("%q is not a %s: write %s or %s", s, c.what,
+			strings.Join(c.words[:len(c.words)-1], ", "), c.words[len(c.words)-1])
+	}
+	*c.v = w
+	return nil
+}
+
+// common holds a command's flags; the groups a command takes are added by
+// specFlags, governFlags and logFlags.
 type common struct {
 	fs          *flag.FlagSet
+	name        string
 	configPath  string
 	specs       stringList
 	baseURL     string
+	specID      string
 	interval    time.Duration
 	disable     bool
 	noCache     bool
 	readOnly    bool
 	logLevel    string
+	logFormat   string
+	stdout      io.Writer
 	stderr      io.Writer
 	explicitSet map[string]bool
+	// order is the flags in the order registered, for the help; hidden
+	// ones are accepted but not shown.
+	order  []string
+	hidden map[string]bool
 }
 
-func newCommon(name string, stderr io.Writer) *common {
-	c := &common{fs: flag.NewFlagSet("specgate "+name, flag.ContinueOnError), stderr: stderr}
-	c.fs.SetOutput(stderr)
-	c.fs.StringVar(&c.configPath, "config", "", "YAML config file (see config.example.yaml)")
-	c.fs.Var(&c.specs, "spec", "a spec file or http(s) URL to serve (repeatable)")
-	c.fs.StringVar(&c.baseURL, "base-url", "", "base URL for every --spec given (overrides their servers)")
-	c.fs.DurationVar(&c.interval, "rate-limit-interval", 10*time.Second, "per-endpoint cooldown")
-	c.fs.BoolVar(&c.disable, "disable-ratelimiter", false, "turn the per-endpoint cooldown off (budgets still apply)")
-	c.fs.BoolVar(&c.readOnly, "read-only", false, "serve only GET, HEAD and OPTIONS endpoints (the config's read_only)")
-	c.fs.BoolVar(&c.noCache, "no-cache", false, "do not read or write the catalog cache")
-	c.fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+// hide registers, with add, flags a command accepts only so that command
+// lines that gave them before still parse: they do nothing there, and its
+// help does not show them.
+func (c *common) hide(add func()) {
+	n := len(c.order)
+	add()
+	if c.hidden == nil {
+		c.hidden = map[string]bool{}
+	}
+	for _, name := range c.order[n:] {
+		c.hidden[name] = true
+	}
+}
+
+// newFlags makes a command's flag set with no flags yet.
+func newFlags(name string, stdout, stderr io.Writer) *common {
+	c := &common{fs: flag.NewFlagSet("specgate "+name, flag.ContinueOnError), name: name, stdout: stdout, stderr: stderr}
+	// Parse errors are worded by parse; --help is printed by it.
+	c.fs.SetOutput(io.Discard)
+	c.fs.Usage = func() {}
 	return c
 }
 
+// newCommon is the flag set of a command that loads the specs and governs
+// calls (serve, check, invoke, run-script).
+func newCommon(name string, stderr io.Writer) *common {
+	c := newFlags(name, nil, stderr)
+	c.specFlags()
+	c.governFlags()
+	c.logFlags("info")
+	return c
+}
+
+// flag helpers register a flag and remember its place in the help. A
+// usage names its value in backquotes (`FILE`), as flag.UnquoteUsage
+// reads it.
+func (c *common) str(p *string, name, def, usage string) {
+	c.fs.StringVar(p, name, def, usage)
+	c.order = append(c.order, name)
+}
+
+func (c *common) value(v flag.Value, name, usage string) {
+	c.fs.Var(v, name, usage)
+	c.order = append(c.order, name)
+}
+
+func (c *common) boolean(p *bool, name string, def bool, usage string) {
+	*p = def
+	c.value((*boolValue)(p), name, usage)
+}
+
+func (c *common) duration(p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	c.value((*durationValue)(p), name, usage)
+}
+
+func (c *common) integer(p *int, name string, def int, unit, usage string) {
+	*p = def
+	c.value(intValue{n: p, unit: unit}, name, usage)
+}
+
+// specFlags are the flags that say which specs to load.
+func (c *common) specFlags() {
+	c.str(&c.configPath, "config", "", "YAML config `FILE` (see config.example.yaml)")
+	c.value(&c.specs, "spec", "a spec `FILE|URL` to serve (repeatable; adds to the config's)")
+	c.str(&c.baseURL, "base-url", "", "base `URL` for every --spec given (overrides their servers)")
+	c.str(&c.specID, "name", "", "the `NAME` endpoint ids of the one --spec start with (default: from its file name)")
+	c.boolean(&c.readOnly, "read-only", false, "serve only GET, HEAD and OPTIONS endpoints (the config's read_only)")
+	c.boolean(&c.noCache, "no-cache", false, "do not read or write the catalog cache")
+}
+
+// governFlags are the flags of the rate governance.
+func (c *common) governFlags() {
+	c.duration(&c.interval, "rate-limit-interval", 10*time.Second, "per-endpoint cooldown `DURATION` (10s, 1m; 0 for none)")
+	c.boolean(&c.disable, "disable-ratelimiter", false, "turn the per-endpoint cooldown off (budgets still apply)")
+}
+
+// logFlags are the logging flags; one-shot commands log warnings only
+// unless told otherwise, so their answer comes first.
+func (c *common) logFlags(level string) {
+	c.logLevel = level
+	c.value(choiceValue{v: &c.logLevel, what: "log level", words: []string{"debug", "info", "warn", "error"}},
+		"log-level", "log `LEVEL`: debug, info, warn, error")
+	c.logFormat = "text"
+	c.value(choiceValue{v: &c.logFormat, what: "log format", words: []string{"text", "json"}},
+		"log-format", "log lines as `FORMAT`: text (key=value) or json (one object a line)")
+}
+
 // parse parses flags anywhere among the arguments and returns the others.
+// --help prints the command's help on stdout; a malformed flag is named
+// with its fix on stderr (exit 2).
 func (c *common) parse(args []string) ([]string, error) {
 	var rest []string
 	for {
 		if err := c.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				out := c.stdout
+				if out == nil {
+					out = c.stderr
+				}
+				c.help(out)
 				return nil, exitError{code: 0}
 			}
+			fmt.Fprintf(c.stderr, "specgate %s: %s\nRun 'specgate help %s' for its flags.\n", c.name, c.flagError(err), c.name)
 			return nil, exitError{code: 2}
 		}
 		args = c.fs.Args()
@@ -112,12 +296,86 @@ func (c *common) parse(args []string) ([]string, error) {
 	return rest, nil
 }
 
+var (
+	invalidValueRE = regexp.MustCompile(`^invalid (?:boolean )?value ".*" for (?:flag )?-([A-Za-z0-9_-]+): (.*)$`)
+	undefinedRE    = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	needsArgRE     = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+)
+
+// flagError words a flag package error with --double-dash names and, for
+// an unknown flag, the nearest one the command has.
+func (c *common) flagError(err error) string {
+	msg := err.Error()
+	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
+		return "--" + m[1] + ": " + m[2]
+	}
+	if m := needsArgRE.FindStringSubmatch(msg); m != nil {
+		return "--" + m[1] + " needs a value"
+	}
+	if m := undefinedRE.FindStringSubmatch(msg); m != nil {
+		out := fmt.Sprintf("unknown flag --%s", m[1])
+		if near := c.nearestFlag(m[1]); near != "" {
+			out += fmt.Sprintf(" (did you mean --%s?)", near)
+		}
+		return out
+	}
+	return msg
+}
+
+func (c *common) nearestFlag(name string) string {
+	var names []string
+	c.fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return nearest(name, names)
+}
+
+// nearest is the name closest to s within a third of its length (at least
+// one edit; a swap of two letters is one), else "".
+func nearest(s string, names []string) string {
+	best, bestD := "", max(1, len(s)/3)+1
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of two short
+// strings: insertions, deletions, substitutions and adjacent swaps.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
 func (c *common) logger() *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(c.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, opts))
 }
 
 // config loads the config file (or the defaults), applies the flags on top
@@ -132,8 +390,11 @@ func (c *common) config() (*config.Config, error) {
 	} else {
 		cfg = config.Default()
 	}
+	if c.specID != "" && len(c.specs) != 1 {
+		return nil, fmt.Errorf("--name names the one --spec given, and there are %d", len(c.specs))
+	}
 	for _, loc := range c.specs {
-		cfg.Specs = append(cfg.Specs, config.Spec{Location: loc, BaseURL: c.baseURL})
+		cfg.Specs = append(cfg.Specs, config.Spec{Name: c.specID, Location: loc, BaseURL: c.baseURL})
 	}
 	if c.baseURL != "" && len(c.specs) == 0 {
 		return nil, errors.New("--base-url applies to the --spec flags given, and there are none")
@@ -160,7 +421,9 @@ func (c *common) config() (*config.Config, error) {
 }
 
 func (c *common) usageError(format string, args ...any) error {
-	fmt.Fprintf(c.stderr, format+"\n", args...)
-	c.fs.Usage()
+	fmt.Fprintf(c.stderr, "specgate %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	if d, ok := commandDocs[c.name]; ok {
+		fmt.Fprintf(c.stderr, "Usage: specgate %s %s\nRun 'specgate help %s' for more.\n", c.name, d.usage, c.name)
+	}
 	return exitError{code: 2}
 }

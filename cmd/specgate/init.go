@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,33 +22,47 @@ import (
 // cmdInit writes a commented config for one spec: `specgate check` loads
 // it as written.
 func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCommon("init", stderr)
-	out := c.fs.String("out", "", "write the config to FILE instead of stdout")
-	force := c.fs.Bool("force", false, "overwrite --out if it exists")
-	name := c.fs.String("name", "", "the spec's name (default: from the file name)")
+	c := newFlags("init", stdout, stderr)
+	var out, name string
+	var force bool
+	c.str(&out, "out", "", "write the config to `FILE` instead of stdout")
+	c.boolean(&force, "force", false, "overwrite --out if it exists")
+	c.str(&name, "name", "", "the spec's `NAME`, which endpoint ids start with (default: from the file name)")
+	// init took every serve flag once, to no effect; they still parse.
+	c.hide(func() {
+		var unused string
+		var off bool
+		c.str(&unused, "config", "", "")
+		c.value(&c.specs, "spec", "")
+		c.str(&unused, "base-url", "", "")
+		c.boolean(&off, "read-only", false, "")
+		c.boolean(&off, "no-cache", false, "")
+		c.governFlags()
+		c.logFlags("info")
+	})
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return c.usageError("usage: specgate init SPEC|URL [--out FILE] [--force] [--name NAME]")
+		return c.usageError("one SPEC|URL is needed")
 	}
 	location := rest[0]
-	s, err := spec.Load(ctx, location, spec.Options{Name: *name})
+	s, err := spec.Load(ctx, location, spec.Options{Name: name})
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		_, err := io.WriteString(stdout, initConfig(s, location))
+	if out == "" {
+		_, err := io.WriteString(stdout, initConfig(s, location, name != ""))
 		return err
 	}
 	written := location
 	if !isURL(location) {
-		if written, err = relativeTo(filepath.Dir(*out), location); err != nil {
+		if written, err = relativeTo(filepath.Dir(out), location); err != nil {
 			return err
 		}
 	}
-	return writeNew(*out, initConfig(s, written), *force)
+	return writeNew(out, initConfig(s, written, name != ""), force)
 }
 
 func isURL(s string) bool {
@@ -102,7 +117,7 @@ const (
 )
 
 // initConfig renders the config for s, found at location.
-func initConfig(s *spec.Spec, location string) string {
+func initConfig(s *spec.Spec, location string, named bool) string {
 	name := configSpecName(s.Name)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -138,7 +153,11 @@ func initConfig(s *spec.Spec, location string) string {
 	w("    # interval is refused with rate_limit and told how long to wait.\n")
 	w("    rate_limit_interval: \"10s\"\n")
 
-	writeAuth(&b, s, name)
+	api := apiName(s, name)
+	if named {
+		api = envName(name)
+	}
+	writeAuth(&b, s, api)
 
 	match := host
 	if match == "" {
@@ -165,47 +184,287 @@ func initConfig(s *spec.Spec, location string) string {
 	return b.String()
 }
 
-func writeAuth(b *strings.Builder, s *spec.Spec, name string) {
+// credential is one scheme's stub: its config fields and the variable
+// each is read from.
+type credential struct {
+	scheme string
+	what   string
+	fields []string
+	vars   []string
+}
+
+// writeAuth writes the credential stubs: the spec's security alternatives
+// (any one of which authenticates a call) are gathered from its endpoints,
+// the one needing the fewest variables is written (first in the spec's
+// order on a tie) and the others are commented out. A spec with no
+// security scheme gets a commented Authorization header instead: many
+// APIs still take a token (GitHub's spec declares none).
+func writeAuth(b *strings.Builder, s *spec.Spec, api string) {
 	if len(s.Schemes) == 0 {
+		fmt.Fprintf(b, "    # The spec declares no security scheme. If the API takes a token (GitHub\n")
+		fmt.Fprintf(b, "    # does: 60 requests an hour without one), send it with every call:\n")
+		fmt.Fprintf(b, "    # headers: {Authorization: %s}\n", yamlString("Bearer ${"+api+"_TOKEN}"))
 		return
+	}
+	alts := securityAlternatives(s)
+	var usable, other [][]credential
+	owner := map[string]string{} // variable -> the scheme that has it
+	for _, alt := range alts {
+		creds, ok := alternativeCredentials(s, api, alt)
+		distinctVars(creds, api, owner)
+		if ok {
+			usable = append(usable, creds)
+		} else {
+			other = append(other, creds)
+		}
+	}
+	// Fewest variables first; the sort is stable, so ties keep the spec's order.
+	slices.SortStableFunc(usable, func(a, b []credential) int { return countVars(a) - countVars(b) })
+	fmt.Fprintf(b, "    # Credentials, read from the environment: export them before serving (an\n")
+	fmt.Fprintf(b, "    # unset one is a warning, then auth_error on a call).\n")
+	if len(usable)+len(other) > 1 {
+		fmt.Fprintf(b, "    # The spec accepts any one of %d ways; the one written needs the fewest\n", len(usable)+len(other))
+		fmt.Fprintf(b, "    # variables. To use another, comment it out and uncomment that one.\n")
+	}
+	if len(usable) == 0 {
+		fmt.Fprintf(b, "    # auth:\n")
+	} else {
+		fmt.Fprintf(b, "    auth:\n")
+		writeCredentials(b, usable[0], "      ")
+	}
+	for i, creds := range append(usable[min(1, len(usable)):], other...) {
+		if (i == 0 && len(usable) > 0) || (i > 0 && len(creds) > 1) {
+			fmt.Fprintf(b, "      # or:\n")
+		}
+		writeCredentials(b, creds, "      # ")
+	}
+}
+
+// genericWords are the words of a scheme's name that say nothing about
+// which credential it is.
+var genericWords = []string{"API", "KEY", "AUTH", "TOKEN", "BEARER", "BASIC", "HEADER", "QUERY", "COOKIE",
+	"OAUTH", "OAUTH2", "SECURITY", "SCHEME", "HTTP"}
+
+// distinctVars keeps two schemes from sharing a variable unless their
+// names differ only in generic words (headerAuth and queryAuth: the same
+// key, sent two ways). Otherwise the later scheme's variable gets the
+// words that tell it apart: OpenAI's AdminApiKeyAuth reads
+// OPENAI_ADMIN_API_KEY where ApiKeyAuth reads OPENAI_API_KEY.
+func distinctVars(creds []credential, api string, owner map[string]string) {
+	for i := range creds {
+		c := &creds[i]
+		for j, v := range c.vars {
+			first, ok := owner[v]
+			if !ok || first == c.scheme {
+				owner[v] = c.scheme
+				continue
+			}
+			var words []string
+			for _, w := range snakeWords(strings.ReplaceAll(strings.ReplaceAll(c.scheme, "OAuth", "oauth"), "oAuth", "oauth")) {
+				if !slices.Contains(genericWords, w) && !isVersionWord(strings.ToLower(w)) && w != api {
+					words = append(words, w)
+				}
+			}
+			if len(words) == 0 {
+				continue
+			}
+			c.vars[j] = api + "_" + strings.Join(words, "_") + strings.TrimPrefix(v, api)
+			owner[c.vars[j]] = c.scheme
+		}
+	}
+}
+
+func countVars(creds []credential) int {
+	n := 0
+	for _, c := range creds {
+		n += len(c.vars)
+	}
+	return n
+}
+
+func writeCredentials(b *strings.Builder, creds []credential, prefix string) {
+	for _, c := range creds {
+		if c.fields == nil {
+			fmt.Fprintf(b, "%s%s: %s credentials are not supported by specgate\n", strings.Replace(prefix, "# ", "", 1)+"# ", c.scheme, c.what)
+			continue
+		}
+		fmt.Fprintf(b, "%s%s:  # %s\n", prefix, yamlKey(c.scheme), c.what)
+		for i, f := range c.fields {
+			fmt.Fprintf(b, "%s  %s: %s\n", prefix, f, yamlString("${"+c.vars[i]+"}"))
+		}
+	}
+}
+
+// securityAlternatives lists the spec's security alternatives in the order
+// its endpoints first name them, then each scheme no endpoint names on its
+// own; an alternative that needs no credentials is left out.
+func securityAlternatives(s *spec.Spec) [][]string {
+	var alts [][]string
+	seen := map[string]bool{}
+	used := map[string]bool{}
+	for _, e := range s.Endpoints {
+		for _, alt := range e.Security {
+			if len(alt) == 0 {
+				continue
+			}
+			alt = slices.Clone(alt)
+			slices.Sort(alt)
+			k := strings.Join(alt, "\x00")
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			alts = append(alts, alt)
+			for _, n := range alt {
+				used[n] = true
+			}
+		}
 	}
 	names := make([]string, 0, len(s.Schemes))
 	for n := range s.Schemes {
-		names = append(names, n)
+		if !used[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
-	fmt.Fprintf(b, "    # Credentials, one ${ENV} per field of each security scheme; export them\n")
-	fmt.Fprintf(b, "    # before serving (an unset one is a warning, then auth_error on a call).\n")
-	fmt.Fprintf(b, "    auth:\n")
 	for _, n := range names {
-		sc := s.Schemes[n]
-		var fields []string
-		var what string
-		switch {
-		case sc.Type == "apiKey":
-			fields, what = []string{"value"}, fmt.Sprintf("apiKey in %s %s", sc.In, sc.Name)
-		case sc.Type == "http" && sc.Scheme == "bearer":
-			fields, what = []string{"token"}, "http bearer"
-		case sc.Type == "http" && sc.Scheme == "basic":
-			fields, what = []string{"username", "password"}, "http basic"
-		case sc.Type == "oauth2":
-			fields, what = []string{"client_id", "client_secret"}, "oauth2 client credentials"
-			if !slices.Contains(sc.Flows, "clientCredentials") {
-				what = fmt.Sprintf("oauth2 (the spec's flows: %s); specgate uses client credentials", strings.Join(sc.Flows, ", "))
-			}
-		default:
-			kind := sc.Type
-			if sc.Scheme != "" {
-				kind += " " + sc.Scheme
-			}
-			fmt.Fprintf(b, "      # %s: %s credentials are not supported by specgate\n", n, kind)
+		alts = append(alts, []string{n})
+	}
+	return alts
+}
+
+// alternativeCredentials is the stub of each scheme of one alternative; ok
+// is false when specgate cannot supply one of them. Variable names are
+// <API>_API_KEY for an API key or bearer key (_TOKEN when the scheme is
+// named for a token), <API>_USERNAME and _PASSWORD for basic,
+// <API>_CLIENT_ID and _CLIENT_SECRET for oauth2; two schemes of one
+// alternative that would share a name get the scheme's name in theirs.
+func alternativeCredentials(s *spec.Spec, api string, alt []string) ([]credential, bool) {
+	var out []credential
+	ok := true
+	taken := map[string]int{}
+	for _, n := range alt {
+		sc, found := s.Schemes[n]
+		if !found {
 			continue
 		}
-		fmt.Fprintf(b, "      %s:  # %s\n", yamlKey(n), what)
-		for _, f := range fields {
-			fmt.Fprintf(b, "        %s: %s\n", f, yamlString("${"+envName(name, n, f)+"}"))
+		c := credential{scheme: n}
+		var suffixes []string
+		tokenNamed := strings.Contains(strings.ToLower(n+" "+sc.Name), "token")
+		switch {
+		case sc.Type == "apiKey":
+			c.fields, c.what = []string{"value"}, fmt.Sprintf("apiKey in %s %s", sc.In, sc.Name)
+			suffixes = []string{"API_KEY"}
+		case sc.Type == "http" && sc.Scheme == "bearer":
+			c.fields, c.what = []string{"token"}, "http bearer"
+			suffixes = []string{"API_KEY"}
+		case sc.Type == "http" && sc.Scheme == "basic":
+			c.fields, c.what = []string{"username", "password"}, "http basic"
+			suffixes = []string{"USERNAME", "PASSWORD"}
+		case sc.Type == "oauth2":
+			c.fields, c.what = []string{"client_id", "client_secret"}, "oauth2 client credentials"
+			if !slices.Contains(sc.Flows, "clientCredentials") {
+				c.what = fmt.Sprintf("oauth2 (the spec's flows: %s); specgate uses client credentials", strings.Join(sc.Flows, ", "))
+			}
+			suffixes = []string{"CLIENT_ID", "CLIENT_SECRET"}
+		default:
+			c.what = sc.Type
+			if sc.Scheme != "" {
+				c.what += " " + sc.Scheme
+			}
+			ok = false
+			out = append(out, c)
+			continue
+		}
+		if tokenNamed && len(suffixes) == 1 {
+			suffixes = []string{"TOKEN"}
+		}
+		for _, suf := range suffixes {
+			c.vars = append(c.vars, api+"_"+suf)
+		}
+		out = append(out, c)
+	}
+	for _, c := range out {
+		for _, v := range c.vars {
+			taken[v]++
 		}
 	}
+	for i := range out {
+		for j, v := range out[i].vars {
+			if taken[v] > 1 {
+				out[i].vars[j] = api + "_" + envName(out[i].scheme) + strings.TrimPrefix(v, api)
+			}
+		}
+	}
+	return out, ok
+}
+
+// apiName is the API's name in the variables init writes, upper case
+// (init --name gives it outright): the host's second-level label (api.openai.com gives OPENAI, api.github.com
+// GITHUB), else the title's leading words before a generic one ("Stripe
+// API" gives STRIPE), else the spec's name.
+func apiName(s *spec.Spec, specName string) string {
+	if u, err := url.Parse(s.BaseURL); err == nil && u.IsAbs() {
+		host := strings.TrimSuffix(u.Hostname(), ".")
+		labels := strings.Split(host, ".")
+		if net.ParseIP(host) == nil && len(labels) >= 2 {
+			l := labels[len(labels)-2]
+			// example.co.uk, example.com.au: the label before the country's.
+			if len(labels) >= 3 && len(labels[len(labels)-1]) == 2 && slices.Contains([]string{"co", "com", "org", "net", "ac", "gov"}, l) {
+				l = labels[len(labels)-3]
+			}
+			if n := upperWord(l); n != "" {
+				return n
+			}
+		}
+	}
+	var words []string
+	for _, w := range strings.FieldsFunc(s.Title, func(r rune) bool { return r == ' ' || r == '\t' || r == '_' || r == '/' }) {
+		lw := strings.ToLower(w)
+		if slices.Contains([]string{"api", "apis", "rest", "http", "web", "openapi", "swagger", "-", "for", "the", "(preview)"}, lw) ||
+			strings.ContainsAny(w, "()[]:") || isVersionWord(lw) {
+			if len(words) > 0 {
+				break
+			}
+			continue
+		}
+		if n := upperWord(w); n != "" {
+			words = append(words, n)
+		}
+		if len(words) == 2 {
+			break
+		}
+	}
+	if len(words) > 0 {
+		return strings.Join(words, "_")
+	}
+	return envName(specName)
+}
+
+// upperWord is w in upper case with every run of other characters than
+// ASCII letters and digits made one '_'; "" when nothing is left or it
+// starts with a digit.
+func upperWord(w string) string {
+	var b strings.Builder
+	for _, r := range w {
+		switch {
+		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(unicode.ToUpper(r))
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	if out == "" || unicode.IsDigit(rune(out[0])) {
+		return ""
+	}
+	return out
+}
+
+// isVersionWord matches "v3", "3.0", "2010-04-01".
+func isVersionWord(w string) bool {
+	w = strings.TrimPrefix(w, "v")
+	return w != "" && strings.Trim(w, "0123456789.-") == ""
 }
 
 // envName joins words into an upper snake case variable name, splitting

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/spec"
 )
 
 var envRef = regexp.MustCompile(`\$\{([A-Z0-9_]+)\}`)
@@ -42,8 +44,10 @@ func TestInitPetstoreLoadsAsWritten(t *testing.T) {
 	text := initThenCheck(t, petstorePath(t))
 	for _, want := range []string{
 		"name: \"petstore-v3\"\n",
-		`value: "${PETSTORE_V3_API_KEY_VALUE}"`,
-		`client_id: "${PETSTORE_V3_PETSTORE_AUTH_CLIENT_ID}"`,
+		// The API's name is the host's (petstore3.swagger.io); the apiKey
+		// alternative needs one variable, the oauth2 one two: it is commented.
+		"    auth:\n      \"api_key\":  # apiKey in header api_key\n        value: \"${SWAGGER_API_KEY}\"\n",
+		`#   client_id: "${SWAGGER_CLIENT_ID}"`,
 		`rate_limit_interval: "10s"`,
 		"# upstreams:\n#   - match: \"petstore3.swagger.io\"\n#     requests_per_window: 60\n#     window: \"1m\"",
 	} {
@@ -57,20 +61,72 @@ func TestInitPetstoreLoadsAsWritten(t *testing.T) {
 	}
 }
 
-func TestInitStripeNamesCredentials(t *testing.T) {
-	const stripe = "../../../shared/specs/stripe.json"
-	if _, err := os.Stat(stripe); err != nil {
-		t.Skip("shared Stripe spec not present")
+// init names the variables people already have, writes one alternative
+// and comments the others, and gives a spec with no security scheme a
+// commented Authorization header; check warns once per variable written.
+func TestInitCorpusNames(t *testing.T) {
+	tests := []struct {
+		spec      string
+		written   []string // uncommented ${VAR}s
+		commented []string
+	}{
+		{"openai.yaml", []string{"OPENAI_API_KEY"}, []string{"OPENAI_ADMIN_API_KEY"}},
+		{"stripe.json", []string{"STRIPE_API_KEY"}, []string{"STRIPE_USERNAME", "STRIPE_PASSWORD"}},
+		{"github-rest.json", nil, []string{"GITHUB_TOKEN"}},
+		{"coingecko.yaml", []string{"COINGECKO_API_KEY"}, []string{"COINGECKO_API_KEY"}},
+		{"discord.json", []string{"DISCORD_TOKEN"}, []string{"DISCORD_CLIENT_ID", "DISCORD_CLIENT_SECRET"}},
+		{"twilio-api-v2010.yaml", []string{"TWILIO_USERNAME", "TWILIO_PASSWORD"}, nil},
+		{"asana.yaml", []string{"ASANA_TOKEN"}, []string{"ASANA_CLIENT_ID"}},
+		{"openweathermap.yaml", []string{"OPENWEATHERMAP_API_KEY"}, nil},
 	}
-	text := initThenCheck(t, stripe)
-	refs := envRef.FindAllStringSubmatch(text, -1)
-	var names []string
-	for _, m := range refs {
-		names = append(names, m[1])
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			path := filepath.Join("../../../shared/specs", tt.spec)
+			if _, err := os.Stat(path); err != nil {
+				t.Skip("../shared/specs is absent")
+			}
+			text := initThenCheck(t, path)
+			var written, commented []string
+			for _, line := range strings.Split(text, "\n") {
+				for _, m := range envRef.FindAllStringSubmatch(line, -1) {
+					if strings.HasPrefix(strings.TrimSpace(line), "#") {
+						commented = append(commented, m[1])
+					} else if !strings.HasSuffix(m[1], "_BASE_URL") {
+						written = append(written, m[1])
+					}
+				}
+			}
+			if !slices.Equal(written, tt.written) {
+				t.Errorf("written %q, want %q:\n%s", written, tt.written, text)
+			}
+			for _, v := range tt.commented {
+				if !slices.Contains(commented, v) {
+					t.Errorf("no commented ${%s} (commented: %q):\n%s", v, commented, text)
+				}
+			}
+			if tt.written == nil && !strings.Contains(text, `# headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}`) {
+				t.Errorf("no commented Authorization header:\n%s", text)
+			}
+		})
 	}
-	got := strings.Join(names, ",")
-	if !strings.Contains(got, "STRIPE_BEARER_AUTH_TOKEN") || !strings.Contains(got, "STRIPE_BASIC_AUTH_USERNAME") {
-		t.Errorf("credentials named %s", got)
+}
+
+func TestAPIName(t *testing.T) {
+	tests := []struct {
+		title, base, want string
+	}{
+		{"OpenAI API", "https://api.openai.com/v1", "OPENAI"},
+		{"GitHub v3 REST API", "https://api.github.com", "GITHUB"},
+		{"Anything", "https://www.example.co.uk/api", "EXAMPLE"},
+		{"Stripe API", "", "STRIPE"},
+		{"GitHub v3 REST API", "http://127.0.0.1:8080", "GITHUB"},
+		{"Swagger Petstore - OpenAPI 3.0", "/api/v3", "PETSTORE"},
+		{"3.0", "", "FILE_NAME"},
+	}
+	for _, tt := range tests {
+		if got := apiName(&spec.Spec{Title: tt.title, BaseURL: tt.base}, "file-name"); got != tt.want {
+			t.Errorf("apiName(%q, %q) = %q, want %q", tt.title, tt.base, got, tt.want)
+		}
 	}
 }
 
@@ -95,7 +151,7 @@ paths:
 		`base_url: "${LIMITED_BASE_URL}"`,
 		"upstream: \"limited\"\n",
 		"upstreams:\n  - match: \"limited\"\n    requests_per_window: 100\n    window: \"1m\"\n",
-		`value: "${LIMITED_API_KEY_HEADER_VALUE}"`,
+		`value: "${LIMITED_API_KEY}"`,
 		"# oidc: openIdConnect credentials are not supported",
 	} {
 		if !strings.Contains(text, want) {
@@ -158,7 +214,7 @@ func TestInitErrors(t *testing.T) {
 
 func TestInitToStdout(t *testing.T) {
 	code, stdout, _ := runCmd(t, "init", petstorePath(t), "--name", "pets")
-	if code != 0 || !strings.Contains(stdout, "name: \"pets\"\n") || !strings.Contains(stdout, "${PETS_API_KEY_VALUE}") {
+	if code != 0 || !strings.Contains(stdout, "name: \"pets\"\n") || !strings.Contains(stdout, "${PETS_API_KEY}") {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 }

@@ -4,15 +4,20 @@
 //
 // Usage:
 //
-//	specgate serve   [flags]            serve MCP over stdio, or --http ADDR
-//	specgate search  [flags] QUERY      search endpoints
-//	specgate inspect [flags] ID         show one endpoint's contract
-//	specgate invoke  [flags] ID         call one endpoint
-//	specgate check   [flags]            load the config and specs, report problems
-//	specgate init    SPEC|URL [--out FILE] [--force]   write a config for a spec
-//	specgate mock    --spec S --http ADDR  serve a mock of the spec's upstream
+//	specgate serve      [flags]            serve MCP over stdio, or --http ADDR
+//	specgate search     [flags] QUERY      search endpoints
+//	specgate inspect    [flags] ID         show one endpoint's contract
+//	specgate invoke     [flags] ID         call one endpoint
+//	specgate run-script [flags] FILE.js    run a run_script program
+//	specgate check      [flags]            load the config and specs, report problems
+//	specgate init       [flags] SPEC|URL   write a config for a spec
+//	specgate config     schema             print the config file's JSON Schema
+//	specgate mock       --spec S           serve a mock of the spec's upstream
+//	specgate healthcheck [URL]             exit 0 when a specgate answers 2xx
+//	specgate version
 //
-// Run "specgate help" or "specgate CMD -h" for the flags.
+// Run "specgate help CMD" or "specgate CMD --help" for a command's
+// arguments, flags and an example.
 package main
 
 import (
@@ -26,9 +31,6 @@ import (
 
 	"github.com/specgate/specgate/pkg/script"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -61,21 +63,36 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "init":
 		err = cmdInit(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, args[1:], stdout, stderr)
+	case "config":
+		err = cmdConfig(args[1:], stdout, stderr)
 	case "mock":
-		err = cmdMock(ctx, args[1:], stderr)
+		err = cmdMock(ctx, args[1:], stdout, stderr)
 	case "run-script":
 		err = cmdRunScript(ctx, args[1:], stdin, stdout, stderr)
 	case scriptWorkerCommand:
 		// Not in the usage: serve starts it, one process per script.
 		return script.WorkerMain(args[1:], stdin, stdout)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "specgate", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] != "help" {
+			if _, ok := commandDocs[args[1]]; !ok {
+				fmt.Fprintf(stderr, "specgate help: unknown command %q%s\n", args[1], nearestCommand(args[1]))
+				return 2
+			}
+			if args[1] == "version" {
+				writeHelp(stdout, "version", nil)
+				return 0
+			}
+			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
+		}
 		usage(stdout)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "specgate: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "specgate: unknown command %q%s\n\n", args[0], nearestCommand(args[0]))
 		usage(stderr)
 		return 2
 	}
@@ -90,29 +107,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 1
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `specgate: MCP tools for any OpenAPI-described HTTP API, with rate governance.
-
-Usage:
-  specgate serve   [flags]          serve MCP over stdio (default) or --http ADDR
-  specgate search  [flags] QUERY    search endpoints
-  specgate inspect [flags] ID       show one endpoint's contract
-  specgate invoke  [flags] ID       call one endpoint (--params JSON, --body JSON)
-  specgate run-script [flags] FILE.js   run a run_script program (- reads stdin) [--timeout SECONDS]
-  specgate check   [flags]          load the config and specs and report problems
-  specgate init    SPEC|URL [--out FILE] [--force]   write a commented config for a spec
-  specgate mock    --spec S --http ADDR [--requests-per-window N --window D] [--cooldown D]
-                                    serve a mock of the spec's upstream (answers from its
-                                    examples and schemas, with an optional quota)
-  specgate version
-
-Common flags:
-  --config FILE               YAML config (see config.example.yaml)
-  --spec FILE|URL             a spec to serve (repeatable; adds to the config's)
-  --base-url URL              base URL for every --spec given
-  --rate-limit-interval DUR   per-endpoint cooldown (default 10s)
-  --disable-ratelimiter       turn the per-endpoint cooldown off
-  --read-only                 serve only GET, HEAD and OPTIONS endpoints
-  --no-cache                  do not read or write the catalog cache
-`)
+// nearestCommand is " (did you mean X?)" for a misspelt command.
+func nearestCommand(name string) string {
+	if n := nearest(name, commandOrder); n != "" {
+		return fmt.Sprintf(" (did you mean %s?)", n)
+	}
+	return ""
 }

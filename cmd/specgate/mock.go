@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,45 +19,34 @@ import (
 
 // cmdMock is `specgate mock`: one spec's mock upstream over HTTP. It
 // writes only to stderr.
-func cmdMock(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("specgate mock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	location := fs.String("spec", "", "the spec file or http(s) URL to mock (required)")
-	addr := fs.String("http", "127.0.0.1:8081", "address to listen on")
-	requests := fs.Int("requests-per-window", 0, "admit at most this many requests in any sliding --window; more get 429")
-	window := fs.Duration("window", 0, "the sliding window of --requests-per-window")
-	cooldown := fs.Duration("cooldown", 0, "least time between two requests to one operation; sooner gets 429")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	usage := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, format+"\n", a...)
-		fs.Usage()
-		return exitError{code: 2}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitError{code: 0}
-		}
-		return exitError{code: 2}
-	}
-	if fs.NArg() > 0 {
-		return usage("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	if *location == "" {
-		return usage("--spec is required")
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	opts, err := mockFlags(set, *requests, *window, *cooldown)
+func cmdMock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newFlags("mock", stdout, stderr)
+	var location, addr string
+	var requests int
+	var window, cooldown time.Duration
+	c.str(&location, "spec", "", "the spec `FILE|URL` to mock (required)")
+	c.str(&addr, "http", "127.0.0.1:8081", "`ADDR` to listen on")
+	c.integer(&requests, "requests-per-window", 0, "requests", "admit at most `N` requests in any sliding --window; more get 429")
+	c.duration(&window, "window", 0, "the sliding window `DURATION` of --requests-per-window")
+	c.duration(&cooldown, "cooldown", 0, "least `DURATION` between two requests to one operation; sooner gets 429")
+	c.logFlags("info")
+	rest, err := c.parse(args)
 	if err != nil {
-		return usage("%v", err)
+		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		lvl = slog.LevelInfo
+	if len(rest) > 0 {
+		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	if location == "" {
+		return c.usageError("--spec is required")
+	}
+	opts, err := mockFlags(c.explicitSet, requests, window, cooldown)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	opts.Logger = c.logger()
 
-	s, err := spec.Load(ctx, *location, spec.Options{})
+	s, err := spec.Load(ctx, location, spec.Options{})
 	if err != nil {
 		return err
 	}
@@ -66,7 +54,7 @@ func cmdMock(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,8 +19,15 @@ import (
 // TestSecretsStayOnTheWire plants a recognisable secret in every kind of
 // upstream credential and asserts that each appears nowhere but on the
 // wire to the right host: not in tool results, errors, inspect,
-// rate_limit_status, `specgate check` output or logs.
+// rate_limit_status, `specgate check` output or logs, in either log
+// format; with --log-format json every log line is one JSON object.
 func TestSecretsStayOnTheWire(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) { secretsStayOnTheWire(t, format) })
+	}
+}
+
+func secretsStayOnTheWire(t *testing.T, logFormat string) {
 	secrets := map[string]string{
 		"SG_HEADER_KEY":    "sgsecret-header-4f1c",
 		"SG_QUERY_KEY":     "sgsecret-query-9a2b",
@@ -87,12 +95,28 @@ specs:
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 
 	var seen bytes.Buffer
+	logLines := 0
 	runCmd := func(args ...string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		run(context.Background(), append(args, "--config", cfgPath, "--log-level", "debug"), strings.NewReader(""), &stdout, &stderr)
+		run(context.Background(), append(args, "--config", cfgPath, "--log-level", "debug", "--log-format", logFormat), strings.NewReader(""), &stdout, &stderr)
 		seen.Write(stdout.Bytes())
 		seen.Write(stderr.Bytes())
+		if logFormat != "json" || args[0] == "check" {
+			return
+		}
+		// The one-shot commands write only log lines and tool errors on
+		// stderr; each log line is a JSON object with time, level, msg.
+		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				continue
+			}
+			logLines++
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(line), &obj); err != nil || obj["msg"] == nil || obj["level"] == nil || obj["time"] == nil {
+				t.Errorf("%v: log line is not a slog JSON object (%v): %s", args, err, line)
+			}
+		}
 	}
 	runCmd("check")
 	for _, id := range []string{"withHeaderKey", "withQueryKey", "withCookieKey", "withBasic", "withBearer", "withOAuth", "echoFail"} {
@@ -158,6 +182,9 @@ specs:
 	}
 	if !strings.Contains(all, "http_error") {
 		t.Errorf("the echoing upstream's 400 is not in the output:\n%s", all)
+	}
+	if logFormat == "json" && logLines < 10 {
+		t.Errorf("only %d JSON log lines at debug level", logLines)
 	}
 	if !strings.Contains(all, "ok   auth: 7 endpoints") {
 		t.Errorf("check output missing:\n%s", all)

@@ -152,7 +152,10 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if !r.Cached {
 		out.RateLimit = snap
 	}
-	return s.answerResult(ctx, r.Answer, r.ResponseID, a, out), nil
+	sctx, span := s.tracer().Start(ctx, "shape answer")
+	res := s.answerResult(sctx, r.Answer, r.ResponseID, a, out)
+	span.End()
+	return res, nil
 }
 
 // callOptions are what differs between a direct invoke and a script's call.
@@ -284,6 +287,7 @@ type observer Server
 func (o *observer) Attempted(ctx context.Context, e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
 	o.stats.observe(principalOf(ctx), e, up, latency, queueWait, tokens)
 	o.metrics.observeAttempt(up, queueWait, latency, res)
+	(*Server)(o).traceAttempt(ctx, e, up, queueWait, latency, res)
 }
 
 func (o *observer) Refused(ctx context.Context, e *spec.Endpoint, err error) {

@@ -148,7 +148,13 @@ func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).In
 
 // countCall counts a call by tool, endpoint, code and scope.
 func (s *Server) countCall(name string, args any, res *mcp.CallToolResult, err error) {
-	endpoint := ""
+	endpoint, code, scope := s.callLabels(name, args, res, err)
+	s.metrics.calls.WithLabelValues(name, endpoint, code, scope).Inc()
+}
+
+// callLabels names a tool call's endpoint (a catalog id, for invoke), its
+// outcome code ("ok" or the error's) and the error's scope.
+func (s *Server) callLabels(name string, args any, res *mcp.CallToolResult, err error) (endpoint, code, scope string) {
 	if name == "invoke" {
 		endpoint = "unknown"
 		if a, ok := args.(*InvokeArgs); ok {
@@ -161,7 +167,7 @@ func (s *Server) countCall(name string, args any, res *mcp.CallToolResult, err e
 			}
 		}
 	}
-	code, scope := "ok", ""
+	code = "ok"
 	switch {
 	case err != nil:
 		code = "internal_error"
@@ -171,5 +177,5 @@ func (s *Server) countCall(name string, args any, res *mcp.CallToolResult, err e
 			code, scope = env.Error.Code, env.Error.Scope
 		}
 	}
-	s.metrics.calls.WithLabelValues(name, endpoint, code, scope).Inc()
+	return endpoint, code, scope
 }

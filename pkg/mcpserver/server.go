@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
@@ -26,6 +27,10 @@ import (
 type Options struct {
 	// Version is reported to clients in initialize. If empty, "dev".
 	Version string
+	// Tracer, when set, records a span per tool call with children for
+	// queue waits, upstream attempts and the shaping of an answer. Nil:
+	// no spans.
+	Tracer trace.Tracer
 	// SpecNames are the specs being loaded, listed in the instructions
 	// before loading finishes.
 	SpecNames []string

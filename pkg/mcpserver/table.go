@@ -206,6 +206,7 @@ type decodedCall struct {
 // need, then the handler, and the call counted.
 func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, span := s.startToolSpan(ctx, t.name, req)
 		res, err := s.chargeToolCall(ctx)
 		var args any
 		if res == nil {
@@ -224,6 +225,7 @@ func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
 			res, err = t.run(s, ctx, req, args)
 		}
 		s.countCall(t.name, args, res, err)
+		s.endToolSpan(ctx, span, t.name, args, res, err)
 		return res, err
 	}
 }
