@@ -34,6 +34,12 @@ func Schema() (*jsonschema.Schema, error) {
 		reflect.TypeFor[Secret]():   secret,
 		reflect.TypeFor[OnLimit]():  {Type: "string", Enum: []any{"wait", "reject"}},
 		reflect.TypeFor[Backend]():  {Type: "string", Enum: []any{"memory", "redis", "redis_cluster"}},
+		reflect.TypeFor[Concurrency](): {AnyOf: []*jsonschema.Schema{
+			{Type: "integer", Minimum: jsonschema.Ptr(0.0), Description: "calls in flight (0: no limit)"},
+			{Type: "string", Enum: []any{"auto"}, Description: "adaptive (AIMD), from 1"},
+			{Type: "object", Description: "adaptive within bounds", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+				Properties: map[string]*jsonschema.Schema{"min": {Type: "integer", Minimum: jsonschema.Ptr(0.0)}, "max": {Type: "integer", Minimum: jsonschema.Ptr(0.0)}}},
+		}},
 	}
 	mock, err := jsonschema.For[Mock](&jsonschema.ForOptions{TypeSchemas: types})
 	if err != nil {
