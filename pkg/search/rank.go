@@ -60,6 +60,7 @@ type plan struct {
 	concepts  []concept
 	act       action
 	plural    bool    // the first resource word after the action is plural
+	one       bool    // the intent names one item by its id ("by id")
 	verbTerms []qterm // words the action goes by in operation names
 	known     []int32 // every term id the query names, for coverage of the name
 }
@@ -135,6 +136,13 @@ func (ix *Index) plan(text string) *plan {
 	)
 	head := headWant
 	for _, w := range words {
+		if w == oneItem {
+			p.one = true
+			if head == headIn {
+				head = headDone
+			}
+			continue
+		}
 		st := stemWord(w)
 		past := false
 		v, isVerb := verbs[w]
@@ -225,8 +233,13 @@ func (ix *Index) plan(text string) *plan {
 		}
 		addConcept(terms)
 	}
-	if p.act == actGet && p.plural {
+	switch {
+	case p.act == actGet && p.plural:
 		p.act = actList
+	case p.act == actSearch && p.one && !p.plural:
+		// "find pet by id": a thing looked up by its id is read, not
+		// searched for.
+		p.act = actGet
 	}
 	// A concept no endpoint knows cannot rank anything; drop it so it
 	// does not dilute coverage.

@@ -426,3 +426,35 @@ func TestFitSummariesDropsTagsWhenIDsAndPathsFill(t *testing.T) {
 		t.Errorf("the first hit lost its tags before the last ones did")
 	}
 }
+
+// TestFindPetByIDIsAGet is the README's first query: "by id" used to be
+// dropped as noise, so "find" read as a search and findPetsByStatus and
+// findPetsByTags came before getPetById.
+func TestFindPetByIDIsAGet(t *testing.T) {
+	for _, file := range []string{"../../specs/petstore.yaml", "../../testdata/petstore-v3.yaml", "../../testdata/petstore-v2.json"} {
+		t.Run(file, func(t *testing.T) {
+			s, err := spec.Load(t.Context(), file, spec.Options{Name: "petstore"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := spec.NewCatalog(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix, err := New(cat, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ix.Close()
+			for _, q := range []string{"find pet by id", "find a pet by its id", "get pet by id"} {
+				hits, err := ix.Search(q, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hits) == 0 || hits[0].ID != "petstore.getPetById" {
+					t.Errorf("search %q = %v, want petstore.getPetById first", q, ids(hits))
+				}
+			}
+		})
+	}
+}
