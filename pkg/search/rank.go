@@ -61,6 +61,7 @@ type plan struct {
 	act       action
 	plural    bool    // the first resource word after the action is plural
 	one       bool    // the intent names one item by its id ("by id")
+	asked     int     // content words, those no endpoint has included
 	verbTerms []qterm // words the action goes by in operation names
 	known     []int32 // every term id the query names, for coverage of the name
 }
@@ -241,6 +242,7 @@ func (ix *Index) plan(text string) *plan {
 		// searched for.
 		p.act = actGet
 	}
+	p.asked = len(p.concepts)
 	// A concept no endpoint knows cannot rank anything; drop it so it
 	// does not dilute coverage.
 	kept := p.concepts[:0]
@@ -521,3 +523,36 @@ func containsID(xs []int32, x int32) bool {
 	}
 	return false
 }
+
+// evidence is how well the words of the query name an operation: the
+// largest share of the query's content words (those no endpoint has
+// counting as missed) that one of the first lexical hits has in its
+// name, path or summary. 1 when every word names the best hit; 0 when
+// the words match descriptions at most, or nothing.
+func (p *plan) evidence(top []scored) float64 {
+	if p.asked == 0 {
+		return 1 // verbs and filters only: nothing for meaning to add
+	}
+	best := 0.0
+	for _, s := range top[:min(len(top), evidenceHits)] {
+		n := 0.0
+		for _, c := range p.concepts {
+			w := 0.0
+			for _, t := range c.terms {
+				if t.id < 0 {
+					continue
+				}
+				// A synonym's match is weaker evidence than the word's.
+				if s.e.fields[t.id]&(inName|inRes|inSum) != 0 {
+					w = max(w, t.w)
+				}
+			}
+			n += min(w, 1)
+		}
+		best = max(best, n)
+	}
+	return best / float64(p.asked)
+}
+
+// evidenceHits is how many of the first lexical hits evidence looks at.
+const evidenceHits = 3

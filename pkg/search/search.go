@@ -526,7 +526,7 @@ func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) 
 	out := lexical
 	if sem := ix.sem.Load(); semantic && sem != nil && sem.opts.Weight > 0 && hasText {
 		if qv := sem.queryVector(ctx, q.Text); qv != nil {
-			out = ix.fuse(lexical, sem, qv, q, limit)
+			out = ix.fuse(p, lexical, sem, qv, q, limit, fusionWeight(sem.opts.Weight, p.evidence(lexical)))
 		}
 	}
 	if len(out) > limit {
@@ -617,11 +617,13 @@ func sortScored(out []scored) {
 // fuse merges the lexical ranking with the endpoints nearest to the
 // query's vector. Every candidate of either side scores its lexical score
 // and its cosine, each scaled to [0, 1] over the candidates, the cosine
-// times the weight: a weighted sum of scores kept the lexical ranking's
-// strong heads better than reciprocal rank fusion did, in the measurement
-// the README gives. Filters hold for the vector side as they do for
-// bleve's.
-func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, limit int) []scored {
+// times the weight (fusionWeight: larger where the words are weak): a
+// weighted sum of scores kept the lexical ranking's strong heads better
+// than reciprocal rank fusion did, in the measurement the README gives.
+// A candidate only the vector side found is ranked by the re-ranker too,
+// so the intent's action still tells a create from a read among the
+// nearest. Filters hold for the vector side as they do for bleve's.
+func (ix *Index) fuse(p *plan, lexical []scored, sem *semantic, qv []float32, q Query, limit int, weight float64) []scored {
 	set := sem.vecs.Load()
 	if set == nil || len(set.data)/set.dims != len(ix.entries) {
 		return lexical
@@ -645,6 +647,12 @@ func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, li
 	for _, n := range near {
 		if _, ok := lex[n]; !ok {
 			cands = append(cands, n)
+			if len(p.concepts) > 0 || p.act != actNone {
+				// Words bleve did not find it by still say whether it
+				// does what is asked (the action, the method, the
+				// shape): rank it as bleve's weakest candidate.
+				lex[n] = ix.rank(p, ix.entries[n], 0)
+			}
 		}
 	}
 	cos := make([]float64, len(cands))
@@ -657,12 +665,12 @@ func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, li
 	for i, n := range cands {
 		l, c := 0.0, 0.0
 		if v, ok := lex[n]; ok && hi > lo {
-			l = (v - lo) / (hi - lo)
+			l = max(v-lo, 0) / (hi - lo)
 		}
 		if chi > clo {
 			c = (cos[i] - clo) / (chi - clo)
 		}
-		out[i] = scored{ix.entries[n], n, l + sem.opts.Weight*c}
+		out[i] = scored{ix.entries[n], n, l + weight*c}
 	}
 	sortScored(out)
 	return out
