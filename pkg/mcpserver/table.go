@@ -104,7 +104,8 @@ func (s *Server) tools() []tool {
 		newTool("search", "Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
 			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
 			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Use the API's own nouns (customer, pull request, pod); "+
-			"when the first phrasing misses, try a second one. Next: inspect an id.",
+			"when unsure of them, pass alternatives: up to 3 more phrasings of the same need in other words "+
+			"(query \"refund a charge\", alternatives [\"send the buyer's money back\"]). Next: inspect an id.",
 			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
 			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
 

@@ -513,6 +513,124 @@ func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) 
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
+	out, err := ix.ranked(ctx, q, limit, semantic)
+	if err != nil {
+		return nil, err
+	}
+	return ix.hits(out, limit), nil
+}
+
+// MaxAlternatives is how many more phrasings SearchPhrasings takes.
+const MaxAlternatives = 3
+
+// rrfK is reciprocal rank fusion's constant: a hit at rank r of one
+// phrasing scores 1/(rrfK+r).
+const rrfK = 60
+
+// SearchPhrasings is SearchContext for one need worded several ways: q
+// and up to MaxAlternatives more phrasings of it (more are ignored, as
+// are empty ones), each ranked on its own and fused by reciprocal rank.
+// An endpoint several phrasings find comes before one only a single
+// phrasing ranks high; between equals, the first phrasing's order
+// decides. An alternative is parsed as a query; each filter it does not
+// set is q's.
+func (ix *Index) SearchPhrasings(ctx context.Context, q Query, alternatives []string, limit int) ([]Hit, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	first, err := ix.ranked(ctx, q, limit, true)
+	if err != nil || len(alternatives) == 0 {
+		if err != nil {
+			return nil, err
+		}
+		return ix.hits(first, limit), nil
+	}
+	lists := [][]scored{first}
+	for _, alt := range alternatives[:min(len(alternatives), MaxAlternatives)] {
+		aq := ParseQuery(alt)
+		if strings.TrimSpace(aq.Text) == "" {
+			continue
+		}
+		aq.inherit(q)
+		l, err := ix.ranked(ctx, aq, limit, true)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	return ix.hits(fuseRanks(lists), limit), nil
+}
+
+// fuseRanks merges rankings by reciprocal rank; ties go to the better
+// rank in the first list, then in the next.
+func fuseRanks(lists [][]scored) []scored {
+	type acc struct {
+		s     scored
+		score float64
+		ranks [MaxAlternatives + 1]int // 1-based; 0 when absent
+	}
+	byN := map[int]*acc{}
+	var order []*acc
+	for li, l := range lists {
+		for r, s := range l {
+			a := byN[s.n]
+			if a == nil {
+				a = &acc{s: s}
+				byN[s.n] = a
+				order = append(order, a)
+			}
+			a.score += 1 / float64(rrfK+r+1)
+			a.ranks[li] = r + 1
+		}
+	}
+	rankAt := func(a *acc, li int) int {
+		if a.ranks[li] == 0 {
+			return math.MaxInt
+		}
+		return a.ranks[li]
+	}
+	slices.SortStableFunc(order, func(a, b *acc) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		for li := range lists {
+			if c := cmp.Compare(rankAt(a, li), rankAt(b, li)); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	out := make([]scored, len(order))
+	for i, a := range order {
+		out[i] = a.s
+		out[i].score = a.score
+	}
+	return out
+}
+
+// hits turns the first limit of a ranking into the answer, summaries
+// fitted to its budget.
+func (ix *Index) hits(out []scored, limit int) []Hit {
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	hits := make([]Hit, len(out))
+	for i, s := range out {
+		hits[i] = s.e.hit
+		hits[i].Score = math.Round(s.score*1000) / 1000
+	}
+	if ix.opts.HitBytes > 0 {
+		plain := make([]bool, len(out))
+		for i, s := range out {
+			plain[i] = s.e.plainSum
+		}
+		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
+	}
+	return hits
+}
+
+// ranked is the ordered candidates of one query, lexical or fused.
+func (ix *Index) ranked(ctx context.Context, q Query, limit int, semantic bool) ([]scored, error) {
 	filter := q.bleveFilter()
 	hasText := strings.TrimSpace(q.Text) != ""
 	if !hasText && filter == nil {
@@ -529,22 +647,7 @@ func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) 
 			out = ix.fuse(p, lexical, sem, qv, q, limit, fusionWeight(sem.opts.Weight, p.evidence(lexical)))
 		}
 	}
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	hits := make([]Hit, len(out))
-	for i, s := range out {
-		hits[i] = s.e.hit
-		hits[i].Score = math.Round(s.score*1000) / 1000
-	}
-	if ix.opts.HitBytes > 0 {
-		plain := make([]bool, len(out))
-		for i, s := range out {
-			plain[i] = s.e.plainSum
-		}
-		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
-	}
-	return hits, nil
+	return out, nil
 }
 
 // scored is a candidate with its score.

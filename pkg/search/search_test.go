@@ -458,3 +458,67 @@ func TestFindPetByIDIsAGet(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchPhrasings(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	ctx := t.Context()
+	single, err := ix.Search("delete a pet", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("the same phrasing twice is the single ranking", func(t *testing.T) {
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("delete a pet"), []string{"delete a pet"}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ids(single), ids(got)); diff != "" {
+			t.Errorf("(-single +fused):\n%s", diff)
+		}
+	})
+	t.Run("an alternative finds what the first phrasing misses", func(t *testing.T) {
+		first, _ := ix.Search("bin the critter", 5)
+		if len(first) > 0 && first[0].ID == "pets.deletePet" {
+			t.Fatalf("the first phrasing alone finds deletePet: the case tests nothing")
+		}
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("bin the critter"), []string{"", "delete a pet", "remove pet"}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0].ID == "" || got[0].ID != "pets.deletePet" {
+			t.Errorf("got %v, want pets.deletePet first", ids(got))
+		}
+	})
+	t.Run("ties go to the first phrasing's order", func(t *testing.T) {
+		a, b, c := scored{e: ix.entries[0], n: 0}, scored{e: ix.entries[1], n: 1}, scored{e: ix.entries[2], n: 2}
+		got := fuseRanks([][]scored{{a, b}, {b, a}, {c}})
+		var order []int
+		for _, s := range got {
+			order = append(order, s.n)
+		}
+		if want := []int{0, 1, 2}; !cmp.Equal(order, want) {
+			t.Errorf("fused order %v, want %v", order, want)
+		}
+	})
+	t.Run("an alternative keeps the first's filters", func(t *testing.T) {
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("method:GET pets"), []string{"remove a pet"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range got {
+			if h.Method != "GET" {
+				t.Errorf("%s %s in an answer filtered to GET", h.Method, h.ID)
+			}
+		}
+	})
+	t.Run("more than MaxAlternatives are ignored", func(t *testing.T) {
+		alts := []string{"list pets", "list pets", "list pets", "delete a pet"}
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("list pets"), alts, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ix.Search("list pets", 10)
+		if diff := cmp.Diff(ids(want), ids(got)); diff != "" {
+			t.Errorf("(-single +fused):\n%s", diff)
+		}
+	})
+}
