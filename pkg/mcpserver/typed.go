@@ -26,7 +26,7 @@ type SearchArgs struct {
 	Limit *float64 `json:"limit,omitempty" jsonschema:"Hits to return, 1-50 (default 10)"`
 	// Alternatives are more phrasings of the same need, fused with the
 	// query by reciprocal rank.
-	Alternatives []string `json:"alternatives,omitempty" jsonschema:"Up to 3 more phrasings of the same need, in other words (filters come from query)"`
+	Alternatives []string `json:"alternatives,omitempty" jsonschema:"Up to 3 other phrasings"`
 }
 
 // InspectArgs are the inspect tool's arguments.
