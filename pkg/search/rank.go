@@ -53,17 +53,22 @@ type qterm struct {
 type concept struct {
 	terms []qterm
 	idf   float64
+	// own is set when only what specs say of operations' parts (inOwn)
+	// has the word: it counts for little, and not in coverage, so that
+	// intents worded in the specs' names rank as they would without it.
+	own bool
 }
 
 // plan is a query read for ranking.
 type plan struct {
 	concepts  []concept
 	act       action
-	plural    bool    // the first resource word after the action is plural
-	one       bool    // the intent names one item by its id ("by id")
-	asked     int     // content words, those no endpoint has included
-	verbTerms []qterm // words the action goes by in operation names
-	known     []int32 // every term id the query names, for coverage of the name
+	plural    bool      // the first resource word after the action is plural
+	one       bool      // the intent names one item by its id ("by id")
+	asked     int       // content words, those no endpoint has included
+	verbTerms []qterm   // words the action goes by in operation names
+	known     []int32   // every term id the query names, for coverage of the name
+	own       []concept // words only the specs' own words of parts have
 }
 
 // Expansion weights.
@@ -246,17 +251,37 @@ func (ix *Index) plan(text string) *plan {
 	// A concept no endpoint knows cannot rank anything; drop it so it
 	// does not dilute coverage.
 	kept := p.concepts[:0]
+	var own []concept
 	for _, c := range p.concepts {
-		for _, t := range c.terms {
+		ownIDF := 0.0
+		for i, t := range c.terms {
+			if t.id >= 0 && ix.ownOnly[t.id] {
+				// Not a word of names, summaries or descriptions.
+				ownIDF = max(ownIDF, ix.idf[t.id]*t.w)
+				c.terms[i].id = -1
+				continue
+			}
 			if t.id >= 0 {
 				c.idf = max(c.idf, ix.idf[t.id]*t.w)
 				p.known = append(p.known, t.id)
 			}
 		}
-		if c.idf > 0 {
+		switch {
+		case c.idf > 0:
 			kept = append(kept, c)
+		case ownIDF > 0:
+			// Restore the own-only terms: own words alone match it.
+			oc := concept{idf: ownIDF, own: true}
+			for _, t := range c.terms {
+				if id, ok := ix.terms[t.stem]; ok && ix.ownOnly[id] {
+					t.id = id
+					oc.terms = append(oc.terms, t)
+				}
+			}
+			own = append(own, oc)
 		}
 	}
+	p.own = own
 	p.concepts = kept
 	for _, t := range p.verbTerms {
 		if t.id >= 0 {
@@ -273,8 +298,8 @@ func (ix *Index) plan(text string) *plan {
 func (ix *Index) compounds(words []string) []string {
 	known := func(w string) bool {
 		st := stemWord(w)
-		_, ok := ix.terms[st]
-		return st != "" && ok
+		id, ok := ix.terms[st]
+		return st != "" && ok && !ix.ownOnly[id]
 	}
 	out := make([]string, 0, len(words))
 	for i := 0; i < len(words); i++ {
@@ -366,6 +391,7 @@ var (
 	wTag        = 0.3  // ... in a tag
 	wParam      = 0.1  // ... in a parameter name
 	wResp       = 0.05 // ... in what the success answer is
+	wOwn        = 0.3  // a word only the spec's own words of parts (or a description's later part) have: as a tag
 	wCov        = 1.0  // share of concepts matched, times their mean idf
 	wAct        = 2.5  // the operation's own verb is the intent's action
 	wMeth       = 2.0  // the method serves the intent's action
@@ -415,6 +441,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			if f&inResp != 0 {
 				v += wResp
 			}
+
 			best = max(best, v*t.w)
 		}
 		s += c.idf * best
@@ -425,6 +452,14 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 	}
 	if n := len(p.concepts); n > 0 {
 		s += wCov * float64(matched) / float64(n) * idfSum / float64(n)
+	}
+	for _, c := range p.own {
+		for _, t := range c.terms {
+			if e.fields[t.id]&inOwn != 0 {
+				s += wOwn * c.idf * t.w
+				break
+			}
+		}
 	}
 	method := e.hit.Method
 	if p.act != actNone {

@@ -3,8 +3,9 @@
 //
 // An Index holds a bleve in-memory index over every endpoint (operationId,
 // summary, description, path segments, method, tags, parameter names and
-// spec name, split on case and separators and stemmed) and a re-ranking
-// stage. Bleve retrieves candidates for the query expanded with a
+// spec name, split on case and separators and stemmed; and, for the words
+// nothing else has, what the spec says of the operation's parts:
+// spec.Endpoint.OwnWords) and a re-ranking stage. Bleve retrieves candidates for the query expanded with a
 // hand-written API thesaurus; the re-ranker then orders them with features
 // that plain relevance misses: whether the intent's action ("remove",
 // "fetch", "list") fits the method and the operation's own verb, whether
@@ -94,6 +95,7 @@ type Index struct {
 	byID    map[string]int   // endpoint id -> entries index
 	terms   map[string]int32 // stem -> term id
 	idf     []float64        // by term id
+	ownOnly []bool           // by term id: only own words (inOwn) have it
 	maxIDF  float64
 	// sem is the vector ranking, when EnableSemantic was called.
 	sem atomic.Pointer[semantic]
@@ -101,7 +103,7 @@ type Index struct {
 
 // Field bits of a term in an entry.
 const (
-	inName  uint8 = 1 << iota // operationId or path words
+	inName  field = 1 << iota // operationId or path words
 	inRes                     // the last literal path segment
 	inSum                     // summary
 	inDesc                    // trimmed description
@@ -109,12 +111,16 @@ const (
 	inParam                   // parameter names
 	inVerb                    // the operationId's leading verb
 	inResp                    // what the success answer is (schema name, title)
+	inOwn                     // what the spec says of the parts (spec.Endpoint.OwnWords) and the rest of the description
 )
+
+// field is a set of field bits.
+type field uint16
 
 // entry is what the re-ranker knows about one endpoint.
 type entry struct {
 	hit    Hit
-	fields map[int32]uint8 // term id -> field bits
+	fields map[int32]field // term id -> field bits
 	name   []int32         // distinct operationId and path terms
 	act    action          // the action the operation names
 	item   bool            // path ends in a parameter
@@ -134,7 +140,10 @@ type bleveDoc struct {
 	// Desc holds the opening of the description.
 	Desc string `json:"desc"`
 	// Resp names what the success answer is.
-	Resp   string   `json:"resp"`
+	Resp string `json:"resp"`
+	// Own holds what the spec says of the operation's parts and the rest
+	// of its description.
+	Own    string   `json:"own"`
 	Method string   `json:"method"`
 	Spec   string   `json:"spec"`
 	Tag    []string `json:"tag"`
@@ -148,6 +157,9 @@ var fieldBoost = []struct {
 }{
 	{"name", 3}, {"text", 2}, {"desc", 0.6}, {"resp", 0.15},
 }
+
+// ownBoost is the own field's boost, for the words only it has.
+const ownBoost = 0.3
 
 func newMapping() (mapping.IndexMapping, error) {
 	im := bleve.NewIndexMapping()
@@ -178,7 +190,7 @@ func newMapping() (mapping.IndexMapping, error) {
 		f.DocValues = false
 		return f
 	}
-	for _, f := range []string{"name", "text", "desc", "resp"} {
+	for _, f := range []string{"name", "text", "desc", "resp", "own"} {
 		dm.AddFieldMappingsAt(f, text())
 	}
 	for _, f := range []string{"method", "spec", "tag", "path"} {
@@ -223,26 +235,59 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 	b := &builder{ix: ix, memo: map[string]string{}}
 	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
-	batch := bi.NewBatch()
+	docs := make([]bleveDoc, 0, len(eps))
 	for _, ep := range eps {
-		doc := b.add(ep)
-		if err := batch.Index(docKey(len(ix.entries)-1), doc); err != nil {
-			bi.Close()
-			return nil, fmt.Errorf("indexing %s: %w", ep.ID, err)
-		}
+		docs = append(docs, b.add(ep))
 	}
 	df := b.df
+	ix.idf = make([]float64, len(df))
+	ix.ownOnly = make([]bool, len(df))
+	n := float64(len(ix.entries))
+	for id, d := range df {
+		if d == 0 {
+			ix.ownOnly[id] = true
+			// Only what the specs say of parts has it: how rare it is
+			// there. Counting those words for every term would make the
+			// names' and summaries' words look commoner than they are.
+			d = b.dfOwn[id]
+		}
+		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
+		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
+	}
+	batch := bi.NewBatch()
+	for i := range docs {
+		// Bleve looks for a word in the own field only when no other
+		// field has it (textQuery): only those words are indexed there,
+		// which keeps the build as fast as without them.
+		docs[i].Own = b.ownOnlyStems(docs[i].Own)
+		if err := batch.Index(docKey(i), docs[i]); err != nil {
+			bi.Close()
+			return nil, fmt.Errorf("indexing %s: %w", ix.entries[i].hit.ID, err)
+		}
+	}
 	if err := bi.Batch(batch); err != nil {
 		bi.Close()
 		return nil, fmt.Errorf("search index: %w", err)
 	}
-	ix.idf = make([]float64, len(df))
-	n := float64(len(ix.entries))
-	for id, d := range df {
-		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
-		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
-	}
 	return ix, nil
+}
+
+// ownOnlyStems keeps the stems of own (space-separated) that only own
+// words have.
+func (b *builder) ownOnlyStems(own string) string {
+	if own == "" {
+		return ""
+	}
+	var sb strings.Builder
+	for st := range strings.FieldsSeq(own) {
+		if id, ok := b.ix.terms[st]; ok && b.ix.ownOnly[id] {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(st)
+		}
+	}
+	return sb.String()
 }
 
 // builder indexes endpoints one at a time for New.
@@ -250,7 +295,8 @@ type builder struct {
 	ix *Index
 	// memo holds stems for the build: specs repeat their words a lot.
 	memo  map[string]string
-	df    []int // by term id: how many entries have the term
+	df    []int // by term id: how many entries have the term, own words aside
+	dfOwn []int // by term id: how many entries have it only in their own words
 	words []string
 }
 
@@ -267,7 +313,7 @@ func (b *builder) stem(w string) string {
 // returns the document bleve indexes for it.
 func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	ix, opts := b.ix, b.ix.opts
-	e := &entry{fields: map[int32]uint8{}}
+	e := &entry{fields: map[int32]field{}}
 	e.hit = Hit{
 		ID:      ep.ID,
 		Method:  ep.Method,
@@ -277,7 +323,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 		Tags:    ep.Tags,
 	}
 	var doc bleveDoc
-	add := func(ws []string, bit uint8) string {
+	add := func(ws []string, bit field) string {
 		var sb strings.Builder
 		for _, w := range ws {
 			st := b.stem(w)
@@ -288,7 +334,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 				sb.WriteByte(' ')
 			}
 			sb.WriteString(st)
-			id := ix.termID(st, &b.df)
+			id := b.termID(st)
 			if e.fields[id]&bit == 0 {
 				if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
 					e.name = append(e.name, id)
@@ -304,7 +350,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if len(words) > 0 {
 		if v, ok := verbs[words[0]]; ok {
 			e.act = v.act
-			e.fields[ix.termID(b.stem(words[0]), &b.df)] |= inVerb
+			e.fields[b.termID(b.stem(words[0]))] |= inVerb
 		}
 	}
 	words = pathWords(ep.Path, words)
@@ -324,9 +370,15 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	}
 	text := add(words, inSum)
 	e.plainSum = ix.redundant(e, words, b.stem)
+	var rest string
 	if desc := ep.Description; desc != "" {
-		desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
-		doc.Desc = add(splitWords(desc, words[:0]), inDesc)
+		desc = strings.Join(strings.Fields(stripMarkup(desc)), " ")
+		open := truncateWords(desc, opts.DescriptionLen)
+		doc.Desc = add(splitWords(open, words[:0]), inDesc)
+		rest = truncateWords(desc[len(open):], opts.DescriptionLen*2)
+	}
+	if own := join(rest, stripMarkup(ep.OwnWords())); own != "" {
+		doc.Own = add(splitWords(own, words[:0]), inOwn)
 	}
 	if about := ep.ResponseAbout(); about != "" {
 		about = truncateWords(strings.Join(strings.Fields(stripMarkup(about)), " "), opts.DescriptionLen)
@@ -353,8 +405,12 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if e.act == actNone {
 		e.act = methodAction(ep.Method, e.item)
 	}
-	for id := range e.fields {
-		b.df[id]++
+	for id, f := range e.fields {
+		if f&^inOwn != 0 {
+			b.df[id]++
+		} else {
+			b.dfOwn[id]++
+		}
 	}
 	ix.byID[ep.ID] = len(ix.entries)
 	ix.entries = append(ix.entries, e)
@@ -460,13 +516,14 @@ var nameSynonyms = map[string]string{
 	"env": "environ", "auth": "authent", "app": "applic", "info": "inform",
 }
 
-func (ix *Index) termID(st string, df *[]int) int32 {
-	if id, ok := ix.terms[st]; ok {
+func (b *builder) termID(st string) int32 {
+	if id, ok := b.ix.terms[st]; ok {
 		return id
 	}
-	id := int32(len(ix.terms))
-	ix.terms[st] = id
-	*df = append(*df, 0)
+	id := int32(len(b.ix.terms))
+	b.ix.terms[st] = id
+	b.df = append(b.df, 0)
+	b.dfOwn = append(b.dfOwn, 0)
 	return id
 }
 
@@ -807,7 +864,21 @@ func (ix *Index) textQuery(p *plan) query.Query {
 	}
 	for _, c := range p.concepts {
 		for _, t := range c.terms {
-			addTerm(t.stem, t.w)
+			if t.id >= 0 { // not unknown, not only in own words (plan)
+				addTerm(t.stem, t.w)
+			}
+		}
+	}
+	// A word only what specs say of parts has is looked for there alone.
+	for _, c := range p.own {
+		for _, t := range c.terms {
+			if !seen[t.stem] {
+				seen[t.stem] = true
+				tq := bleve.NewTermQuery(t.stem)
+				tq.SetField("own")
+				tq.SetBoost(ownBoost * t.w)
+				ds = append(ds, tq)
+			}
 		}
 	}
 	// Verbs count only in names and summaries: "get" or "list" in a

@@ -522,3 +522,51 @@ func TestSearchPhrasings(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnWordsFindParaphrases: a word the spec uses only for an
+// operation's parts (a parameter's, an answer field's, a tag's
+// description) finds that operation; the names' words rank as before.
+func TestOwnWordsFindParaphrases(t *testing.T) {
+	const doc = `{
+  "openapi": "3.0.3", "info": {"title": "Parcels", "version": "1"},
+  "tags": [{"name": "labels", "description": "Printable postage stickers."}],
+  "paths": {
+    "/shipments/{id}": {"get": {"operationId": "getShipment", "summary": "Get a shipment",
+      "parameters": [{"name": "id", "in": "path", "required": true, "description": "The courier's waybill number.", "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok"}}}},
+    "/shipments": {"get": {"operationId": "listShipments", "summary": "List shipments",
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "array",
+        "items": {"type": "object", "properties": {"eta": {"type": "string", "description": "Estimated arrival of the parcel."}}}}}}}}}},
+    "/labels": {"post": {"operationId": "createLabel", "summary": "Create a label", "tags": ["labels"],
+      "responses": {"201": {"description": "ok"}}}}
+  }
+}`
+	s, err := spec.Parse(t.Context(), "parcels.json", []byte(doc), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := New(cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, c := range []struct{ q, want string }{
+		{"look up a waybill", "parcels.getShipment"},
+		{"estimated arrival", "parcels.listShipments"},
+		{"make a postage sticker", "parcels.createLabel"},
+		{"list shipments", "parcels.listShipments"},
+		{"get a shipment", "parcels.getShipment"},
+	} {
+		hits, err := ix.Search(c.q, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("search %q = %v, want %s first", c.q, ids(hits), c.want)
+		}
+	}
+}
