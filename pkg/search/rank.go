@@ -47,6 +47,7 @@ type qterm struct {
 	stem string
 	id   int32 // -1 when no endpoint has it
 	w    float64
+	slot int32 // its column in plan.fields, when id >= 0
 }
 
 // concept is one thing the query names: a word and its expansions.
@@ -69,6 +70,8 @@ type plan struct {
 	verbTerms []qterm   // words the action goes by in operation names
 	known     []int32   // every term id the query names, for coverage of the name
 	own       []concept // words only the specs' own words of parts have
+	slotIDs   []int32   // term id by column of fields (assignSlots)
+	fields    []field   // by entry and column: the entry's bits for the term (lookup)
 }
 
 // Expansion weights.
@@ -288,7 +291,52 @@ func (ix *Index) plan(text string) *plan {
 			p.known = append(p.known, t.id)
 		}
 	}
+	p.assignSlots()
 	return p
+}
+
+// assignSlots gives every term id the plan looks up a column of fields.
+func (p *plan) assignSlots() {
+	slots := map[int32]int32{}
+	assign := func(ts []qterm) {
+		for i := range ts {
+			if ts[i].id < 0 {
+				continue
+			}
+			s, ok := slots[ts[i].id]
+			if !ok {
+				s = int32(len(p.slotIDs))
+				slots[ts[i].id] = s
+				p.slotIDs = append(p.slotIDs, ts[i].id)
+			}
+			ts[i].slot = s
+		}
+	}
+	for i := range p.concepts {
+		assign(p.concepts[i].terms)
+	}
+	for i := range p.own {
+		assign(p.own[i].terms)
+	}
+	assign(p.verbTerms)
+}
+
+// lookup fills the plan's fields table from the index's postings: the
+// re-ranker then reads an entry's bits for a query term by index, not
+// from the entry's map, for every candidate and term.
+func (p *plan) lookup(ix *Index) {
+	k := len(p.slotIDs)
+	p.fields = make([]field, len(ix.entries)*k)
+	for s, id := range p.slotIDs {
+		for _, ps := range ix.post[id] {
+			p.fields[int(ps.n)*k+s] = ps.f
+		}
+	}
+}
+
+// fieldsOf is the field bits entry n has term t in.
+func (p *plan) fieldsOf(n int, t qterm) field {
+	return p.fields[n*len(p.slotIDs)+int(t.slot)]
 }
 
 // compounds reads query words the way the index split the spec's: a word
@@ -405,7 +453,8 @@ var (
 )
 
 // rank scores one candidate.
-func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
+func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
+	e := ix.entries[n]
 	s := wBleve * bleveNorm
 	matched := 0
 	idfSum := 0.0
@@ -415,7 +464,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			if t.id < 0 {
 				continue
 			}
-			f := e.fields[t.id]
+			f := p.fieldsOf(n, t)
 			if f == 0 {
 				continue
 			}
@@ -455,7 +504,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 	}
 	for _, c := range p.own {
 		for _, t := range c.terms {
-			if e.fields[t.id]&inOwn != 0 {
+			if p.fieldsOf(n, t)&inOwn != 0 {
 				s += wOwn * c.idf * t.w
 				break
 			}
@@ -501,7 +550,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			}
 		}
 		for _, t := range p.verbTerms {
-			if t.id >= 0 && e.fields[t.id]&inVerb != 0 {
+			if t.id >= 0 && p.fieldsOf(n, t)&inVerb != 0 {
 				s += wVerb * t.w
 				break
 			}
