@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -814,12 +813,14 @@ func (ix *Index) lexical(p *plan, q Query, filter query.Query, limit int) ([]sco
 	return out, nil
 }
 
+// sortScored orders by score, then id: a total order, so the sort
+// need not be stable.
 func sortScored(out []scored) {
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	slices.SortFunc(out, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
 		}
-		return out[i].e.hit.ID < out[j].e.hit.ID
+		return strings.Compare(a.e.hit.ID, b.e.hit.ID)
 	})
 }
 
