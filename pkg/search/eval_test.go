@@ -152,7 +152,7 @@ func (ix *Index) intentStyle(query string, want []string) string {
 		e := ix.entries[ix.byID[id]]
 		n := 0
 		for _, st := range stems {
-			if tid, ok := ix.terms[st]; ok && e.fields[tid]&(inName|inRes|inSum) != 0 {
+			if tid, ok := ix.terms[st]; ok && e.bits(tid)&(inName|inRes|inSum) != 0 {
 				n++
 			}
 		}

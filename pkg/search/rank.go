@@ -627,7 +627,7 @@ func (p *plan) evidence(top []scored) float64 {
 					continue
 				}
 				// A synonym's match is weaker evidence than the word's.
-				if s.e.fields[t.id]&(inName|inRes|inSum) != 0 {
+				if s.e.bits(t.id)&(inName|inRes|inSum) != 0 {
 					w = max(w, t.w)
 				}
 			}

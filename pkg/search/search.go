@@ -135,13 +135,19 @@ type posting struct {
 	f field
 }
 
+// termField is an entry's field bits for one term.
+type termField struct {
+	id int32
+	f  field
+}
+
 // entry is what the re-ranker knows about one endpoint.
 type entry struct {
 	hit    Hit
-	fields map[int32]field // term id -> field bits
-	name   []int32         // distinct operationId and path terms
-	act    action          // the action the operation names
-	item   bool            // path ends in a parameter
+	fields []termField // in no order: the ranking reads postings (plan.lookup)
+	name   []int32     // distinct operationId and path terms
+	act    action      // the action the operation names
+	item   bool        // path ends in a parameter
 	// plainSum is set when the summary says nothing the id and path do
 	// not ("Delete a repository secret" for actions/delete-repo-secret):
 	// such summaries go first when an answer must shrink.
@@ -161,7 +167,8 @@ type bleveDoc struct {
 	Resp string `json:"resp"`
 	// Own holds what the spec says of the operation's parts and the rest
 	// of its description.
-	Own    string   `json:"own"`
+	// It is nil for most documents: bleve makes no field of a nil slice.
+	Own    []string `json:"own"`
 	Method string   `json:"method"`
 	Spec   string   `json:"spec"`
 	Tag    []string `json:"tag"`
@@ -250,12 +257,14 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		byID:  make(map[string]int, cat.Len()),
 		terms: map[string]int32{},
 	}
-	b := &builder{ix: ix, memo: map[string]string{}}
+	b := &builder{ix: ix, memo: map[string]string{}, fields: map[int32]field{}}
 	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
 	docs := make([]bleveDoc, 0, len(eps))
+	owns := make([]string, 0, len(eps)) // own words' stems, by entry
 	for _, ep := range eps {
 		docs = append(docs, b.add(ep))
+		owns = append(owns, b.own)
 	}
 	df := b.df
 	ix.idf = make([]float64, len(df))
@@ -273,18 +282,14 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
 		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
 	}
-	ix.post = make([][]posting, len(df))
-	for n, e := range ix.entries {
-		for id, f := range e.fields {
-			ix.post[id] = append(ix.post[id], posting{int32(n), f})
-		}
-	}
 	batch := bi.NewBatch()
 	for i := range docs {
 		// Bleve looks for a word in the own field only when no other
 		// field has it (textQuery): only those words are indexed there,
 		// which keeps the build as fast as without them.
-		docs[i].Own = b.ownOnlyStems(docs[i].Own)
+		if own := b.ownOnlyStems(owns[i]); own != "" {
+			docs[i].Own = []string{own}
+		}
 		if err := batch.Index(docKey(i), docs[i]); err != nil {
 			bi.Close()
 			return nil, fmt.Errorf("indexing %s: %w", ix.entries[i].hit.ID, err)
@@ -326,6 +331,10 @@ type builder struct {
 	// it in (bleveFieldOf).
 	inBleve []uint8
 	words   []string
+	// fields is the entry being added's field bits by term id, reused.
+	fields map[int32]field
+	// own is the stems of the entry being added's own words.
+	own string
 }
 
 func (b *builder) stem(w string) string {
@@ -341,7 +350,10 @@ func (b *builder) stem(w string) string {
 // returns the document bleve indexes for it.
 func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	ix, opts := b.ix, b.ix.opts
-	e := &entry{fields: map[int32]field{}}
+	e := &entry{}
+	fields := b.fields
+	clear(fields)
+	b.own = ""
 	e.hit = Hit{
 		ID:      ep.ID,
 		Method:  ep.Method,
@@ -364,11 +376,11 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 			sb.WriteString(st)
 			id := b.termID(st)
 			b.inBleve[id] |= bleveFieldOf(bit)
-			if e.fields[id]&bit == 0 {
-				if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
+			if fields[id]&bit == 0 {
+				if bit == inName && fields[id]&inName == 0 && !verbStems[st] {
 					e.name = append(e.name, id)
 				}
-				e.fields[id] |= bit
+				fields[id] |= bit
 			}
 		}
 		return sb.String()
@@ -379,7 +391,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if len(words) > 0 {
 		if v, ok := verbs[words[0]]; ok {
 			e.act = v.act
-			e.fields[b.termID(b.stem(words[0]))] |= inVerb
+			fields[b.termID(b.stem(words[0]))] |= inVerb
 		}
 	}
 	words = pathWords(ep.Path, words)
@@ -398,16 +410,16 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 		}
 	}
 	text := add(words, inSum)
-	e.plainSum = ix.redundant(e, words, b.stem)
+	e.plainSum = ix.redundant(fields, words, b.stem)
 	var rest string
 	if desc := ep.Description; desc != "" {
 		desc = strings.Join(strings.Fields(stripMarkup(desc)), " ")
 		open := truncateWords(desc, opts.DescriptionLen)
 		doc.Desc = add(splitWords(open, words[:0]), inDesc)
-		rest = truncateWords(desc[len(open):], opts.DescriptionLen*2)
+		rest = truncateWords(desc[len(open):], opts.DescriptionLen)
 	}
 	if own := join(rest, stripMarkup(ep.OwnWords())); own != "" {
-		doc.Own = add(splitWords(own, words[:0]), inOwn)
+		b.own = add(splitWords(own, words[:0]), inOwn)
 	}
 	if about := ep.ResponseAbout(); about != "" {
 		about = truncateWords(strings.Join(strings.Fields(stripMarkup(about)), " "), opts.DescriptionLen)
@@ -434,12 +446,16 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if e.act == actNone {
 		e.act = methodAction(ep.Method, e.item)
 	}
-	for id, f := range e.fields {
+	n := int32(len(ix.entries))
+	e.fields = make([]termField, 0, len(fields))
+	for id, f := range fields {
 		if f&^inOwn != 0 {
 			b.df[id]++
 		} else {
 			b.dfOwn[id]++
 		}
+		e.fields = append(e.fields, termField{id, f})
+		ix.post[id] = append(ix.post[id], posting{n, f})
 	}
 	ix.byID[ep.ID] = len(ix.entries)
 	ix.entries = append(ix.entries, e)
@@ -501,7 +517,7 @@ func summaryLine(ep *spec.Endpoint, max int) string {
 
 // redundant reports whether every content word of the summary is among
 // the entry's name words or their synonyms.
-func (ix *Index) redundant(e *entry, summary []string, stem func(string) string) bool {
+func (ix *Index) redundant(fields map[int32]field, summary []string, stem func(string) string) bool {
 	for _, w := range summary {
 		if stopWords[w] {
 			continue
@@ -511,12 +527,12 @@ func (ix *Index) redundant(e *entry, summary []string, stem func(string) string)
 			continue
 		}
 		id, ok := ix.terms[st]
-		if ok && e.fields[id]&inName != 0 {
+		if ok && fields[id]&inName != 0 {
 			continue
 		}
 		found := false
 		for _, syn := range synonyms[w] {
-			if id, ok := ix.terms[stem(syn)]; ok && e.fields[id]&inName != 0 {
+			if id, ok := ix.terms[stem(syn)]; ok && fields[id]&inName != 0 {
 				found = true
 				break
 			}
@@ -524,7 +540,7 @@ func (ix *Index) redundant(e *entry, summary []string, stem func(string) string)
 		if !found {
 			for nw, syns := range nameSynonyms {
 				if syns == st {
-					if id, ok := ix.terms[nw]; ok && e.fields[id]&inName != 0 {
+					if id, ok := ix.terms[nw]; ok && fields[id]&inName != 0 {
 						found = true
 						break
 					}
@@ -554,6 +570,7 @@ func (b *builder) termID(st string) int32 {
 	b.df = append(b.df, 0)
 	b.dfOwn = append(b.dfOwn, 0)
 	b.inBleve = append(b.inBleve, 0)
+	b.ix.post = append(b.ix.post, nil)
 	return id
 }
 
@@ -989,4 +1006,15 @@ func (ix *Index) Similar(id string, limit int) []Hit {
 		}
 	}
 	return out
+}
+
+// bits is the entry's field bits for term id, by a scan: only the
+// evidence of a query's first hits asks.
+func (e *entry) bits(id int32) field {
+	for _, tf := range e.fields {
+		if tf.id == id {
+			return tf.f
+		}
+	}
+	return 0
 }

@@ -30,7 +30,7 @@ func (e *Endpoint) OwnWords() string { return e.Glossary }
 // GlossaryMax bounds an endpoint's Glossary; glossaryPart bounds each
 // description in it.
 const (
-	GlossaryMax  = 1200
+	GlossaryMax  = 600
 	glossaryPart = 120
 )
 
