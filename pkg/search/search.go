@@ -449,7 +449,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	n := int32(len(ix.entries))
 	e.fields = make([]termField, 0, len(fields))
 	for id, f := range fields {
-		if f&^inOwn != 0 {
+		if f != inOwn { // 0 is the spec's name, in no field bit
 			b.df[id]++
 		} else {
 			b.dfOwn[id]++

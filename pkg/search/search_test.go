@@ -570,3 +570,33 @@ func TestOwnWordsFindParaphrases(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecNameIsAName: the spec's name is indexed with no field bit; it
+// was once counted among the words only an operation's own words have,
+// so "petstore" was split into "pet store" and "store" read as a create.
+func TestSpecNameIsAName(t *testing.T) {
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := New(cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	// What a not_found's suggestions look up for petstore.getPetByID.
+	hits, err := ix.Lexical("petstore getPetByID", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].ID != "petstore.getPetById" {
+		t.Errorf("suggestions %v, want petstore.getPetById first", ids(hits))
+	}
+	if id := ix.terms["petstor"]; ix.ownOnly[id] {
+		t.Errorf("the spec's name counts as an own word")
+	}
+}
