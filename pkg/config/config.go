@@ -532,8 +532,10 @@ type Embeddings struct {
 	// it is answered lexically. Default 2s.
 	Timeout Duration `yaml:"timeout" json:"timeout"`
 	// Weight is the vector side's share in the fused score, against the
-	// lexical side's 1 (both scaled to [0, 1] over the candidates); 0 keeps
-	// the vectors and ranks lexically. Default 0.25; 0 to 10.
+	// lexical side's 1 (both scaled to [0, 1] over the candidates), halved
+	// per query where its words name the best lexical hits and rising to 2
+	// where they name nothing; 0 keeps the vectors and ranks lexically.
+	// Default 0.25; 0 to 10.
 	Weight *float64 `yaml:"weight" json:"weight,omitempty"`
 }
 

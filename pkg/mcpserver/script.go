@@ -344,7 +344,7 @@ func (c *scriptCaller) Search(ctx context.Context, q string, limit int) (any, er
 	if obj := c.s.requireScope(ctx, ScopeRead); obj != nil {
 		return nil, callError(obj)
 	}
-	out, err := c.s.searchEndpoints(ctx, c.st, q, limit)
+	out, err := c.s.searchEndpoints(ctx, c.st, q, nil, limit)
 	if err != nil {
 		return nil, &script.CallError{Code: CodeValidationFailed, Message: "query not understood: " + clip(err.Error(), 200)}
 	}

@@ -101,10 +101,11 @@ func (t *tool) fullDescription() string {
 // they are listed.
 func (s *Server) tools() []tool {
 	return []tool{
-		newTool("search", "Find API endpoints by plain-language intent (e.g. \"list open pull requests\", \"delete a customer\"). "+
+		newTool("search", "Find API endpoints by plain-language intent (\"list open pull requests\"). "+
 			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
-			"{id, method, path, summary, spec, tags, ready, retryAfterSeconds}. Use the API's own nouns (customer, pull request, pod); "+
-			"when the first phrasing misses, try a second one. Next: inspect an id.",
+			"(ready: callable now). Use the API's nouns (customer, pod); "+
+			"unsure of them, add alternatives: up to 3 other phrasings (\"refund a charge\" / \"give the money back\"). "+
+			"Next: inspect an id.",
 			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
 			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
 

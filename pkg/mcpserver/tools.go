@@ -67,21 +67,35 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest, a *S
 		}
 		limit = n
 	}
+	if len(a.Alternatives) > search.MaxAlternatives {
+		return argError("alternatives takes at most %d more phrasings, got %d: keep the %d that differ most", search.MaxAlternatives, len(a.Alternatives), search.MaxAlternatives), nil
+	}
+	for i, alt := range a.Alternatives {
+		if strings.TrimSpace(alt) == "" {
+			return argError("alternatives[%d] is empty: give another phrasing of the query or leave it out", i), nil
+		}
+		if len(alt) > maxAlternativeBytes {
+			return argError("alternatives[%d] is %d bytes, at most %d: one short phrasing each", i, len(alt), maxAlternativeBytes), nil
+		}
+	}
 	st, err := s.wait(ctx)
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	out, err := s.searchEndpoints(ctx, st, query, limit)
+	out, err := s.searchEndpoints(ctx, st, query, a.Alternatives, limit)
 	if err != nil {
 		return argError("query not understood: %s", err.Error()), nil
 	}
 	return jsonResult(out), nil
 }
 
+// maxAlternativeBytes bounds each of search's alternatives.
+const maxAlternativeBytes = 300
+
 // searchEndpoints is what search answers, for the search tool and
-// run_script's api.search.
-func (s *Server) searchEndpoints(ctx context.Context, st *state, query string, limit int) (SearchResult, error) {
-	hits, err := st.ix.SearchContext(ctx, search.ParseQuery(query), limit)
+// run_script's api.search: the query and its alternative phrasings.
+func (s *Server) searchEndpoints(ctx context.Context, st *state, query string, alternatives []string, limit int) (SearchResult, error) {
+	hits, err := st.ix.SearchPhrasings(ctx, search.ParseQuery(query), alternatives, limit)
 	if err != nil {
 		return SearchResult{}, err
 	}

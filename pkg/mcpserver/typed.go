@@ -24,6 +24,9 @@ import (
 type SearchArgs struct {
 	Query string   `json:"query" jsonschema:"What you want to do, in plain words, optionally with filters"`
 	Limit *float64 `json:"limit,omitempty" jsonschema:"Hits to return, 1-50 (default 10)"`
+	// Alternatives are more phrasings of the same need, fused with the
+	// query by reciprocal rank.
+	Alternatives []string `json:"alternatives,omitempty" jsonschema:"Up to 3 other phrasings"`
 }
 
 // InspectArgs are the inspect tool's arguments.

@@ -86,6 +86,87 @@ type evalReport struct {
 	Bytes20Max         int
 	Misses             []string
 	PerSpec            map[string][2]int // spec -> hits@5, queries
+	// ByStyle holds the figures per intent style (intentStyle).
+	ByStyle map[string]*styleFigures
+}
+
+// styleFigures are recall and MRR over the queries of one intent style.
+type styleFigures struct {
+	N                  int
+	R1, R5, R20, MRR10 float64
+}
+
+func (f *styleFigures) add(rank int) {
+	f.N++
+	if rank == 1 {
+		f.R1++
+	}
+	if rank >= 1 && rank <= 5 {
+		f.R5++
+	}
+	if rank >= 1 {
+		f.R20++
+	}
+	if rank >= 1 && rank <= 10 {
+		f.MRR10 += 1 / float64(rank)
+	}
+}
+
+func (f *styleFigures) String() string {
+	n := float64(max(f.N, 1))
+	return fmt.Sprintf("%.3f / %.3f / %.3f / %.3f", f.R1/n, f.R5/n, f.R20/n, f.MRR10/n)
+}
+
+// Intent styles, told apart by how many of the query's content words (not
+// stop words, not generic verbs) the wanted endpoint's operationId, path
+// or summary uses, stemmed: the style is a property of the query against
+// its answer, measured, not labelled by hand.
+const (
+	styleKeyword    = "keyword"    // every content word is in the name or summary
+	styleMixed      = "mixed"      // at least half are
+	styleParaphrase = "paraphrase" // fewer than half, but some, are
+	styleWordless   = "word-less"  // none is
+)
+
+var styleOrder = []string{styleKeyword, styleMixed, styleParaphrase, styleWordless}
+
+// intentStyle classifies query against the best of its wanted endpoints.
+func (ix *Index) intentStyle(query string, want []string) string {
+	var stems []string
+	for _, w := range splitWords(query, nil) {
+		if stopWords[w] {
+			continue
+		}
+		if v, ok := verbs[w]; ok && !v.content {
+			continue
+		}
+		if st := stemWord(w); st != "" && !verbStems[st] {
+			stems = append(stems, st)
+		}
+	}
+	if len(stems) == 0 {
+		return styleKeyword
+	}
+	best := 0
+	for _, id := range want {
+		e := ix.entries[ix.byID[id]]
+		n := 0
+		for _, st := range stems {
+			if tid, ok := ix.terms[st]; ok && e.bits(tid)&(inName|inRes|inSum) != 0 {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	switch {
+	case best == len(stems):
+		return styleKeyword
+	case 2*best >= len(stems):
+		return styleMixed
+	case best > 0:
+		return styleParaphrase
+	}
+	return styleWordless
 }
 
 func (r evalReport) String() string {
@@ -100,6 +181,11 @@ func (r evalReport) String() string {
 	sort.Strings(specs)
 	for _, s := range specs {
 		fmt.Fprintf(&b, "  %-18s recall@5 %d/%d\n", s, r.PerSpec[s][0], r.PerSpec[s][1])
+	}
+	for _, st := range styleOrder {
+		if f := r.ByStyle[st]; f != nil {
+			fmt.Fprintf(&b, "  style %-10s n %3d  %s (R@1 / R@5 / R@20 / MRR@10)\n", st, f.N, f)
+		}
 	}
 	for _, m := range r.Misses {
 		b.WriteString("  " + m + "\n")
@@ -143,7 +229,7 @@ func runEvalWith(t testing.TB, file string, weight float64) evalReport {
 		}
 		indexes[name] = ix
 	}
-	r := evalReport{PerSpec: map[string][2]int{}}
+	r := evalReport{PerSpec: map[string][2]int{}, ByStyle: map[string]*styleFigures{}}
 	var sizes []int
 	for _, q := range set.Queries {
 		ix := indexes[q.Spec]
@@ -190,6 +276,11 @@ func runEvalWith(t testing.TB, file string, weight float64) evalReport {
 			r.MRR10 += 1 / float64(rank)
 		}
 		r.PerSpec[q.Spec] = ps
+		style := ix.intentStyle(q.Query, q.Want)
+		if r.ByStyle[style] == nil {
+			r.ByStyle[style] = &styleFigures{}
+		}
+		r.ByStyle[style].add(rank)
 		if rank != 1 {
 			top := ""
 			if len(hits) > 0 {
@@ -432,4 +523,37 @@ func BenchmarkSearchSemantic(b *testing.B) {
 	v := ix.sem.Load().vecs.Load()
 	b.ReportMetric(float64(len(v.data)*4)/(1<<20), "vector-MB")
 	b.ReportMetric(float64(v.dims), "dims")
+}
+
+// TestSearchReport prints, for every labelled set, lexical and hybrid
+// (stand-in embedder), the figures the README's search section gives:
+// go test -run TestSearchReport -v ./pkg/search/
+func TestSearchReport(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
+	}
+	var b strings.Builder
+	b.WriteString("\n| set | ranking | n | R@1 | R@5 | R@20 | MRR@10 | 20-hit bytes median / max |\n|---|---|---|---|---|---|---|---|\n")
+	var styles strings.Builder
+	styles.WriteString("\n| set | ranking | style | n | R@1 / R@5 / R@20 / MRR@10 |\n|---|---|---|---|---|\n")
+	for _, file := range []string{"eval.json", "holdout.json", "holdout2.json", "honest.json"} {
+		for _, weight := range []float64{0, DefaultWeight} {
+			mode := "lexical"
+			if weight > 0 {
+				mode = "hybrid (stand-in)"
+			}
+			r := runEvalWith(t, file, weight)
+			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %d / %d |\n",
+				file, mode, r.N, r.R1, r.R5, r.R20, r.MRR10, r.Bytes20Median, r.Bytes20Max)
+			for _, st := range styleOrder {
+				if f := r.ByStyle[st]; f != nil {
+					fmt.Fprintf(&styles, "| %s | %s | %s | %d | %s |\n", file, mode, st, f.N, f)
+				}
+			}
+			if r.Bytes20Max > 4096 {
+				t.Errorf("%s %s: largest 20-hit answer is %d bytes, want ≤ 4096", file, mode, r.Bytes20Max)
+			}
+		}
+	}
+	t.Log(b.String() + styles.String())
 }

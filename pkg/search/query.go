@@ -78,6 +78,22 @@ func ParseQuery(s string) Query {
 	return q
 }
 
+// inherit takes each filter q does not set from base.
+func (q *Query) inherit(base Query) {
+	if len(q.Methods) == 0 {
+		q.Methods = base.Methods
+	}
+	if len(q.Tags) == 0 {
+		q.Tags = base.Tags
+	}
+	if len(q.Specs) == 0 {
+		q.Specs = base.Specs
+	}
+	if len(q.PathPrefixes) == 0 {
+		q.PathPrefixes = base.PathPrefixes
+	}
+}
+
 func isFilterKey(k string) bool {
 	switch k {
 	case "method", "tag", "spec", "path":

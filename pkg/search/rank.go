@@ -47,21 +47,31 @@ type qterm struct {
 	stem string
 	id   int32 // -1 when no endpoint has it
 	w    float64
+	slot int32 // its column in plan.fields, when id >= 0
 }
 
 // concept is one thing the query names: a word and its expansions.
 type concept struct {
 	terms []qterm
 	idf   float64
+	// own is set when only what specs say of operations' parts (inOwn)
+	// has the word: it counts for little, and not in coverage, so that
+	// intents worded in the specs' names rank as they would without it.
+	own bool
 }
 
 // plan is a query read for ranking.
 type plan struct {
 	concepts  []concept
 	act       action
-	plural    bool    // the first resource word after the action is plural
-	verbTerms []qterm // words the action goes by in operation names
-	known     []int32 // every term id the query names, for coverage of the name
+	plural    bool      // the first resource word after the action is plural
+	one       bool      // the intent names one item by its id ("by id")
+	asked     int       // content words, those no endpoint has included
+	verbTerms []qterm   // words the action goes by in operation names
+	known     []int32   // every term id the query names, for coverage of the name
+	own       []concept // words only the specs' own words of parts have
+	slotIDs   []int32   // term id by column of fields (assignSlots)
+	fields    []field   // by entry and column: the entry's bits for the term (lookup)
 }
 
 // Expansion weights.
@@ -135,6 +145,13 @@ func (ix *Index) plan(text string) *plan {
 	)
 	head := headWant
 	for _, w := range words {
+		if w == oneItem {
+			p.one = true
+			if head == headIn {
+				head = headDone
+			}
+			continue
+		}
 		st := stemWord(w)
 		past := false
 		v, isVerb := verbs[w]
@@ -225,30 +242,101 @@ func (ix *Index) plan(text string) *plan {
 		}
 		addConcept(terms)
 	}
-	if p.act == actGet && p.plural {
+	switch {
+	case p.act == actGet && p.plural:
 		p.act = actList
+	case p.act == actSearch && p.one && !p.plural:
+		// "find pet by id": a thing looked up by its id is read, not
+		// searched for.
+		p.act = actGet
 	}
+	p.asked = len(p.concepts)
 	// A concept no endpoint knows cannot rank anything; drop it so it
 	// does not dilute coverage.
 	kept := p.concepts[:0]
+	var own []concept
 	for _, c := range p.concepts {
-		for _, t := range c.terms {
+		ownIDF := 0.0
+		for i, t := range c.terms {
+			if t.id >= 0 && ix.ownOnly[t.id] {
+				// Not a word of names, summaries or descriptions.
+				ownIDF = max(ownIDF, ix.idf[t.id]*t.w)
+				c.terms[i].id = -1
+				continue
+			}
 			if t.id >= 0 {
 				c.idf = max(c.idf, ix.idf[t.id]*t.w)
 				p.known = append(p.known, t.id)
 			}
 		}
-		if c.idf > 0 {
+		switch {
+		case c.idf > 0:
 			kept = append(kept, c)
+		case ownIDF > 0:
+			// Restore the own-only terms: own words alone match it.
+			oc := concept{idf: ownIDF, own: true}
+			for _, t := range c.terms {
+				if id, ok := ix.terms[t.stem]; ok && ix.ownOnly[id] {
+					t.id = id
+					oc.terms = append(oc.terms, t)
+				}
+			}
+			own = append(own, oc)
 		}
 	}
+	p.own = own
 	p.concepts = kept
 	for _, t := range p.verbTerms {
 		if t.id >= 0 {
 			p.known = append(p.known, t.id)
 		}
 	}
+	p.assignSlots()
 	return p
+}
+
+// assignSlots gives every term id the plan looks up a column of fields.
+func (p *plan) assignSlots() {
+	slots := map[int32]int32{}
+	assign := func(ts []qterm) {
+		for i := range ts {
+			if ts[i].id < 0 {
+				continue
+			}
+			s, ok := slots[ts[i].id]
+			if !ok {
+				s = int32(len(p.slotIDs))
+				slots[ts[i].id] = s
+				p.slotIDs = append(p.slotIDs, ts[i].id)
+			}
+			ts[i].slot = s
+		}
+	}
+	for i := range p.concepts {
+		assign(p.concepts[i].terms)
+	}
+	for i := range p.own {
+		assign(p.own[i].terms)
+	}
+	assign(p.verbTerms)
+}
+
+// lookup fills the plan's fields table from the index's postings: the
+// re-ranker then reads an entry's bits for a query term by index, not
+// from the entry's map, for every candidate and term.
+func (p *plan) lookup(ix *Index) {
+	k := len(p.slotIDs)
+	p.fields = make([]field, len(ix.entries)*k)
+	for s, id := range p.slotIDs {
+		for _, ps := range ix.post[id] {
+			p.fields[int(ps.n)*k+s] = ps.f
+		}
+	}
+}
+
+// fieldsOf is the field bits entry n has term t in.
+func (p *plan) fieldsOf(n int, t qterm) field {
+	return p.fields[n*len(p.slotIDs)+int(t.slot)]
 }
 
 // compounds reads query words the way the index split the spec's: a word
@@ -258,8 +346,8 @@ func (ix *Index) plan(text string) *plan {
 func (ix *Index) compounds(words []string) []string {
 	known := func(w string) bool {
 		st := stemWord(w)
-		_, ok := ix.terms[st]
-		return st != "" && ok
+		id, ok := ix.terms[st]
+		return st != "" && ok && !ix.ownOnly[id]
 	}
 	out := make([]string, 0, len(words))
 	for i := 0; i < len(words); i++ {
@@ -351,6 +439,7 @@ var (
 	wTag        = 0.3  // ... in a tag
 	wParam      = 0.1  // ... in a parameter name
 	wResp       = 0.05 // ... in what the success answer is
+	wOwn        = 0.3  // a word only the spec's own words of parts (or a description's later part) have: as a tag
 	wCov        = 1.0  // share of concepts matched, times their mean idf
 	wAct        = 2.5  // the operation's own verb is the intent's action
 	wMeth       = 2.0  // the method serves the intent's action
@@ -364,7 +453,8 @@ var (
 )
 
 // rank scores one candidate.
-func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
+func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
+	e := ix.entries[n]
 	s := wBleve * bleveNorm
 	matched := 0
 	idfSum := 0.0
@@ -374,7 +464,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			if t.id < 0 {
 				continue
 			}
-			f := e.fields[t.id]
+			f := p.fieldsOf(n, t)
 			if f == 0 {
 				continue
 			}
@@ -400,6 +490,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			if f&inResp != 0 {
 				v += wResp
 			}
+
 			best = max(best, v*t.w)
 		}
 		s += c.idf * best
@@ -410,6 +501,14 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 	}
 	if n := len(p.concepts); n > 0 {
 		s += wCov * float64(matched) / float64(n) * idfSum / float64(n)
+	}
+	for _, c := range p.own {
+		for _, t := range c.terms {
+			if p.fieldsOf(n, t)&inOwn != 0 {
+				s += wOwn * c.idf * t.w
+				break
+			}
+		}
 	}
 	method := e.hit.Method
 	if p.act != actNone {
@@ -451,7 +550,7 @@ func (ix *Index) rank(p *plan, e *entry, bleveNorm float64) float64 {
 			}
 		}
 		for _, t := range p.verbTerms {
-			if t.id >= 0 && e.fields[t.id]&inVerb != 0 {
+			if t.id >= 0 && p.fieldsOf(n, t)&inVerb != 0 {
 				s += wVerb * t.w
 				break
 			}
@@ -508,3 +607,36 @@ func containsID(xs []int32, x int32) bool {
 	}
 	return false
 }
+
+// evidence is how well the words of the query name an operation: the
+// largest share of the query's content words (those no endpoint has
+// counting as missed) that one of the first lexical hits has in its
+// name, path or summary. 1 when every word names the best hit; 0 when
+// the words match descriptions at most, or nothing.
+func (p *plan) evidence(top []scored) float64 {
+	if p.asked == 0 {
+		return 1 // verbs and filters only: nothing for meaning to add
+	}
+	best := 0.0
+	for _, s := range top[:min(len(top), evidenceHits)] {
+		n := 0.0
+		for _, c := range p.concepts {
+			w := 0.0
+			for _, t := range c.terms {
+				if t.id < 0 {
+					continue
+				}
+				// A synonym's match is weaker evidence than the word's.
+				if s.e.bits(t.id)&(inName|inRes|inSum) != 0 {
+					w = max(w, t.w)
+				}
+			}
+			n += min(w, 1)
+		}
+		best = max(best, n)
+	}
+	return best / float64(p.asked)
+}
+
+// evidenceHits is how many of the first lexical hits evidence looks at.
+const evidenceHits = 3

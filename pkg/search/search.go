@@ -3,8 +3,9 @@
 //
 // An Index holds a bleve in-memory index over every endpoint (operationId,
 // summary, description, path segments, method, tags, parameter names and
-// spec name, split on case and separators and stemmed) and a re-ranking
-// stage. Bleve retrieves candidates for the query expanded with a
+// spec name, split on case and separators and stemmed; and, for the words
+// nothing else has, what the spec says of the operation's parts:
+// spec.Endpoint.OwnWords) and a re-ranking stage. Bleve retrieves candidates for the query expanded with a
 // hand-written API thesaurus; the re-ranker then orders them with features
 // that plain relevance misses: whether the intent's action ("remove",
 // "fetch", "list") fits the method and the operation's own verb, whether
@@ -23,7 +24,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,9 +34,20 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/searcher"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
+
+func init() {
+	// Bleve's disjunction walks its clauses in a slice up to
+	// DisjunctionHeapTakeover of them (10), in a heap past it. A query
+	// here has 20 to 60 clauses (each word on each field it is in), and
+	// the slice took about 13% less CPU per github-full search
+	// (BenchmarkSearch); the scores are the same. Only this package uses
+	// bleve.
+	searcher.DisjunctionHeapTakeover = 1 << 10
+}
 
 // ErrEmptyQuery is returned for a query with neither words nor filters.
 var ErrEmptyQuery = errors.New("empty query: give words describing the operation, or a filter such as method:GET")
@@ -94,6 +105,9 @@ type Index struct {
 	byID    map[string]int   // endpoint id -> entries index
 	terms   map[string]int32 // stem -> term id
 	idf     []float64        // by term id
+	ownOnly []bool           // by term id: only own words (inOwn) have it
+	post    [][]posting      // by term id: the entries that have it, in order
+	inBleve []uint8          // by term id: the fields of fieldBoost that have it
 	maxIDF  float64
 	// sem is the vector ranking, when EnableSemantic was called.
 	sem atomic.Pointer[semantic]
@@ -101,7 +115,7 @@ type Index struct {
 
 // Field bits of a term in an entry.
 const (
-	inName  uint8 = 1 << iota // operationId or path words
+	inName  field = 1 << iota // operationId or path words
 	inRes                     // the last literal path segment
 	inSum                     // summary
 	inDesc                    // trimmed description
@@ -109,15 +123,31 @@ const (
 	inParam                   // parameter names
 	inVerb                    // the operationId's leading verb
 	inResp                    // what the success answer is (schema name, title)
+	inOwn                     // what the spec says of the parts (spec.Endpoint.OwnWords) and the rest of the description
 )
+
+// field is a set of field bits.
+type field uint16
+
+// posting is one entry's field bits for a term.
+type posting struct {
+	n int32 // the entry's index
+	f field
+}
+
+// termField is an entry's field bits for one term.
+type termField struct {
+	id int32
+	f  field
+}
 
 // entry is what the re-ranker knows about one endpoint.
 type entry struct {
 	hit    Hit
-	fields map[int32]uint8 // term id -> field bits
-	name   []int32         // distinct operationId and path terms
-	act    action          // the action the operation names
-	item   bool            // path ends in a parameter
+	fields []termField // in no order: the ranking reads postings (plan.lookup)
+	name   []int32     // distinct operationId and path terms
+	act    action      // the action the operation names
+	item   bool        // path ends in a parameter
 	// plainSum is set when the summary says nothing the id and path do
 	// not ("Delete a repository secret" for actions/delete-repo-secret):
 	// such summaries go first when an answer must shrink.
@@ -134,7 +164,11 @@ type bleveDoc struct {
 	// Desc holds the opening of the description.
 	Desc string `json:"desc"`
 	// Resp names what the success answer is.
-	Resp   string   `json:"resp"`
+	Resp string `json:"resp"`
+	// Own holds what the spec says of the operation's parts and the rest
+	// of its description.
+	// It is nil for most documents: bleve makes no field of a nil slice.
+	Own    []string `json:"own"`
 	Method string   `json:"method"`
 	Spec   string   `json:"spec"`
 	Tag    []string `json:"tag"`
@@ -148,6 +182,9 @@ var fieldBoost = []struct {
 }{
 	{"name", 3}, {"text", 2}, {"desc", 0.6}, {"resp", 0.15},
 }
+
+// ownBoost is the own field's boost, for the words only it has.
+const ownBoost = 0.3
 
 func newMapping() (mapping.IndexMapping, error) {
 	im := bleve.NewIndexMapping()
@@ -178,7 +215,7 @@ func newMapping() (mapping.IndexMapping, error) {
 		f.DocValues = false
 		return f
 	}
-	for _, f := range []string{"name", "text", "desc", "resp"} {
+	for _, f := range []string{"name", "text", "desc", "resp", "own"} {
 		dm.AddFieldMappingsAt(f, text())
 	}
 	for _, f := range []string{"method", "spec", "tag", "path"} {
@@ -220,29 +257,67 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 		byID:  make(map[string]int, cat.Len()),
 		terms: map[string]int32{},
 	}
-	b := &builder{ix: ix, memo: map[string]string{}}
+	b := &builder{ix: ix, memo: map[string]string{}, fields: map[int32]field{}}
 	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
-	batch := bi.NewBatch()
+	docs := make([]bleveDoc, 0, len(eps))
+	owns := make([]string, 0, len(eps)) // own words' stems, by entry
 	for _, ep := range eps {
-		doc := b.add(ep)
-		if err := batch.Index(docKey(len(ix.entries)-1), doc); err != nil {
-			bi.Close()
-			return nil, fmt.Errorf("indexing %s: %w", ep.ID, err)
-		}
+		docs = append(docs, b.add(ep))
+		owns = append(owns, b.own)
 	}
 	df := b.df
+	ix.idf = make([]float64, len(df))
+	ix.ownOnly = make([]bool, len(df))
+	ix.inBleve = b.inBleve
+	n := float64(len(ix.entries))
+	for id, d := range df {
+		if d == 0 {
+			ix.ownOnly[id] = true
+			// Only what the specs say of parts has it: how rare it is
+			// there. Counting those words for every term would make the
+			// names' and summaries' words look commoner than they are.
+			d = b.dfOwn[id]
+		}
+		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
+		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
+	}
+	batch := bi.NewBatch()
+	for i := range docs {
+		// Bleve looks for a word in the own field only when no other
+		// field has it (textQuery): only those words are indexed there,
+		// which keeps the build as fast as without them.
+		if own := b.ownOnlyStems(owns[i]); own != "" {
+			docs[i].Own = []string{own}
+		}
+		if err := batch.Index(docKey(i), docs[i]); err != nil {
+			bi.Close()
+			return nil, fmt.Errorf("indexing %s: %w", ix.entries[i].hit.ID, err)
+		}
+	}
 	if err := bi.Batch(batch); err != nil {
 		bi.Close()
 		return nil, fmt.Errorf("search index: %w", err)
 	}
-	ix.idf = make([]float64, len(df))
-	n := float64(len(ix.entries))
-	for id, d := range df {
-		ix.idf[id] = math.Log(1 + n/float64(max(d, 1)))
-		ix.maxIDF = max(ix.maxIDF, ix.idf[id])
-	}
 	return ix, nil
+}
+
+// ownOnlyStems keeps the stems of own (space-separated) that only own
+// words have.
+func (b *builder) ownOnlyStems(own string) string {
+	if own == "" {
+		return ""
+	}
+	var sb strings.Builder
+	for st := range strings.FieldsSeq(own) {
+		if id, ok := b.ix.terms[st]; ok && b.ix.ownOnly[id] {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(st)
+		}
+	}
+	return sb.String()
 }
 
 // builder indexes endpoints one at a time for New.
@@ -250,8 +325,16 @@ type builder struct {
 	ix *Index
 	// memo holds stems for the build: specs repeat their words a lot.
 	memo  map[string]string
-	df    []int // by term id: how many entries have the term
-	words []string
+	df    []int // by term id: how many entries have the term, own words aside
+	dfOwn []int // by term id: how many entries have it only in their own words
+	// inBleve is, by term id, the fieldBoost fields some document has
+	// it in (bleveFieldOf).
+	inBleve []uint8
+	words   []string
+	// fields is the entry being added's field bits by term id, reused.
+	fields map[int32]field
+	// own is the stems of the entry being added's own words.
+	own string
 }
 
 func (b *builder) stem(w string) string {
@@ -267,7 +350,10 @@ func (b *builder) stem(w string) string {
 // returns the document bleve indexes for it.
 func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	ix, opts := b.ix, b.ix.opts
-	e := &entry{fields: map[int32]uint8{}}
+	e := &entry{}
+	fields := b.fields
+	clear(fields)
+	b.own = ""
 	e.hit = Hit{
 		ID:      ep.ID,
 		Method:  ep.Method,
@@ -277,7 +363,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 		Tags:    ep.Tags,
 	}
 	var doc bleveDoc
-	add := func(ws []string, bit uint8) string {
+	add := func(ws []string, bit field) string {
 		var sb strings.Builder
 		for _, w := range ws {
 			st := b.stem(w)
@@ -288,12 +374,13 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 				sb.WriteByte(' ')
 			}
 			sb.WriteString(st)
-			id := ix.termID(st, &b.df)
-			if e.fields[id]&bit == 0 {
-				if bit == inName && e.fields[id]&inName == 0 && !verbStems[st] {
+			id := b.termID(st)
+			b.inBleve[id] |= bleveFieldOf(bit)
+			if fields[id]&bit == 0 {
+				if bit == inName && fields[id]&inName == 0 && !verbStems[st] {
 					e.name = append(e.name, id)
 				}
-				e.fields[id] |= bit
+				fields[id] |= bit
 			}
 		}
 		return sb.String()
@@ -304,7 +391,7 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if len(words) > 0 {
 		if v, ok := verbs[words[0]]; ok {
 			e.act = v.act
-			e.fields[ix.termID(b.stem(words[0]), &b.df)] |= inVerb
+			fields[b.termID(b.stem(words[0]))] |= inVerb
 		}
 	}
 	words = pathWords(ep.Path, words)
@@ -323,10 +410,16 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 		}
 	}
 	text := add(words, inSum)
-	e.plainSum = ix.redundant(e, words, b.stem)
+	e.plainSum = ix.redundant(fields, words, b.stem)
+	var rest string
 	if desc := ep.Description; desc != "" {
-		desc = truncateWords(strings.Join(strings.Fields(stripMarkup(desc)), " "), opts.DescriptionLen)
-		doc.Desc = add(splitWords(desc, words[:0]), inDesc)
+		desc = strings.Join(strings.Fields(stripMarkup(desc)), " ")
+		open := truncateWords(desc, opts.DescriptionLen)
+		doc.Desc = add(splitWords(open, words[:0]), inDesc)
+		rest = truncateWords(desc[len(open):], opts.DescriptionLen)
+	}
+	if own := join(rest, stripMarkup(ep.OwnWords())); own != "" {
+		b.own = add(splitWords(own, words[:0]), inOwn)
 	}
 	if about := ep.ResponseAbout(); about != "" {
 		about = truncateWords(strings.Join(strings.Fields(stripMarkup(about)), " "), opts.DescriptionLen)
@@ -353,8 +446,16 @@ func (b *builder) add(ep *spec.Endpoint) bleveDoc {
 	if e.act == actNone {
 		e.act = methodAction(ep.Method, e.item)
 	}
-	for id := range e.fields {
-		b.df[id]++
+	n := int32(len(ix.entries))
+	e.fields = make([]termField, 0, len(fields))
+	for id, f := range fields {
+		if f != inOwn { // 0 is the spec's name, in no field bit
+			b.df[id]++
+		} else {
+			b.dfOwn[id]++
+		}
+		e.fields = append(e.fields, termField{id, f})
+		ix.post[id] = append(ix.post[id], posting{n, f})
 	}
 	ix.byID[ep.ID] = len(ix.entries)
 	ix.entries = append(ix.entries, e)
@@ -416,7 +517,7 @@ func summaryLine(ep *spec.Endpoint, max int) string {
 
 // redundant reports whether every content word of the summary is among
 // the entry's name words or their synonyms.
-func (ix *Index) redundant(e *entry, summary []string, stem func(string) string) bool {
+func (ix *Index) redundant(fields map[int32]field, summary []string, stem func(string) string) bool {
 	for _, w := range summary {
 		if stopWords[w] {
 			continue
@@ -426,12 +527,12 @@ func (ix *Index) redundant(e *entry, summary []string, stem func(string) string)
 			continue
 		}
 		id, ok := ix.terms[st]
-		if ok && e.fields[id]&inName != 0 {
+		if ok && fields[id]&inName != 0 {
 			continue
 		}
 		found := false
 		for _, syn := range synonyms[w] {
-			if id, ok := ix.terms[stem(syn)]; ok && e.fields[id]&inName != 0 {
+			if id, ok := ix.terms[stem(syn)]; ok && fields[id]&inName != 0 {
 				found = true
 				break
 			}
@@ -439,7 +540,7 @@ func (ix *Index) redundant(e *entry, summary []string, stem func(string) string)
 		if !found {
 			for nw, syns := range nameSynonyms {
 				if syns == st {
-					if id, ok := ix.terms[nw]; ok && e.fields[id]&inName != 0 {
+					if id, ok := ix.terms[nw]; ok && fields[id]&inName != 0 {
 						found = true
 						break
 					}
@@ -460,14 +561,34 @@ var nameSynonyms = map[string]string{
 	"env": "environ", "auth": "authent", "app": "applic", "info": "inform",
 }
 
-func (ix *Index) termID(st string, df *[]int) int32 {
-	if id, ok := ix.terms[st]; ok {
+func (b *builder) termID(st string) int32 {
+	if id, ok := b.ix.terms[st]; ok {
 		return id
 	}
-	id := int32(len(ix.terms))
-	ix.terms[st] = id
-	*df = append(*df, 0)
+	id := int32(len(b.ix.terms))
+	b.ix.terms[st] = id
+	b.df = append(b.df, 0)
+	b.dfOwn = append(b.dfOwn, 0)
+	b.inBleve = append(b.inBleve, 0)
+	b.ix.post = append(b.ix.post, nil)
 	return id
+}
+
+// bleveFieldOf is the bit of fieldBoost's field (1<<i for fieldBoost[i])
+// that words of a field bit are indexed in; 0 for words not indexed by
+// bleve (the resource segment, also in name; own words, set apart).
+func bleveFieldOf(bit field) uint8 {
+	switch bit {
+	case inName, inTag, 0: // 0: the spec's name
+		return 1 << 0
+	case inSum, inParam:
+		return 1 << 1
+	case inDesc:
+		return 1 << 2
+	case inResp:
+		return 1 << 3
+	}
+	return 0
 }
 
 // Len returns the number of endpoints indexed.
@@ -513,22 +634,104 @@ func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) 
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	filter := q.bleveFilter()
-	hasText := strings.TrimSpace(q.Text) != ""
-	if !hasText && filter == nil {
-		return nil, ErrEmptyQuery
-	}
-	p := ix.plan(q.Text)
-	lexical, err := ix.lexical(p, q, filter, limit)
+	out, err := ix.ranked(ctx, q, limit, semantic)
 	if err != nil {
 		return nil, err
 	}
-	out := lexical
-	if sem := ix.sem.Load(); semantic && sem != nil && sem.opts.Weight > 0 && hasText {
-		if qv := sem.queryVector(ctx, q.Text); qv != nil {
-			out = ix.fuse(lexical, sem, qv, q, limit)
+	return ix.hits(out, limit), nil
+}
+
+// MaxAlternatives is how many more phrasings SearchPhrasings takes.
+const MaxAlternatives = 3
+
+// rrfK is reciprocal rank fusion's constant: a hit at rank r of one
+// phrasing scores 1/(rrfK+r).
+const rrfK = 60
+
+// SearchPhrasings is SearchContext for one need worded several ways: q
+// and up to MaxAlternatives more phrasings of it (more are ignored, as
+// are empty ones), each ranked on its own and fused by reciprocal rank.
+// An endpoint several phrasings find comes before one only a single
+// phrasing ranks high; between equals, the first phrasing's order
+// decides. An alternative is parsed as a query; each filter it does not
+// set is q's.
+func (ix *Index) SearchPhrasings(ctx context.Context, q Query, alternatives []string, limit int) ([]Hit, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	first, err := ix.ranked(ctx, q, limit, true)
+	if err != nil || len(alternatives) == 0 {
+		if err != nil {
+			return nil, err
+		}
+		return ix.hits(first, limit), nil
+	}
+	lists := [][]scored{first}
+	for _, alt := range alternatives[:min(len(alternatives), MaxAlternatives)] {
+		aq := ParseQuery(alt)
+		if strings.TrimSpace(aq.Text) == "" {
+			continue
+		}
+		aq.inherit(q)
+		l, err := ix.ranked(ctx, aq, limit, true)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	return ix.hits(fuseRanks(lists), limit), nil
+}
+
+// fuseRanks merges rankings by reciprocal rank; ties go to the better
+// rank in the first list, then in the next.
+func fuseRanks(lists [][]scored) []scored {
+	type acc struct {
+		s     scored
+		score float64
+		ranks [MaxAlternatives + 1]int // 1-based; 0 when absent
+	}
+	byN := map[int]*acc{}
+	var order []*acc
+	for li, l := range lists {
+		for r, s := range l {
+			a := byN[s.n]
+			if a == nil {
+				a = &acc{s: s}
+				byN[s.n] = a
+				order = append(order, a)
+			}
+			a.score += 1 / float64(rrfK+r+1)
+			a.ranks[li] = r + 1
 		}
 	}
+	rankAt := func(a *acc, li int) int {
+		if a.ranks[li] == 0 {
+			return math.MaxInt
+		}
+		return a.ranks[li]
+	}
+	slices.SortStableFunc(order, func(a, b *acc) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		for li := range lists {
+			if c := cmp.Compare(rankAt(a, li), rankAt(b, li)); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	out := make([]scored, len(order))
+	for i, a := range order {
+		out[i] = a.s
+		out[i].score = a.score
+	}
+	return out
+}
+
+// hits turns the first limit of a ranking into the answer, summaries
+// fitted to its budget.
+func (ix *Index) hits(out []scored, limit int) []Hit {
 	if len(out) > limit {
 		out = out[:limit]
 	}
@@ -544,7 +747,29 @@ func (ix *Index) search(ctx context.Context, q Query, limit int, semantic bool) 
 		}
 		fitSummaries(hits, plain, ix.opts.HitBytes*len(hits))
 	}
-	return hits, nil
+	return hits
+}
+
+// ranked is the ordered candidates of one query, lexical or fused.
+func (ix *Index) ranked(ctx context.Context, q Query, limit int, semantic bool) ([]scored, error) {
+	filter := q.bleveFilter()
+	hasText := strings.TrimSpace(q.Text) != ""
+	if !hasText && filter == nil {
+		return nil, ErrEmptyQuery
+	}
+	p := ix.plan(q.Text)
+	p.lookup(ix)
+	lexical, err := ix.lexical(p, q, filter, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := lexical
+	if sem := ix.sem.Load(); semantic && sem != nil && sem.opts.Weight > 0 && hasText {
+		if qv := sem.queryVector(ctx, q.Text); qv != nil {
+			out = ix.fuse(p, lexical, sem, qv, q, limit, fusionWeight(sem.opts.Weight, p.evidence(lexical)))
+		}
+	}
+	return out, nil
 }
 
 // scored is a candidate with its score.
@@ -592,7 +817,7 @@ func (ix *Index) lexical(p *plan, q Query, filter query.Query, limit int) ([]sco
 		e := ix.entries[n]
 		s := 0.0
 		if text != nil {
-			s = ix.rank(p, e, m.Score/top)
+			s = ix.rank(p, n, m.Score/top)
 		}
 		out = append(out, scored{e, n, s})
 	}
@@ -605,23 +830,27 @@ func (ix *Index) lexical(p *plan, q Query, filter query.Query, limit int) ([]sco
 	return out, nil
 }
 
+// sortScored orders by score, then id: a total order, so the sort
+// need not be stable.
 func sortScored(out []scored) {
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	slices.SortFunc(out, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
 		}
-		return out[i].e.hit.ID < out[j].e.hit.ID
+		return strings.Compare(a.e.hit.ID, b.e.hit.ID)
 	})
 }
 
 // fuse merges the lexical ranking with the endpoints nearest to the
 // query's vector. Every candidate of either side scores its lexical score
 // and its cosine, each scaled to [0, 1] over the candidates, the cosine
-// times the weight: a weighted sum of scores kept the lexical ranking's
-// strong heads better than reciprocal rank fusion did, in the measurement
-// the README gives. Filters hold for the vector side as they do for
-// bleve's.
-func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, limit int) []scored {
+// times the weight (fusionWeight: larger where the words are weak): a
+// weighted sum of scores kept the lexical ranking's strong heads better
+// than reciprocal rank fusion did, in the measurement the README gives.
+// A candidate only the vector side found is ranked by the re-ranker too,
+// so the intent's action still tells a create from a read among the
+// nearest. Filters hold for the vector side as they do for bleve's.
+func (ix *Index) fuse(p *plan, lexical []scored, sem *semantic, qv []float32, q Query, limit int, weight float64) []scored {
 	set := sem.vecs.Load()
 	if set == nil || len(set.data)/set.dims != len(ix.entries) {
 		return lexical
@@ -645,6 +874,12 @@ func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, li
 	for _, n := range near {
 		if _, ok := lex[n]; !ok {
 			cands = append(cands, n)
+			if len(p.concepts) > 0 || p.act != actNone {
+				// Words bleve did not find it by still say whether it
+				// does what is asked (the action, the method, the
+				// shape): rank it as bleve's weakest candidate.
+				lex[n] = ix.rank(p, n, 0)
+			}
 		}
 	}
 	cos := make([]float64, len(cands))
@@ -657,12 +892,12 @@ func (ix *Index) fuse(lexical []scored, sem *semantic, qv []float32, q Query, li
 	for i, n := range cands {
 		l, c := 0.0, 0.0
 		if v, ok := lex[n]; ok && hi > lo {
-			l = (v - lo) / (hi - lo)
+			l = max(v-lo, 0) / (hi - lo)
 		}
 		if chi > clo {
 			c = (cos[i] - clo) / (chi - clo)
 		}
-		out[i] = scored{ix.entries[n], n, l + sem.opts.Weight*c}
+		out[i] = scored{ix.entries[n], n, l + weight*c}
 	}
 	sortScored(out)
 	return out
@@ -684,10 +919,18 @@ func (ix *Index) textQuery(p *plan) query.Query {
 			return
 		}
 		seen[st] = true
-		if _, ok := ix.terms[st]; !ok {
+		id, ok := ix.terms[st]
+		if !ok {
 			return // no document has it
 		}
-		for _, fb := range fieldBoost {
+		for i, fb := range fieldBoost {
+			if ix.inBleve[id]&(1<<i) == 0 {
+				// No document has it there: a searcher that finds
+				// nothing costs time and changes no normalised score
+				// (bleve's coord and query norm are the same for every
+				// document of one query).
+				continue
+			}
 			tq := bleve.NewTermQuery(st)
 			tq.SetField(fb.field)
 			tq.SetBoost(fb.boost * w)
@@ -696,7 +939,21 @@ func (ix *Index) textQuery(p *plan) query.Query {
 	}
 	for _, c := range p.concepts {
 		for _, t := range c.terms {
-			addTerm(t.stem, t.w)
+			if t.id >= 0 { // not unknown, not only in own words (plan)
+				addTerm(t.stem, t.w)
+			}
+		}
+	}
+	// A word only what specs say of parts has is looked for there alone.
+	for _, c := range p.own {
+		for _, t := range c.terms {
+			if !seen[t.stem] {
+				seen[t.stem] = true
+				tq := bleve.NewTermQuery(t.stem)
+				tq.SetField("own")
+				tq.SetBoost(ownBoost * t.w)
+				ds = append(ds, tq)
+			}
 		}
 	}
 	// Verbs count only in names and summaries: "get" or "list" in a
@@ -706,10 +963,14 @@ func (ix *Index) textQuery(p *plan) query.Query {
 			continue
 		}
 		seen[t.stem] = true
-		if _, ok := ix.terms[t.stem]; !ok {
+		id, ok := ix.terms[t.stem]
+		if !ok {
 			continue
 		}
-		for _, fb := range fieldBoost[:2] {
+		for i, fb := range fieldBoost[:2] {
+			if ix.inBleve[id]&(1<<i) == 0 {
+				continue
+			}
 			tq := bleve.NewTermQuery(t.stem)
 			tq.SetField(fb.field)
 			tq.SetBoost(fb.boost * t.w * 0.5)
@@ -745,4 +1006,15 @@ func (ix *Index) Similar(id string, limit int) []Hit {
 		}
 	}
 	return out
+}
+
+// bits is the entry's field bits for term id, by a scan: only the
+// evidence of a query's first hits asks.
+func (e *entry) bits(id int32) field {
+	for _, tf := range e.fields {
+		if tf.id == id {
+			return tf.f
+		}
+	}
+	return 0
 }

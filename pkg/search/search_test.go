@@ -426,3 +426,177 @@ func TestFitSummariesDropsTagsWhenIDsAndPathsFill(t *testing.T) {
 		t.Errorf("the first hit lost its tags before the last ones did")
 	}
 }
+
+// TestFindPetByIDIsAGet is the README's first query: "by id" used to be
+// dropped as noise, so "find" read as a search and findPetsByStatus and
+// findPetsByTags came before getPetById.
+func TestFindPetByIDIsAGet(t *testing.T) {
+	for _, file := range []string{"../../specs/petstore.yaml", "../../testdata/petstore-v3.yaml", "../../testdata/petstore-v2.json"} {
+		t.Run(file, func(t *testing.T) {
+			s, err := spec.Load(t.Context(), file, spec.Options{Name: "petstore"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := spec.NewCatalog(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix, err := New(cat, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ix.Close()
+			for _, q := range []string{"find pet by id", "find a pet by its id", "get pet by id"} {
+				hits, err := ix.Search(q, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hits) == 0 || hits[0].ID != "petstore.getPetById" {
+					t.Errorf("search %q = %v, want petstore.getPetById first", q, ids(hits))
+				}
+			}
+		})
+	}
+}
+
+func TestSearchPhrasings(t *testing.T) {
+	ix := petsIndex(t, Options{})
+	ctx := t.Context()
+	single, err := ix.Search("delete a pet", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("the same phrasing twice is the single ranking", func(t *testing.T) {
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("delete a pet"), []string{"delete a pet"}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ids(single), ids(got)); diff != "" {
+			t.Errorf("(-single +fused):\n%s", diff)
+		}
+	})
+	t.Run("an alternative finds what the first phrasing misses", func(t *testing.T) {
+		first, _ := ix.Search("bin the critter", 5)
+		if len(first) > 0 && first[0].ID == "pets.deletePet" {
+			t.Fatalf("the first phrasing alone finds deletePet: the case tests nothing")
+		}
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("bin the critter"), []string{"", "delete a pet", "remove pet"}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0].ID == "" || got[0].ID != "pets.deletePet" {
+			t.Errorf("got %v, want pets.deletePet first", ids(got))
+		}
+	})
+	t.Run("ties go to the first phrasing's order", func(t *testing.T) {
+		a, b, c := scored{e: ix.entries[0], n: 0}, scored{e: ix.entries[1], n: 1}, scored{e: ix.entries[2], n: 2}
+		got := fuseRanks([][]scored{{a, b}, {b, a}, {c}})
+		var order []int
+		for _, s := range got {
+			order = append(order, s.n)
+		}
+		if want := []int{0, 1, 2}; !cmp.Equal(order, want) {
+			t.Errorf("fused order %v, want %v", order, want)
+		}
+	})
+	t.Run("an alternative keeps the first's filters", func(t *testing.T) {
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("method:GET pets"), []string{"remove a pet"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range got {
+			if h.Method != "GET" {
+				t.Errorf("%s %s in an answer filtered to GET", h.Method, h.ID)
+			}
+		}
+	})
+	t.Run("more than MaxAlternatives are ignored", func(t *testing.T) {
+		alts := []string{"list pets", "list pets", "list pets", "delete a pet"}
+		got, err := ix.SearchPhrasings(ctx, ParseQuery("list pets"), alts, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ix.Search("list pets", 10)
+		if diff := cmp.Diff(ids(want), ids(got)); diff != "" {
+			t.Errorf("(-single +fused):\n%s", diff)
+		}
+	})
+}
+
+// TestOwnWordsFindParaphrases: a word the spec uses only for an
+// operation's parts (a parameter's, an answer field's, a tag's
+// description) finds that operation; the names' words rank as before.
+func TestOwnWordsFindParaphrases(t *testing.T) {
+	const doc = `{
+  "openapi": "3.0.3", "info": {"title": "Parcels", "version": "1"},
+  "tags": [{"name": "labels", "description": "Printable postage stickers."}],
+  "paths": {
+    "/shipments/{id}": {"get": {"operationId": "getShipment", "summary": "Get a shipment",
+      "parameters": [{"name": "id", "in": "path", "required": true, "description": "The courier's waybill number.", "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok"}}}},
+    "/shipments": {"get": {"operationId": "listShipments", "summary": "List shipments",
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "array",
+        "items": {"type": "object", "properties": {"eta": {"type": "string", "description": "Estimated arrival of the parcel."}}}}}}}}}},
+    "/labels": {"post": {"operationId": "createLabel", "summary": "Create a label", "tags": ["labels"],
+      "responses": {"201": {"description": "ok"}}}}
+  }
+}`
+	s, err := spec.Parse(t.Context(), "parcels.json", []byte(doc), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := New(cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, c := range []struct{ q, want string }{
+		{"look up a waybill", "parcels.getShipment"},
+		{"estimated arrival", "parcels.listShipments"},
+		{"make a postage sticker", "parcels.createLabel"},
+		{"list shipments", "parcels.listShipments"},
+		{"get a shipment", "parcels.getShipment"},
+	} {
+		hits, err := ix.Search(c.q, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("search %q = %v, want %s first", c.q, ids(hits), c.want)
+		}
+	}
+}
+
+// TestSpecNameIsAName: the spec's name is indexed with no field bit; it
+// was once counted among the words only an operation's own words have,
+// so "petstore" was split into "pet store" and "store" read as a create.
+func TestSpecNameIsAName(t *testing.T) {
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := New(cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	// What a not_found's suggestions look up for petstore.getPetByID.
+	hits, err := ix.Lexical("petstore getPetByID", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].ID != "petstore.getPetById" {
+		t.Errorf("suggestions %v, want petstore.getPetById first", ids(hits))
+	}
+	if id := ix.terms["petstor"]; ix.ownOnly[id] {
+		t.Errorf("the spec's name counts as an own word")
+	}
+}

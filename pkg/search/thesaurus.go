@@ -390,6 +390,10 @@ var abbrev = func() map[string]string {
 
 // phrase rewrites a run of query words into other words before anything
 // else reads them ("who am i" asks for the authenticated user).
+// oneItem is the word a phrase such as "by id" is rewritten to: not a
+// word splitWords can make, it marks the intent as one identified item.
+const oneItem = "#one"
+
 type phrase struct {
 	from []string
 	to   []string
@@ -456,8 +460,11 @@ var phrases = []phrase{
 	{[]string{"find", "me"}, []string{"find"}},
 	{[]string{"list", "me"}, []string{"list"}},
 	{[]string{"let", "me", "see"}, []string{"see"}},
-	{[]string{"by", "id"}, nil},
-	{[]string{"by", "its", "id"}, nil},
+	// "by id" names no resource (every item path has an id), but it says
+	// the intent is one identified thing: "find pet by id" is a get.
+	{[]string{"by", "id"}, []string{oneItem}},
+	{[]string{"by", "its", "id"}, []string{oneItem}},
+	{[]string{"with", "id"}, []string{oneItem}},
 	{[]string{"fine", "tune"}, []string{"fine", "tuning"}},
 	{[]string{"fine", "tuned"}, []string{"fine", "tuned"}},
 	{[]string{"config", "map"}, []string{"config", "map"}},

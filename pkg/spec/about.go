@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,21 +18,129 @@ import (
 // It is worked out once at load (About) and kept in the catalog cache.
 func (e *Endpoint) ResponseAbout() string { return e.About }
 
-// responseAbout works out About; memo holds what each component schema
-// says, by reference, for the spec's other operations.
-func (e *Endpoint) responseAbout(memo map[string]string) string {
-	if e.spec == nil || len(e.raw) == 0 {
+// OwnWords returns what the spec's own text says of the operation's
+// parts: the first sentence of each parameter's description, of each
+// field's description in its success answer (its items' fields, for a
+// list), and of its tags' descriptions, bounded to GlossaryMax bytes.
+// Search indexes these words at a low weight, for intents worded the way
+// the spec explains an operation rather than names it. It is worked out
+// once at load (Glossary) and kept in the catalog cache.
+func (e *Endpoint) OwnWords() string { return e.Glossary }
+
+// GlossaryMax bounds an endpoint's Glossary; glossaryPart bounds each
+// description in it.
+const (
+	GlossaryMax  = 600
+	glossaryPart = 120
+)
+
+// glossary completes Glossary (the parameters' words, from buildEndpoint)
+// with the answer's fields' and the tags' words. fields memoises the
+// fields' words by schema reference; tags holds each tag's description.
+func (e *Endpoint) glossary(fields map[string]string, tags map[string]string) string {
+	parts := []string{e.Glossary}
+	if raw := e.successSchema(); len(raw) > 0 {
+		key, _ := topLevelRef(raw)
+		v, ok := fields[key]
+		if !ok || key == "" {
+			v = e.spec.fieldWords(raw, 1)
+			if key != "" {
+				fields[key] = v
+			}
+		}
+		parts = append(parts, v)
+	}
+	for _, t := range e.Tags {
+		parts = append(parts, tags[t])
+	}
+	out := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
+	if len(out) > GlossaryMax {
+		out = out[:GlossaryMax]
+		if i := strings.LastIndexByte(out, ' '); i > 0 {
+			out = out[:i]
+		}
+	}
+	return out
+}
+
+// fieldWords is the first sentence of each property's description of an
+// object schema; for a list (an array, or an object whose "data" or
+// "items" is one), its items', depth levels down.
+func (s *Spec) fieldWords(raw json.RawMessage, depth int) string {
+	m, _, ok := s.object(raw, "schemas")
+	if !ok {
 		return ""
+	}
+	if items := m["items"]; len(items) > 0 {
+		if depth > 0 {
+			return s.fieldWords(items, depth-1)
+		}
+		return ""
+	}
+	props, _ := field[map[string]json.RawMessage](m, "properties")
+	if depth > 0 {
+		for _, k := range []string{"data", "items"} {
+			if p, ok := props[k]; ok {
+				if pm, _, ok := s.object(p, "schemas"); ok && len(pm["items"]) > 0 {
+					return s.fieldWords(pm["items"], depth-1)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	slices.Sort(names) // a map's order would change the words between loads
+	var said []string
+	n := 0
+	for _, k := range names {
+		pm, _, ok := s.object(props[k], "schemas")
+		if !ok {
+			continue
+		}
+		if d := shortText(rawString(pm["description"]), glossaryPart, 1); d != "" {
+			said = append(said, d)
+			if n += len(d) + 1; n > GlossaryMax {
+				break
+			}
+		}
+	}
+	return strings.Join(said, " ")
+}
+
+// tagDescriptions maps each tag of the document's "tags" to the first
+// sentence of its description.
+func tagDescriptions(top map[string]json.RawMessage) map[string]string {
+	list, _ := field[[]struct {
+		Name        string `json:"name"`
+		Description any    `json:"description"`
+	}](top, "tags")
+	out := make(map[string]string, len(list))
+	for _, t := range list {
+		d, _ := t.Description.(string)
+		if d = shortText(d, glossaryPart*2, 1); d != "" && t.Name != "" {
+			out[t.Name] = d
+		}
+	}
+	return out
+}
+
+// successSchema is the schema of the operation's first 2xx JSON answer,
+// or nil.
+func (e *Endpoint) successSchema() json.RawMessage {
+	if e.spec == nil || len(e.raw) == 0 {
+		return nil
 	}
 	var op struct {
 		Responses json.RawMessage `json:"responses"`
 	}
 	if json.Unmarshal(e.raw, &op) != nil || len(op.Responses) == 0 {
-		return ""
+		return nil
 	}
 	entries, err := objectEntries(op.Responses)
 	if err != nil {
-		return ""
+		return nil
 	}
 	pick := -1
 	for i, en := range entries {
@@ -40,15 +149,15 @@ func (e *Endpoint) responseAbout(memo map[string]string) string {
 		}
 	}
 	if pick < 0 {
-		return ""
+		return nil
 	}
 	resp, _, ok := e.spec.object(entries[pick].Value, "responses")
 	if !ok {
-		return ""
+		return nil
 	}
 	content, err := objectEntries(resp["content"])
 	if err != nil {
-		return ""
+		return nil
 	}
 	for _, mt := range content {
 		if !isJSONType(mt.Key) {
@@ -57,10 +166,19 @@ func (e *Endpoint) responseAbout(memo map[string]string) string {
 		var media struct {
 			Schema json.RawMessage `json:"schema"`
 		}
-		if json.Unmarshal(mt.Value, &media) != nil || len(media.Schema) == 0 {
-			return ""
+		if json.Unmarshal(mt.Value, &media) != nil {
+			return nil
 		}
-		return e.spec.schemaAbout(media.Schema, 2, memo)
+		return media.Schema
+	}
+	return nil
+}
+
+// responseAbout works out About; memo holds what each component schema
+// says, by reference, for the spec's other operations.
+func (e *Endpoint) responseAbout(memo map[string]string) string {
+	if raw := e.successSchema(); len(raw) > 0 {
+		return e.spec.schemaAbout(raw, 2, memo)
 	}
 	return ""
 }

@@ -52,6 +52,9 @@ type Endpoint struct {
 	// About says what the success answer is, for search (see
 	// ResponseAbout); filled at load.
 	About string `json:"-"`
+	// Glossary is what the spec's own text says of the operation's parts,
+	// for search (see OwnWords); filled at load.
+	Glossary string `json:"-"`
 
 	// raw is the operation as JSON with path-level parameters merged in and
 	// references left as "$ref".

@@ -185,8 +185,11 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	// What each success answer is, once at load (and then from the
 	// catalog cache): many operations answer with the same schema.
 	memo := map[string]string{}
+	fields := map[string]string{}
+	tags := tagDescriptions(top)
 	for _, e := range s.Endpoints {
 		e.About = e.responseAbout(memo)
+		e.Glossary = e.glossary(fields, tags)
 	}
 	return s, nil
 }
@@ -242,6 +245,7 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 		name string
 		in   string
 		req  bool
+		desc string
 	}
 	read := func(raw json.RawMessage) (resolved, bool) {
 		body := raw
@@ -255,15 +259,17 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 			}
 		}
 		var p struct {
-			Name     string `json:"name"`
-			In       string `json:"in"`
-			Required any    `json:"required"`
+			Name        string `json:"name"`
+			In          string `json:"in"`
+			Required    any    `json:"required"`
+			Description any    `json:"description"`
 		}
 		if json.Unmarshal(body, &p) != nil || p.Name == "" || p.In == "" {
 			return resolved{}, false
 		}
 		req, _ := p.Required.(bool)
-		return resolved{raw: raw, name: p.Name, in: p.In, req: req || p.In == "path"}, true
+		desc, _ := p.Description.(string)
+		return resolved{raw: raw, name: p.Name, in: p.In, req: req || p.In == "path", desc: desc}, true
 	}
 	var warn []string
 	var mine []resolved
@@ -290,10 +296,15 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 	}
 	merged = append(merged, mine...)
 	rawParams := make([]json.RawMessage, len(merged))
+	var said []string
 	for i, r := range merged {
 		e.Params = append(e.Params, Param{Name: r.name, In: r.in, Required: r.req})
 		rawParams[i] = r.raw
+		if d := shortText(r.desc, glossaryPart, 1); d != "" {
+			said = append(said, d)
+		}
 	}
+	e.Glossary = strings.Join(said, " ")
 
 	if rb, ok := op["requestBody"]; ok && string(rb) != "null" {
 		body := rb
