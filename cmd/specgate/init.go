@@ -171,6 +171,7 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 		w("    requests_per_window: %d\n", l.Requests)
 		w("    window: %s\n", yamlString(formatWindow(l.Window)))
 		w("    on_limit: \"wait\"        # queue calls rather than refuse them\n")
+		writeWriteClasses(w, s, "")
 	} else {
 		w("# Upstream budget: the spec states no rate limit. A safe start until you\n")
 		w("# know the API's own limit (its documentation, or rate_limit_status after a\n")
@@ -180,8 +181,33 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 		w("#     requests_per_window: %d\n", safeRequests)
 		w("#     window: %s\n", yamlString(formatWindow(safeWindow)))
 		w("#     on_limit: \"wait\"\n")
+		writeWriteClasses(w, s, "# ")
 	}
 	return b.String()
+}
+
+// writeWriteClasses proposes a class for each write method the spec has, so writes go
+// one a second apart from reads (as careful API clients pace them); prefix comments
+// them out with the budget they belong to.
+func writeWriteClasses(w func(string, ...any), s *spec.Spec, prefix string) {
+	var methods []string
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		for _, e := range s.Endpoints {
+			if e.Method == m {
+				methods = append(methods, m)
+				break
+			}
+		}
+	}
+	if len(methods) == 0 {
+		return
+	}
+	w("%s    # Writes paced apart from reads: a call pays the budget and each class\n", prefix)
+	w("%s    # it matches (\"METHOD /path/**\", \"tag:NAME\" or an operationId glob).\n", prefix)
+	w("%s    classes:\n", prefix)
+	for _, m := range methods {
+		w("%s      - {match: %s, min_interval: \"1s\"}\n", prefix, yamlString(m+" /**"))
+	}
 }
 
 // credential is one scheme's stub: its config fields and the variable
@@ -351,17 +377,17 @@ func alternativeCredentials(s *spec.Spec, api string, alt []string) ([]credentia
 		c := credential{scheme: n}
 		var suffixes []string
 		tokenNamed := strings.Contains(strings.ToLower(n+" "+sc.Name), "token")
-		switch {
-		case sc.Type == "apiKey":
+		switch kind := sc.Kind(); {
+		case kind == spec.SchemeAPIKey:
 			c.fields, c.what = []string{"value"}, fmt.Sprintf("apiKey in %s %s", sc.In, sc.Name)
 			suffixes = []string{"API_KEY"}
-		case sc.Type == "http" && sc.Scheme == "bearer":
+		case kind == spec.SchemeToken && sc.Scheme == "bearer":
 			c.fields, c.what = []string{"token"}, "http bearer"
 			suffixes = []string{"API_KEY"}
-		case sc.Type == "http" && sc.Scheme == "basic":
+		case kind == spec.SchemeBasic:
 			c.fields, c.what = []string{"username", "password"}, "http basic"
 			suffixes = []string{"USERNAME", "PASSWORD"}
-		case sc.Type == "oauth2":
+		case kind == spec.SchemeOAuth2:
 			c.fields, c.what = []string{"client_id", "client_secret"}, "oauth2 client credentials"
 			if !slices.Contains(sc.Flows, "clientCredentials") {
 				c.what = fmt.Sprintf("oauth2 (the spec's flows: %s); specgate uses client credentials", strings.Join(sc.Flows, ", "))

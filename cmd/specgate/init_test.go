@@ -50,6 +50,7 @@ func TestInitPetstoreLoadsAsWritten(t *testing.T) {
 		`#   client_id: "${SWAGGER_CLIENT_ID}"`,
 		`rate_limit_interval: "10s"`,
 		"# upstreams:\n#   - match: \"petstore3.swagger.io\"\n#     requests_per_window: 60\n#     window: \"1m\"",
+		"#     classes:\n#       - {match: \"POST /**\", min_interval: \"1s\"}\n#       - {match: \"PUT /**\", min_interval: \"1s\"}\n#       - {match: \"DELETE /**\", min_interval: \"1s\"}\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config lacks %q:\n%s", want, text)
@@ -141,7 +142,9 @@ components:
     APIKeyHeader: {type: apiKey, in: header, name: X-Key}
     oidc: {type: openIdConnect, openIdConnectUrl: "https://id.example/.well-known/openid-configuration"}
 paths:
-  /things: {get: {operationId: listThings, responses: {"200": {description: ok}}}}
+  /things:
+    get: {operationId: listThings, responses: {"200": {description: ok}}}
+    post: {operationId: addThing, responses: {"201": {description: ok}}}
 `
 	if err := os.WriteFile(specPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -151,6 +154,8 @@ paths:
 		`base_url: "${LIMITED_BASE_URL}"`,
 		"upstream: \"limited\"\n",
 		"upstreams:\n  - match: \"limited\"\n    requests_per_window: 100\n    window: \"1m\"\n",
+		// a class for the spec's writes, which check loads
+		"    classes:\n      - {match: \"POST /**\", min_interval: \"1s\"}\n",
 		`value: "${LIMITED_API_KEY}"`,
 		"# oidc: openIdConnect credentials are not supported",
 	} {
