@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,54 +49,11 @@ func TestSIGTERMFinishesInFlightCalls(t *testing.T) {
 	defer up.Close()
 	defer close(release)
 
-	addr := freePort(t)
-	cmd := exec.Command(bin, "serve", "--http", addr, "--spec", "../../testdata/petstore-v3.yaml",
-		"--base-url", up.URL+"/api/v3", "--no-cache")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	lines := bufio.NewScanner(stderr)
-	serving := make(chan struct{})
-	go func() {
-		for lines.Scan() {
-			if strings.Contains(lines.Text(), "serving MCP") {
-				close(serving)
-				break
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		done <- cmd.Wait()
-	}()
-	select {
-	case <-serving:
-	case err := <-done:
-		t.Fatalf("specgate exited before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("specgate did not start serving")
-	}
-
-	url := "http://" + addr + "/mcp"
-	c, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	srv := startServe(t, bin, "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL+"/api/v3", "--no-cache")
+	url := "http://" + srv.addr + "/mcp"
+	c := httpMCPClient(t, url, nil)
 	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "shutdown", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	cmd := srv.cmd
 
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -144,15 +102,7 @@ func TestSIGTERMFinishesInFlightCalls(t *testing.T) {
 	if !strings.Contains(out.res.Content[0].(mcp.TextContent).Text, `"statusCode":200`) {
 		t.Errorf("in-flight call result: %s", out.res.Content[0].(mcp.TextContent).Text)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("specgate exited with %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("specgate did not exit after SIGTERM")
-	}
+	srv.waitExit(t)
 }
 
 // TestSIGTERMAnswersQueuedCalls sends SIGTERM while one call is in flight
@@ -193,53 +143,11 @@ http:
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freePort(t)
-	cmd := exec.Command(bin, "serve", "--http", addr, "--config", cfg)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	serving := make(chan struct{})
-	go func() {
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() {
-			if strings.Contains(lines.Text(), "serving MCP") {
-				close(serving)
-				break
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		done <- cmd.Wait()
-	}()
-	select {
-	case <-serving:
-	case err := <-done:
-		t.Fatalf("specgate exited before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("specgate did not start serving")
-	}
-
-	base := "http://" + addr
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	srv := startServe(t, bin, "--config", cfg)
+	base := "http://" + srv.addr
+	c := httpMCPClient(t, base+"/mcp", nil)
 	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "drain", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	cmd := srv.cmd
 	type outcome struct {
 		res *mcp.CallToolResult
 		err error
@@ -306,13 +214,84 @@ http:
 	if n := hits.Load(); n != 1 {
 		t.Errorf("upstream got %d requests, want only the one in flight", n)
 	}
+	srv.waitExit(t)
+}
+
+// serveProcess is a `specgate serve --http ADDR` process started by a test;
+// done yields its exit once it has ended.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan error
+}
+
+// startServe starts bin serve --http on a free port with args and returns
+// once it logs that it serves MCP.
+func startServe(t testing.TB, bin string, args ...string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{addr: freePort(t), done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--http", p.addr}, args...)...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), "serving MCP") {
+				close(serving)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		p.done <- p.cmd.Wait()
+	}()
 	select {
-	case err := <-done:
+	case <-serving:
+	case err := <-p.done:
+		t.Fatalf("specgate exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatal("specgate did not start serving")
+	}
+	return p
+}
+
+// waitExit fails the test unless the process exits cleanly within 30s.
+func (p *serveProcess) waitExit(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
 		if err != nil {
 			t.Errorf("specgate exited with %v", err)
 		}
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+		p.cmd.Process.Kill()
 		t.Fatal("specgate did not exit after SIGTERM")
 	}
+}
+
+// httpMCPClient connects mcp-go's streamable HTTP client to url, sending
+// headers (a bearer token, say) on every request, and initializes a session.
+func httpMCPClient(t testing.TB, url string, headers map[string]string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: t.Name(), Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // soakFloodAgents is how many agents of one principal flood the upstream's queue in
@@ -73,52 +66,17 @@ http:
 `, up.ts.URL, replicaQuota, replicaWindow)), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+b.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		const marker = "serving MCP (streamable HTTP) at "
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), marker); i >= 0 {
-				addr <- sc.Text()[i+len(marker):]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-addr:
-	case <-time.After(replicaTimeout):
-		b.Fatal("specgate printed no address")
-	}
+	os.Setenv("XDG_CACHE_HOME", b.TempDir())
+	srv := startServe(b, bin, "--config", cfg, "--log-level", "warn")
+	b.Cleanup(func() { srv.cmd.Process.Kill(); <-srv.done })
+	url := "http://" + srv.addr + "/mcp"
 	agents := map[string][]*agent{}
 	for i := range soakFloodAgents + 1 {
 		who, token := "ada", "ada-token"
 		if i == soakFloodAgents {
 			who, token = "bob", "bob-token"
 		}
-		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		if err := c.Start(b.Context()); err != nil {
-			b.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: who, Version: "1"}
-		if _, err := c.Initialize(b.Context(), init); err != nil {
-			b.Fatal(err)
-		}
+		c := httpMCPClient(b, url, map[string]string{"Authorization": "Bearer " + token})
 		agents[who] = append(agents[who], &agent{c: c, codes: map[string]int{}})
 	}
 	d := soakDuration(b)
