@@ -128,6 +128,25 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			// Every server-side apply was refused: "give the
+			// application/apply-patch+yaml body as a string".
+			name: "kubernetes apply patch with an object body", file: "k8s.json", opID: "patchBatchV1NamespacedJob",
+			args: Args{Parameters: map[string]any{"namespace": "default", "name": "backup", "fieldManager": "agent"},
+				ContentType: "application/apply-patch+yaml",
+				RequestBody: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "spec": map[string]any{"suspend": true}}},
+			check: func(t *testing.T, r recorded) {
+				if r.Method != "PATCH" || r.RawPath != "/apis/batch/v1/namespaces/default/jobs/backup" || r.RawQuery != "fieldManager=agent" {
+					t.Errorf("%s %s?%s", r.Method, r.RawPath, r.RawQuery)
+				}
+				if ct := r.Header.Get("Content-Type"); ct != "application/apply-patch+yaml" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				if want := `{"apiVersion":"batch/v1","kind":"Job","spec":{"suspend":true}}`; string(r.Body) != want {
+					t.Errorf("body\n got %s\nwant %s", r.Body, want)
+				}
+			},
+		},
+		{
 			name: "kubernetes list pods with fieldSelector", file: "k8s.json", opID: "listCoreV1NamespacedPod",
 			args: Args{Parameters: map[string]any{"namespace": "default", "fieldSelector": "status.phase=Running", "limit": 50}},
 			check: func(t *testing.T, r recorded) {
