@@ -837,6 +837,12 @@ func sameOrigin(u, base *url.URL) bool {
 // It also returns the path values as openapi3filter reads them (style
 // delimiters, values unescaped).
 func buildPath(template string, params []param, values map[string]any) (string, map[string]string, []string) {
+	// A "#" cannot be part of a path: Box's spec tells operations on one
+	// path apart with a fragment (/files/{file_id}#update_shared_link) that
+	// its API never sees.
+	if i := strings.LastIndexByte(template, '#'); i >= 0 && !strings.Contains(template[i:], "}") {
+		template = template[:i]
+	}
 	var b strings.Builder
 	pathParams := map[string]string{}
 	var problems []string

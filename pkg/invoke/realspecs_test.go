@@ -215,6 +215,18 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			// The fragment Box adds to tell operations on one path apart
+			// went out escaped: /files/12345%23update_shared_link.
+			name: "box path with an operation fragment", file: "box.json", opID: "put_files_id#update_shared_link",
+			args: Args{Parameters: map[string]any{"file_id": "12345", "fields": "shared_link"},
+				RequestBody: map[string]any{"shared_link": map[string]any{"access": "open"}}},
+			check: func(t *testing.T, r recorded) {
+				if r.Method != "PUT" || r.RawPath != "/files/12345" || r.RawQuery != "fields=shared_link" {
+					t.Errorf("%s %s?%s", r.Method, r.RawPath, r.RawQuery)
+				}
+			},
+		},
+		{
 			name: "twilio basic auth and form", file: "twilio-api-v2010.yaml", opID: "CreateMessage",
 			opts: func(s string) Options {
 				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"accountSid_authToken": {Username: "AC123", Password: "tok"}}}}}
