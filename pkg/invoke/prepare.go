@@ -247,7 +247,11 @@ func (p *preparer) required() {
 
 // path fills the path template.
 func (p *preparer) path() {
-	rawPath, pathParams, problems := buildPath(p.e.Path, p.params, p.values)
+	template, literal := splitPathQuery(p.e.Path)
+	if literal != "" {
+		p.query = append(p.query, literal)
+	}
+	rawPath, pathParams, problems := buildPath(template, p.params, p.values)
 	p.rawPath, p.pathParams, p.pathProblems = rawPath, pathParams, len(problems) > 0
 	p.problem(problems...)
 }
@@ -830,6 +834,23 @@ func baseURL(e *spec.Endpoint) (*url.URL, error) {
 
 func sameOrigin(u, base *url.URL) bool {
 	return u.Scheme == base.Scheme && strings.EqualFold(u.Host, base.Host) && u.User == nil
+}
+
+// splitPathQuery splits a path template whose key carries a query
+// (OpenAI's /responses/{response_id}?beta=true, which tells a beta
+// operation apart from the one at the same path) into the template and
+// that query, which goes on the wire as the query it is: escaped into the
+// path, "?" made the call another path. A "?" inside a {name} is left alone.
+func splitPathQuery(template string) (string, string) {
+	i := strings.IndexByte(template, '?')
+	if i < 0 || strings.Contains(template[i:], "}") {
+		return template, ""
+	}
+	query := template[i+1:]
+	if j := strings.IndexByte(query, '#'); j >= 0 {
+		query = query[:j]
+	}
+	return template[:i], query
 }
 
 // buildPath expands the path template. Values are escaped so they stay in

@@ -227,6 +227,17 @@ func TestRealSpecsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			// The ?beta=true in OpenAI's path keys went out escaped into
+			// the path, /responses/resp_1%3Fbeta=true: another resource.
+			name: "openai path key with a query", file: "openai.yaml", opID: "beta_getResponse",
+			args: Args{Parameters: map[string]any{"response_id": "resp_1"}},
+			check: func(t *testing.T, r recorded) {
+				if r.Method != "GET" || r.RawPath != "/responses/resp_1" || r.RawQuery != "beta=true" {
+					t.Errorf("%s %s?%s", r.Method, r.RawPath, r.RawQuery)
+				}
+			},
+		},
+		{
 			name: "twilio basic auth and form", file: "twilio-api-v2010.yaml", opID: "CreateMessage",
 			opts: func(s string) Options {
 				return Options{Specs: map[string]SpecOptions{s: {Auth: map[string]Credential{"accountSid_authToken": {Username: "AC123", Password: "tok"}}}}}
