@@ -8,7 +8,7 @@ LISTEN   ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test race bench soak fuzz lint run tidy-check release
+.PHONY: help build test race sweep bench soak fuzz lint run tidy-check release
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,6 +20,13 @@ test: lint ## the test suite: vet, gofmt, every test under -race, then the large
 	@./scripts/skipped.sh
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 ./pkg/spec/ ./pkg/search/ ./pkg/invoke/
+
+# The sweep runs Prism (node), so it runs in a network namespace of its own
+# with only loopback up; the test refuses to run anywhere else.
+sweep: build ## the corpus sweep: sampled operations of every ../shared/specs spec through specgate against Prism (needs: cd test/sweep && npm ci --ignore-scripts)
+	$(GO) test -c -o bin/sweep.test ./test/sweep
+	cd test/sweep && SPECGATE_SWEEP=1 SPECGATE_BIN=$(CURDIR)/$(BIN) SPECGATE_SWEEP_REPORT=$(CURDIR)/bin/sweep.md \
+	  unshare -rn sh -c 'ip link set lo up && exec ../../bin/sweep.test -test.run TestSweep -test.v -test.timeout 15m'
 
 race: test ## alias of test (the suite always runs with -race)
 

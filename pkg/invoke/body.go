@@ -34,6 +34,17 @@ func isJSONType(ct string) bool {
 	return b == "application/json" || strings.HasSuffix(b, "+json") || b == "text/json"
 }
 
+// isYAMLType reports the YAML media types: application/yaml, the x- and
+// text/ spellings, and the +yaml types (Kubernetes' apply-patch+yaml).
+func isYAMLType(ct string) bool {
+	switch b := mediaBase(ct); b {
+	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+		return true
+	default:
+		return strings.HasSuffix(b, "+yaml")
+	}
+}
+
 // bodyInput is what encoding a body needs.
 type bodyInput struct {
 	contentType string              // the chosen media type, as the spec writes it
@@ -106,6 +117,18 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 			return nil, []string{"requestBody: cannot be encoded as JSON"}
 		}
 		return &encodedBody{data: data, contentType: jsonContentType(in.contentType), value: v}, nil
+	case isYAMLType(base):
+		// A string is the YAML document as written; any other value goes
+		// as JSON text, which is YAML (1.2 is a superset of JSON), so an
+		// object body of Kubernetes' apply-patch+yaml is not refused.
+		if s, ok := in.value.(string); ok {
+			return &encodedBody{data: []byte(s), contentType: in.contentType}, nil
+		}
+		data, err := json.Marshal(in.value)
+		if err != nil {
+			return nil, []string{"requestBody: cannot be encoded as YAML"}
+		}
+		return &encodedBody{data: data, contentType: in.contentType, check: in.value, hasCheck: schema != nil}, nil
 	case base == "application/x-www-form-urlencoded":
 		return encodeForm(in, schema)
 	case base == "multipart/form-data" || base == "multipart/mixed":

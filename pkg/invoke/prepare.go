@@ -247,7 +247,11 @@ func (p *preparer) required() {
 
 // path fills the path template.
 func (p *preparer) path() {
-	rawPath, pathParams, problems := buildPath(p.e.Path, p.params, p.values)
+	template, literal := splitPathQuery(p.e.Path)
+	if literal != "" {
+		p.query = append(p.query, literal)
+	}
+	rawPath, pathParams, problems := buildPath(template, p.params, p.values)
 	p.rawPath, p.pathParams, p.pathProblems = rawPath, pathParams, len(problems) > 0
 	p.problem(problems...)
 }
@@ -829,11 +833,34 @@ func sameOrigin(u, base *url.URL) bool {
 	return u.Scheme == base.Scheme && strings.EqualFold(u.Host, base.Host) && u.User == nil
 }
 
+// splitPathQuery splits a path template whose key carries a query
+// (OpenAI's /responses/{response_id}?beta=true, which tells a beta
+// operation apart from the one at the same path) into the template and
+// that query, which goes on the wire as the query it is: escaped into the
+// path, "?" made the call another path. A "?" inside a {name} is left alone.
+func splitPathQuery(template string) (string, string) {
+	i := strings.IndexByte(template, '?')
+	if i < 0 || strings.Contains(template[i:], "}") {
+		return template, ""
+	}
+	query := template[i+1:]
+	if j := strings.IndexByte(query, '#'); j >= 0 {
+		query = query[:j]
+	}
+	return template[:i], query
+}
+
 // buildPath expands the path template. Values are escaped so they stay in
 // their own segment; a segment that would be "." or ".." is refused.
 // It also returns the path values as openapi3filter reads them (style
 // delimiters, values unescaped).
 func buildPath(template string, params []param, values map[string]any) (string, map[string]string, []string) {
+	// A "#" cannot be part of a path: Box's spec tells operations on one
+	// path apart with a fragment (/files/{file_id}#update_shared_link) that
+	// its API never sees.
+	if i := strings.LastIndexByte(template, '#'); i >= 0 && !strings.Contains(template[i:], "}") {
+		template = template[:i]
+	}
 	var b strings.Builder
 	pathParams := map[string]string{}
 	var problems []string

@@ -75,24 +75,26 @@ func validate(ctx context.Context, v validation) (problems []string) {
 			if v.fromConfig[re.Parameter.In+"\x00"+re.Parameter.Name] {
 				continue // absent here, set from the config after validation
 			}
-			if isParseProblem(re.Err) {
-				if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil {
-					val, ok := v.values[p.In+"\x00"+p.Name]
-					if !ok {
-						// kin-openapi cannot decode some styles at all
-						// (deepObject arrays: Stripe's expand[] on every list
-						// call) and says so even when the parameter is absent:
-						// an absent parameter is only a problem when required.
-						if p.Required {
-							problems = append(problems, paramLabel(p.Name, p.In)+" is required")
-						}
-						continue
+			// kin-openapi decodes a parameter with alternatives (oneOf
+			// string or array: Discord's sku_ids) into one guess of its own
+			// and then finds it matches none; the model's value is checked
+			// instead.
+			if p := findParam(v.params, re.Parameter.In, re.Parameter.Name); p != nil && (isParseProblem(re.Err) || alternatives(p.Schema)) {
+				val, ok := v.values[p.In+"\x00"+p.Name]
+				if !ok {
+					// kin-openapi cannot decode some styles at all
+					// (deepObject arrays: Stripe's expand[] on every list
+					// call) and says so even when the parameter is absent:
+					// an absent parameter is only a problem when required.
+					if p.Required {
+						problems = append(problems, paramLabel(p.Name, p.In)+" is required")
 					}
-					if p.Schema != nil {
-						checked[p.In+"\x00"+p.Name] = true
-						problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), v.op.Doc, false)...)
-						continue
-					}
+					continue
+				}
+				if p.Schema != nil {
+					checked[p.In+"\x00"+p.Name] = true
+					problems = append(problems, checkValue(paramLabel(p.Name, p.In), p.Schema, coerce(val, p.Schema), v.op.Doc, false)...)
+					continue
 				}
 			}
 			problems = append(problems, describe(paramLabel(re.Parameter.Name, re.Parameter.In), re.Err, re.Reason)...)
@@ -122,6 +124,11 @@ func validate(ctx context.Context, v validation) (problems []string) {
 		problems = append(problems, checkValue("requestBody", v.bodySchema, v.check, v.op.Doc, true)...)
 	}
 	return dedupe(problems)
+}
+
+// alternatives reports whether a schema is a oneOf or anyOf.
+func alternatives(s *openapi3.Schema) bool {
+	return s != nil && (len(s.OneOf) > 0 || len(s.AnyOf) > 0)
 }
 
 // checkValue validates a JSON value against a schema directly.

@@ -282,6 +282,7 @@ func toOpenAPI3JSON(ctx context.Context, location string, data []byte, opts Opti
 		if err != nil {
 			return nil, "", nil, &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
 		}
+		formBodies(&doc2, doc)
 		out, err := json.Marshal(doc)
 		if err != nil {
 			return nil, "", nil, &LoadError{Location: location, Reason: "converting Swagger 2.0: " + oneLine(err.Error())}
