@@ -161,6 +161,9 @@ type callOptions struct {
 	runID string
 	// byArgs keeps the endpoint's cooldown per endpoint and arguments.
 	byArgs bool
+	// waitUnderCaller bounds the wait for admission by the caller's
+	// deadline (a script's) and the queue timeouts, not the call's.
+	waitUnderCaller bool
 	// suggest adds, to a refusal, endpoints callable meanwhile.
 	suggest bool
 }
@@ -172,7 +175,7 @@ type callOptions struct {
 // result then still holds the call's trace.
 func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
 	c := s.caller()
-	c.CooldownByArgs = opt.byArgs
+	c.CooldownByArgs, c.WaitUnderCaller = opt.byArgs, opt.waitUnderCaller
 	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
 	if r.Cached {
 		s.audit(ctx, auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})

@@ -327,7 +327,7 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
 	}
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
-	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true})
+	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true, waitUnderCaller: true})
 	if obj != nil {
 		return nil, callError(obj)
 	}

@@ -397,8 +397,9 @@ test("TypeScript SDK client over HTTP: each principal calls with its own upstrea
 // mid-script (AbortSignal): its queued calls leave the queue, nothing more
 // is sent, and the server serves the next call. The upstream budget (3 per
 // 50s, on_limit: wait) holds the cancelled run's later calls in the queue
-// (each wait within the call's deadline, call_timeout 2m, and the run's,
-// 5m, so none is refused at once);
+// (each wait within the queue timeout, 4m, and the run's deadline, 5m,
+// which bound a script's wait rather than call_timeout, so none is refused
+// at once);
 // scripts.per_principal is 1, so the next run_script also shows that the
 // cancelled run gave its slot back.
 test("TypeScript SDK client: run_script progress, and cancellation mid-script", async () => {
@@ -407,7 +408,6 @@ test("TypeScript SDK client: run_script progress, and cancellation mid-script", 
   const config = path.join(dir, "specgate.yaml");
   fs.writeFileSync(config, [
     "rate_limit_interval: 1h",
-    "call_timeout: 2m",
     "specs:",
     "  - name: petstore-v3",
     `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
