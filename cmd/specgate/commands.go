@@ -81,6 +81,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	approve, err := approveFunc(cfg)
+	if err != nil {
+		return nil, err
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
 		Answers:     answers,
@@ -102,6 +106,9 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		ReadOnly:           allReadOnly(cfg),
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
+		Approve:            approve,
+		ApprovalKey:        []byte(cfg.Approvals.Key.Reveal()),
+		ApprovalTTL:        cfg.ApprovalTTL(),
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}
 	go func() {

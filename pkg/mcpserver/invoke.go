@@ -138,6 +138,18 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if a.pages > 1 && e.Method != "GET" {
 		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
 	}
+	if s.needsApproval(e) && s.opts.Client != nil {
+		// The user is asked only about a call that would go.
+		if _, err := s.opts.Client.Prepare(ctx, e, a.in); err != nil {
+			return errorResult(mapError(err, s.now())), nil
+		}
+		if ask, obj := s.approveCall(ctx, &req, e, a.in, ""); ask != nil || obj != nil {
+			if obj != nil {
+				return errorResult(obj), nil
+			}
+			return ask, nil
+		}
+	}
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}

@@ -78,6 +78,15 @@ type Options struct {
 	Metrics *Metrics
 	// Scripts configure run_script (see ScriptOptions for the zero value).
 	Scripts ScriptOptions
+
+	// Approve says whether a call of the endpoint asks the user before it is
+	// sent (approve_writes). If nil, none does.
+	Approve func(*spec.Endpoint) bool
+	// ApprovalKey signs the requestState of an input_required round trip;
+	// replicas serving one client must share it. If empty, a random key.
+	ApprovalKey []byte
+	// ApprovalTTL is how long a requestState is good. If zero, 5m.
+	ApprovalTTL time.Duration
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -115,6 +124,8 @@ type Server struct {
 	table map[string]*tool
 	// scripts counts run_script runs in progress per principal.
 	scripts scriptRuns
+	// approvals signs and checks approval requestStates.
+	approvals *approvals
 }
 
 // New returns a Server with its tools registered. Call Publish when the
@@ -143,12 +154,17 @@ func New(opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.mcp = server.NewMCPServer("specgate", version,
+	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL)
+	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions(opts.SpecNames)+readOnlyNote(opts.ReadOnly)),
+		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly)),
 		server.WithRecovery(),
 		server.WithHooks(s.promptHooks()),
-	)
+	}
+	if opts.Approve != nil {
+		sopts = append(sopts, server.WithElicitation())
+	}
+	s.mcp = server.NewMCPServer("specgate", version, sopts...)
 	s.registerTools()
 	s.registerPrompts()
 	return s
