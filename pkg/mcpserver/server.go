@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/specgate/specgate/pkg/invoke"
@@ -20,6 +21,10 @@ import (
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
+
+// listCacheTTL is how long a 2026-07-28 client may reuse the tools and
+// prompts lists: a restart with another config may change them.
+const listCacheTTL = 5 * time.Minute
 
 // Options configure a Server. The zero value serves the core tools with no
 // governance beyond what the limiter, if any, enforces.
@@ -160,6 +165,10 @@ func New(opts Options) *Server {
 		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly)),
 		server.WithRecovery(),
 		server.WithHooks(s.promptHooks()),
+		// The tools and prompts are fixed for the life of the process and the
+		// same for every caller: on MCP 2026-07-28 their lists say so.
+		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
+		server.WithMethodCacheHints(mcp.MethodPromptsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
 	}
 	if opts.Approve != nil {
 		sopts = append(sopts, server.WithElicitation())
