@@ -301,3 +301,86 @@ store:
 		t.Errorf("requests by replica %v: want both", calls)
 	}
 }
+
+// TestLegacyEraApprovals: on a legacy session (the initialize handshake,
+// MCP 2025-11-25) over stdio the binary asks by elicitation: accepted, the
+// write is sent; declined, or asked of a client that declared no
+// elicitation, it is not_approved and nothing is sent. Over streamable HTTP,
+// which specgate serves stateless, a legacy client cannot be asked at all.
+func TestLegacyEraApprovals(t *testing.T) {
+	bin := specgateBinary(t)
+	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
+	connect := func(t *testing.T, tr transport.Interface, user *approver) *client.Client {
+		t.Helper()
+		opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
+		if user != nil {
+			opts = append(opts, client.WithElicitationHandler(user))
+		}
+		c := client.NewClient(tr, opts...)
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "e2e-2025", Version: "1"}
+		ir, err := c.Initialize(t.Context(), init)
+		if err != nil || mcp.IsModernProtocol(ir.ProtocolVersion) {
+			t.Fatalf("initialize: %v %v", ir, err)
+		}
+		return c
+	}
+	stdio := func(t *testing.T, cfg string) transport.Interface {
+		return transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, []string{"serve", "--config", cfg})
+	}
+	for _, tt := range []struct {
+		name   string
+		user   *approver
+		accept bool
+		why    string
+	}{
+		{"accept", &approver{}, true, ""},
+		{"decline", &approver{}, false, "the user declined"},
+		{"no elicitation", nil, false, "no elicitation capability"},
+	} {
+		t.Run("stdio "+tt.name, func(t *testing.T) {
+			up, log := petUpstream(t)
+			cfg, audit := modernConfig(t, t.TempDir(), "legacy", up.URL, "")
+			if tt.user != nil {
+				tt.user.accept.Store(tt.accept)
+			}
+			c := connect(t, stdio(t, cfg), tt.user)
+			res, isErr := callJSON(t, c, "invoke", pet)
+			if tt.accept {
+				if isErr || len(log.list()) != 1 || tt.user.asked.Load() != 1 {
+					t.Fatalf("approved write = %v, upstream %v", res, log.list())
+				}
+				if got := auditOutcomes(t, audit); got["approval_asked"] != 1 || got["approved"] != 1 {
+					t.Errorf("audit %v", got)
+				}
+				return
+			}
+			e, _ := res["error"].(map[string]any)
+			if msg, _ := e["message"].(string); !isErr || e["code"] != "not_approved" || !strings.Contains(msg, tt.why) || len(log.list()) != 0 {
+				t.Errorf("write = %v, upstream %v: want not_approved saying %q", res, log.list(), tt.why)
+			}
+		})
+	}
+	t.Run("http", func(t *testing.T) {
+		up, log := petUpstream(t)
+		cfg, _ := modernConfig(t, t.TempDir(), "legacy-http", up.URL, "")
+		r := startReplica(t, bin, 0, cfg)
+		waitReady(t, r)
+		tr, err := transport.NewStreamableHTTP(r.base + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := &approver{}
+		user.accept.Store(true)
+		c := connect(t, tr, user)
+		res, isErr := callJSON(t, c, "invoke", pet)
+		if e, _ := res["error"].(map[string]any); !isErr || e["code"] != "not_approved" || len(log.list()) != 0 {
+			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved", res, log.list())
+		}
+		t.Logf("legacy HTTP: %v (asked %d)", res["error"], user.asked.Load())
+	})
+}

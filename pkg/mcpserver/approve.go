@@ -268,7 +268,9 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 	session := server.ClientSessionFromContext(ctx)
 	withInfo, ok := session.(server.SessionWithClientInfo)
 	if !ok || withInfo.GetClientCapabilities().Elicitation == nil {
-		return refuse("the client cannot ask the user (no elicitation capability)")
+		// A stateless legacy HTTP request has no session to keep the
+		// capability, nor a stream to ask on.
+		return refuse("the client cannot ask the user (no elicitation capability on this session)")
 	}
 	rec.Outcome = "approval_asked"
 	s.audit(ctx, rec)
