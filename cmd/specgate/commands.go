@@ -85,6 +85,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	var approvalSigner []byte
+	if approve != nil {
+		approvalSigner = approvalKey(ctx, cfg, log)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
 		Answers:     answers,
@@ -107,7 +111,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
 		Approve:            approve,
-		ApprovalKey:        []byte(cfg.Approvals.Key.Reveal()),
+		ApprovalKey:        approvalSigner,
 		ApprovalTTL:        cfg.ApprovalTTL(),
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}

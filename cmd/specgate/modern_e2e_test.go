@@ -43,6 +43,12 @@ func (a *approver) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.E
 // and a budget of 1 request per 2s that queues (so a call waits, with
 // progress); extra is appended (the HTTP and store keys).
 func modernConfig(t *testing.T, dir, name, up, extra string) (cfg, audit string) {
+	return modernConfigKey(t, dir, name, up, extra, strings.Repeat("k", 32))
+}
+
+// modernConfigKey is modernConfig with approvals.key set to key ("" leaves
+// it unset).
+func modernConfigKey(t *testing.T, dir, name, up, extra, key string) (cfg, audit string) {
 	t.Helper()
 	u, _ := url.Parse(up)
 	abs, err := filepath.Abs("../../testdata/petstore-v3.yaml")
@@ -64,7 +70,7 @@ upstreams:
     window: 2s
     on_limit: wait
     queue_timeout: 30s
-%s`, audit, strings.Repeat("k", 32), abs, up+"/api/v3", u.Host, extra)
+%s`, audit, key, abs, up+"/api/v3", u.Host, extra)
 	cfg = filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -238,8 +244,9 @@ func TestModernEraStdio(t *testing.T) {
 
 // TestModernEraHTTPReplicas runs the same scenario over streamable HTTP
 // against two replicas behind a round-robin proxy (no sticky sessions),
-// sharing Redis for limits and stored answers and approvals.key for the
-// requestState: a round trip begun on one replica is finished on the other.
+// sharing Redis for limits, stored answers and the key of the requestState
+// (approvals.key unset: the first replica writes one there): a round trip
+// begun on one replica is finished on the other.
 func TestModernEraHTTPReplicas(t *testing.T) {
 	bin := specgateBinary(t)
 	up, log := petUpstream(t)
@@ -255,7 +262,8 @@ store:
 	var rs []*replica
 	var audits []string
 	for i := range 2 {
-		cfg, audit := modernConfig(t, dir, fmt.Sprint("replica", i), up.URL, extra)
+		// No approvals.key: the replicas share one through Redis.
+		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up.URL, extra, "")
 		rs = append(rs, startReplica(t, bin, i, cfg))
 		audits = append(audits, audit)
 	}

@@ -7,7 +7,8 @@ type Approvals struct {
 	// Key signs the requestState of an input_required round trip (MCP
 	// 2026-07-28), binding the answer to the principal, the endpoint and the
 	// call's arguments. Replicas behind one load balancer must share it.
-	// Default: a key generated at start (one replica only).
+	// Default: with a Redis store, one key the replicas share there; else a
+	// key generated at start (one replica only).
 	Key Secret `yaml:"key" json:"key,omitzero"`
 	// TTL is how long a requestState stays valid: the user's time to answer.
 	// Default 5m.
