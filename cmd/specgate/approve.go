@@ -20,10 +20,14 @@ import (
 // not parse is reported naming its key.
 func approveFunc(cfg *config.Config) (func(*spec.Endpoint) bool, error) {
 	patterns := map[string][]spec.Pattern{}
+	// By the name endpoints carry, which for a spec without name: is its
+	// file's (config.SpecByName knows only the written names).
+	specs := map[string]*config.Spec{}
 	asks := cfg.ApproveWrites
 	var errs []string
 	for i := range cfg.Specs {
 		sc := &cfg.Specs[i]
+		specs[specName(*sc)] = sc
 		if sc.ApproveWrites != nil && *sc.ApproveWrites {
 			asks = true
 		}
@@ -54,7 +58,7 @@ func approveFunc(cfg *config.Config) (func(*spec.Endpoint) bool, error) {
 				return true
 			}
 		}
-		return !e.Safe() && cfg.ApprovesWrites(cfg.SpecByName(e.Spec), e.ID, e.OperationID)
+		return !e.Safe() && cfg.ApprovesWrites(specs[e.Spec], e.ID, e.OperationID)
 	}, nil
 }
 
