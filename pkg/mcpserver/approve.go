@@ -195,6 +195,15 @@ func approvalQuestion(d approvalDigest) mcp.ElicitationParams {
 	}
 }
 
+// approveNote tells the model, when some calls ask the user first, what a
+// refusal means, so it does not retry one the user declined.
+func approveNote(on bool) string {
+	if !on {
+		return ""
+	}
+	return "\nWrites (and some endpoints) ask the user before they are sent; a refusal is not_approved: nothing was sent, and retrying will not change the answer unless the user asks you to."
+}
+
 // needsApproval reports whether a call of e asks the user first.
 func (s *Server) needsApproval(e *spec.Endpoint) bool {
 	return s.opts.Approve != nil && s.opts.Approve(e)

@@ -373,3 +373,17 @@ func TestApproveScriptWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestInstructionsSayApprovals: with approvals on, the instructions say what
+// not_approved means; they stay under 2 KB.
+func TestInstructionsSayApprovals(t *testing.T) {
+	f := newApprovalFixture(t)
+	c := connectEra(t, f.srv, true, nil)
+	res, err := c.Initialize(t.Context(), mcp.InitializeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Instructions, "not_approved: nothing was sent") || len(res.Instructions) > 2048 {
+		t.Errorf("instructions (%d bytes) do not say what not_approved means:\n%s", len(res.Instructions), res.Instructions)
+	}
+}

@@ -162,7 +162,7 @@ func New(opts Options) *Server {
 	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL)
 	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly)),
+		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
 		server.WithRecovery(),
 		server.WithHooks(s.promptHooks()),
 		// The tools and prompts are fixed for the life of the process and the
