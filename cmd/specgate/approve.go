@@ -62,14 +62,17 @@ func approveFunc(cfg *config.Config) (func(*spec.Endpoint) bool, error) {
 	}, nil
 }
 
-// approvalKey is the key that signs approval requestStates: approvals.key;
-// else, with a Redis store, one key the replicas share there (the first to
-// start writes it); else nil, and the server makes one of its own. If Redis
-// cannot be reached, this replica's own key is used and a round trip begun
-// on another replica is refused (not_approved): the safe failure.
-func approvalKey(ctx context.Context, cfg *config.Config, log *slog.Logger) []byte {
+// approvalStore is where the replicas share approvals: the key that signs
+// requestStates (approvals.key, else one the first replica writes in the
+// Redis store) and the record of states spent, so an approval is good for
+// one call on any replica. With a memory store, or approvals.key and no
+// Redis, each process keeps its own; if Redis cannot be reached at start,
+// this replica's own key is used and a round trip begun on another replica
+// is refused (not_approved): the safe failure. Its Redis connection, like
+// the answer store's, lives as long as the process.
+func approvalStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (key []byte, spend func(context.Context, string, time.Duration) (bool, error)) {
 	if k := cfg.Approvals.Key.Reveal(); k != "" {
-		return []byte(k)
+		key = []byte(k)
 	}
 	var c redis.UniversalClient
 	switch cfg.Store.Backend {
@@ -83,22 +86,27 @@ func approvalKey(ctx context.Context, cfg *config.Config, log *slog.Logger) []by
 		}
 	}
 	if c == nil {
-		return nil
+		return key, nil
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	prefix := cfg.Store.KeyPrefix + "approvals:"
+	spend = func(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+		return c.SetNX(ctx, prefix+"spent:"+id, 1, ttl+time.Minute).Result()
+	}
+	if key != nil {
+		return key, spend
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	fresh := make([]byte, 32)
 	rand.Read(fresh) // never fails (crypto/rand)
-	key := cfg.Store.KeyPrefix + "approvals:key"
-	if err := c.SetNX(ctx, key, hex.EncodeToString(fresh), 0).Err(); err != nil {
+	if err := c.SetNX(wctx, prefix+"key", hex.EncodeToString(fresh), 0).Err(); err != nil {
 		log.Warn("approvals key not shared through the store: approvals are checked by this replica only", "err", err)
-		return nil
+		return nil, spend
 	}
-	shared, err := c.Get(ctx, key).Result()
+	shared, err := c.Get(wctx, prefix+"key").Result()
 	if err != nil || len(shared) < 32 {
 		log.Warn("approvals key not read from the store: approvals are checked by this replica only", "err", err)
-		return nil
+		return nil, spend
 	}
-	return []byte(shared)
+	return []byte(shared), spend
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/specgate/specgate/internal/redistest"
 
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/spec"
@@ -55,5 +59,32 @@ specs:
 	}
 	if _, err := approveFunc(bad); err == nil || !strings.Contains(err.Error(), "specs[a].approve[0]") {
 		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+// TestApprovalStoreSharesKeyAndSpent: two replicas on one Redis, with no
+// approvals.key, sign with the same key, and a state spent on one is spent
+// for the other.
+func TestApprovalStoreSharesKeyAndSpent(t *testing.T) {
+	rd := redistest.Start(t)
+	cfg, err := config.Parse([]byte("store: {backend: redis, redis_url: \"" + rd.URL() + "\", key_prefix: \"approve-test:\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	k1, spend1 := approvalStore(t.Context(), cfg, log)
+	k2, spend2 := approvalStore(t.Context(), cfg, log)
+	if len(k1) < 32 || string(k1) != string(k2) || spend1 == nil || spend2 == nil {
+		t.Fatalf("keys %d and %d bytes, equal %v", len(k1), len(k2), string(k1) == string(k2))
+	}
+	if first, err := spend1(t.Context(), "state-1", time.Minute); !first || err != nil {
+		t.Errorf("first spend: %v %v", first, err)
+	}
+	if again, err := spend2(t.Context(), "state-1", time.Minute); again || err != nil {
+		t.Errorf("replay on the other replica: %v %v, want refused", again, err)
+	}
+	mem, _ := config.Parse([]byte("approvals: {key: \"" + strings.Repeat("z", 32) + "\"}\n"))
+	if k, spend := approvalStore(t.Context(), mem, log); string(k) != strings.Repeat("z", 32) || spend != nil {
+		t.Errorf("memory store: key %q, spend %v", k, spend != nil)
 	}
 }

@@ -86,8 +86,9 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		return nil, err
 	}
 	var approvalSigner []byte
+	var approvalSpend func(context.Context, string, time.Duration) (bool, error)
 	if approve != nil {
-		approvalSigner = approvalKey(ctx, cfg, log)
+		approvalSigner, approvalSpend = approvalStore(ctx, cfg, log)
 	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
@@ -112,6 +113,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Scripts:            scriptOptions(cfg, log),
 		Approve:            approve,
 		ApprovalKey:        approvalSigner,
+		ApprovalSpend:      approvalSpend,
 		ApprovalTTL:        cfg.ApprovalTTL(),
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter}

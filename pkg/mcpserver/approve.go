@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,13 +35,17 @@ const approvalID = "approve"
 const defaultApprovalTTL = 5 * time.Minute
 
 // approvals signs and checks the requestStates that bind an answer to its
-// call. Safe for concurrent use; read-only after New.
+// call, and spends each accepted one once. Safe for concurrent use.
 type approvals struct {
-	key []byte
-	ttl time.Duration
+	key   []byte
+	ttl   time.Duration
+	spend func(ctx context.Context, id string, ttl time.Duration) (bool, error)
+
+	mu    sync.Mutex
+	spent map[string]time.Time // by state id, until it expires
 }
 
-func newApprovals(key []byte, ttl time.Duration) *approvals {
+func newApprovals(key []byte, ttl time.Duration, spend func(context.Context, string, time.Duration) (bool, error)) *approvals {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		rand.Read(key) // never fails (crypto/rand)
@@ -48,7 +53,36 @@ func newApprovals(key []byte, ttl time.Duration) *approvals {
 	if ttl <= 0 {
 		ttl = defaultApprovalTTL
 	}
-	return &approvals{key: key, ttl: ttl}
+	return &approvals{key: key, ttl: ttl, spend: spend, spent: map[string]time.Time{}}
+}
+
+// use spends the accepted state: true the first time, false for a replay.
+// With a shared spender (Redis), a replay to another replica is refused
+// too; if it fails, this replica's own record is kept instead.
+func (a *approvals) use(ctx context.Context, state string, now time.Time, log func(error)) bool {
+	sum := sha256.Sum256([]byte(state))
+	id := hex.EncodeToString(sum[:16])
+	if a.spend != nil {
+		first, err := a.spend(ctx, id, a.ttl)
+		if err == nil {
+			return first
+		}
+		log(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.spent) >= 1024 {
+		for k, until := range a.spent {
+			if now.After(until) {
+				delete(a.spent, k)
+			}
+		}
+	}
+	if _, ok := a.spent[id]; ok {
+		return false
+	}
+	a.spent[id] = now.Add(a.ttl)
+	return true
 }
 
 // approvalState is what a requestState binds: who, which endpoint, which
@@ -58,6 +92,9 @@ type approvalState struct {
 	Endpoint  string `json:"e"`
 	Args      string `json:"a"`
 	Expires   int64  `json:"x"`
+	// Nonce tells apart two questions about the same call in one second,
+	// so that each state is spent on its own.
+	Nonce string `json:"n,omitempty"`
 }
 
 // sign writes st as "v1.<payload>.<mac>", base64url.
@@ -235,7 +272,7 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		s.audit(ctx, rec)
 		return nil, notApproved(e, why)
 	}
-	accepted := func(ans *mcp.ElicitationResult) (*mcp.CallToolResult, *ErrorObject) {
+	accepted := func(ans *mcp.ElicitationResult, state string) (*mcp.CallToolResult, *ErrorObject) {
 		switch {
 		case ans == nil:
 			return refuse("the client sent no answer")
@@ -248,6 +285,11 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		if ok, _ := content[approvalID].(bool); !ok {
 			return refuse("the user declined")
 		}
+		if state != "" && !s.approvals.use(ctx, state, s.now(), func(err error) {
+			s.log.Warn("approval not recorded in the store: a replay to another replica is not refused", "err", err)
+		}) {
+			return refuse("the approval was already used (each is good for one call)")
+		}
 		rec.Outcome = "approved"
 		s.audit(ctx, rec)
 		return nil, nil
@@ -257,7 +299,7 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		if why := s.approvals.check(req.Params.RequestState, want, s.now()); why != "" {
 			return refuse(why)
 		}
-		return accepted(server.ElicitationResponse(req.Params.InputResponses, approvalID))
+		return accepted(server.ElicitationResponse(req.Params.InputResponses, approvalID), req.Params.RequestState)
 	}
 
 	if server.IsModernRequest(ctx) {
@@ -269,6 +311,9 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 			return refuse("a run_script on MCP 2026-07-28 cannot stop to ask the user; make this call with invoke")
 		}
 		want.Expires = s.now().Add(s.approvals.ttl).Unix()
+		nonce := make([]byte, 8)
+		rand.Read(nonce)
+		want.Nonce = hex.EncodeToString(nonce)
 		rec.Outcome = "approval_asked"
 		s.audit(ctx, rec)
 		return server.NewInputRequestBuilder(s.approvals.sign(want)).Elicit(approvalID, approvalQuestion(d)).ToolResult(), nil
@@ -292,7 +337,7 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		s.log.Warn("approval not asked", "endpoint", e.ID, "err", err)
 		return refuse("the client could not ask the user")
 	}
-	return accepted(ans)
+	return accepted(ans, "")
 }
 
 // principalDigest names a principal in a requestState, which the client

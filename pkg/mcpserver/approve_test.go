@@ -271,7 +271,8 @@ var acceptAnswer = map[string]any{approvalID: map[string]any{"action": "accept",
 // input_required counts only with the requestState issued for that call: a
 // forged or tampered state, an accept with none, changed arguments, another
 // endpoint, an expired state or another principal's is not_approved and
-// nothing is sent; the state issued, with the user's accept, sends the call.
+// nothing is sent; the state issued, with the user's accept, sends the call
+// once: a replay of it is refused.
 func TestApprovalRequestStateBindsTheCall(t *testing.T) {
 	f := newApprovalFixture(t)
 	first := rawCall(t, f, "ada", addPetArgs, "", nil)
@@ -322,6 +323,11 @@ func TestApprovalRequestStateBindsTheCall(t *testing.T) {
 	if res["isError"] == true || f.upstream.count() != 1 {
 		t.Fatalf("approved retry = %v, sent %d", res, f.upstream.count())
 	}
+	// The same accepted state again: a replay, refused; nothing more sent.
+	res = rawCall(t, f, "ada", addPetArgs, state, acceptAnswer)
+	if text := res["content"].([]any)[0].(map[string]any)["text"].(string); res["isError"] != true || !strings.Contains(text, "already used") || f.upstream.count() != 1 {
+		t.Errorf("replayed approval = %s, sent %d: want not_approved, already used", text, f.upstream.count())
+	}
 	var asked, refused int
 	for _, l := range auditLines(t, f.audit) {
 		switch l["outcome"] {
@@ -334,8 +340,8 @@ func TestApprovalRequestStateBindsTheCall(t *testing.T) {
 			}
 		}
 	}
-	if asked != 1 || refused != len(refusals) {
-		t.Errorf("audit: %d asked, %d refused, want 1 and %d", asked, refused, len(refusals))
+	if asked != 1 || refused != len(refusals)+1 {
+		t.Errorf("audit: %d asked, %d refused, want 1 and %d", asked, refused, len(refusals)+1)
 	}
 }
 

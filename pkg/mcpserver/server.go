@@ -92,6 +92,10 @@ type Options struct {
 	ApprovalKey []byte
 	// ApprovalTTL is how long a requestState is good. If zero, 5m.
 	ApprovalTTL time.Duration
+	// ApprovalSpend records that the accepted requestState id was used,
+	// reporting whether it was the first time, where every replica sees it
+	// (a store). If nil, or when it fails, each process keeps its own.
+	ApprovalSpend func(ctx context.Context, id string, ttl time.Duration) (bool, error)
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -159,7 +163,7 @@ func New(opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL)
+	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
 	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
