@@ -258,8 +258,9 @@ func notApproved(e *spec.Endpoint, why string) *ErrorObject {
 // to answer the tools/call with (input_required) on MCP 2026-07-28; or the
 // refusal. The answer to an input_required comes back on the retried
 // request (req's inputResponses), with the requestState checked against the
-// call it is for. inScript marks a run_script's call, which cannot be
-// answered by a round trip: it asks by elicitation or is refused.
+// call it is for. A nil req is a run_script's call, which cannot be
+// answered by a round trip: it asks by elicitation or is refused; runID
+// names its run in the audit.
 func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, in invoke.Args, runID string) (*mcp.CallToolResult, *ErrorObject) {
 	if !s.needsApproval(e) {
 		return nil, nil
