@@ -87,6 +87,15 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
+	approve, err := approveFunc(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var approvalSigner []byte
+	var approvalSpend func(context.Context, string, time.Duration) (bool, error)
+	if approve != nil {
+		approvalSigner, approvalSpend = approvalStore(ctx, cfg, log)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,
 		Answers:     answers,
@@ -109,6 +118,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		ReadOnly:           allReadOnly(cfg),
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
+		Approve:            approve,
+		ApprovalKey:        approvalSigner,
+		ApprovalSpend:      approvalSpend,
+		ApprovalTTL:        cfg.ApprovalTTL(),
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing}
 	go func() {

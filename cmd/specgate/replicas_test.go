@@ -216,50 +216,65 @@ func startReplicas(t testing.TB, n int, up *countingUpstream, rd sharedRedis) []
 			backend = "memory"
 		}
 		cfg := writeReplicaConfig(t, dir, i, up.ts.URL, up.window, backend, rd.URL(), prefix)
-		r := &replica{id: i, exited: make(chan struct{})}
-		r.cmd = exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
-		r.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
-		stderr, err := r.cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		addr := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			const marker = "serving MCP (streamable HTTP) at "
-			for sc.Scan() {
-				line := sc.Text()
-				r.mu.Lock()
-				r.stderr.WriteString(line + "\n")
-				r.mu.Unlock()
-				if i := strings.Index(line, marker); i >= 0 {
-					addr <- strings.TrimSuffix(line[i+len(marker):], "/mcp")
-				}
-			}
-			r.cmd.Wait()
-			close(r.exited)
-		}()
-		t.Cleanup(func() {
-			if r.running() {
-				r.cmd.Process.Kill()
-				<-r.exited
-			}
-			if t.Failed() {
-				t.Logf("replica %d stderr:\n%s", r.id, r.log())
-			}
-		})
-		select {
-		case r.base = <-addr:
-		case <-r.exited:
-			t.Fatalf("replica %d exited at start:\n%s", i, r.log())
-		case <-time.After(replicaTimeout):
-			t.Fatalf("replica %d printed no address:\n%s", i, r.log())
-		}
+		r := startReplica(t, bin, i, cfg)
 		rs = append(rs, r)
 	}
+	waitReady(t, rs...)
+	return rs
+}
+
+// startReplica starts `specgate serve --http` with config cfg on a free
+// loopback port and waits until it prints its address (not until ready).
+func startReplica(t testing.TB, bin string, i int, cfg string) *replica {
+	t.Helper()
+	r := &replica{id: i, exited: make(chan struct{})}
+	r.cmd = exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--config", cfg, "--log-level", "warn")
+	r.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		const marker = "serving MCP (streamable HTTP) at "
+		for sc.Scan() {
+			line := sc.Text()
+			r.mu.Lock()
+			r.stderr.WriteString(line + "\n")
+			r.mu.Unlock()
+			if i := strings.Index(line, marker); i >= 0 {
+				addr <- strings.TrimSuffix(line[i+len(marker):], "/mcp")
+			}
+		}
+		r.cmd.Wait()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		if r.running() {
+			r.cmd.Process.Kill()
+			<-r.exited
+		}
+		if t.Failed() {
+			t.Logf("replica %d stderr:\n%s", r.id, r.log())
+		}
+	})
+	select {
+	case r.base = <-addr:
+	case <-r.exited:
+		t.Fatalf("replica %d exited at start:\n%s", i, r.log())
+	case <-time.After(replicaTimeout):
+		t.Fatalf("replica %d printed no address:\n%s", i, r.log())
+	}
+	return r
+}
+
+// waitReady waits until each replica answers /readyz 200.
+func waitReady(t testing.TB, rs ...*replica) {
+	t.Helper()
 	for _, r := range rs {
 		deadline := time.Now().Add(replicaTimeout)
 		for {
@@ -273,7 +288,6 @@ func startReplicas(t testing.TB, n int, up *countingUpstream, rd sharedRedis) []
 			time.Sleep(20 * time.Millisecond) // waiting for a process to load its spec
 		}
 	}
-	return rs
 }
 
 func getStatus(url string) (int, string) {

@@ -117,6 +117,16 @@ type Config struct {
 	// Scripts bound run_script.
 	Scripts Scripts `yaml:"scripts" json:"scripts"`
 
+	// Approving writes (see approve.go).
+	//
+	// ApproveWrites asks the user (MCP elicitation, or an input_required
+	// round trip on MCP 2026-07-28) before a call of an operation other than
+	// GET, HEAD and OPTIONS is sent. Default false. Overridable per spec and
+	// per endpoint.
+	ApproveWrites bool `yaml:"approve_writes" json:"approve_writes"`
+	// Approvals tunes how an approval is bound to its call.
+	Approvals Approvals `yaml:"approvals" json:"approvals"`
+
 	// Source is the path Load read, for messages. Not a key in the file.
 	Source string `yaml:"-" json:"-"`
 	// MissingEnv lists every ${NAME} reference whose variable was unset at
@@ -186,6 +196,12 @@ type Spec struct {
 	// Endpoints override settings per endpoint, keyed by operationId or by
 	// full endpoint id ("getPetById" or "petstore.getPetById").
 	Endpoints map[string]Endpoint `yaml:"endpoints" json:"endpoints,omitempty"`
+	// ApproveWrites overrides the global approve_writes; nil inherits.
+	ApproveWrites *bool `yaml:"approve_writes" json:"approve_writes,omitempty"`
+	// Approve lists endpoints (include's pattern syntax) that ask the user
+	// before every call, whatever their method. Default [].
+	Approve []string `yaml:"approve" json:"approve,omitempty"`
+
 	// Mock serves the spec from a mock of its upstream, started in-process
 	// on a loopback port; base_url is then ignored. Written `mock: true`, or
 	// as a mapping to give the mock a quota. Default off.
@@ -237,6 +253,8 @@ type Endpoint struct {
 	// charges (1..1000), for an API that charges some endpoints more.
 	// Default: the operation's x-ratelimit-cost, else 1.
 	Cost *int `yaml:"cost" json:"cost,omitempty"`
+	// ApproveWrites overrides the spec's approve_writes; nil inherits.
+	ApproveWrites *bool `yaml:"approve_writes" json:"approve_writes,omitempty"`
 }
 
 // Credential is what one security scheme needs. Which fields apply depends
@@ -589,6 +607,7 @@ func Default() *Config {
 		JQTimeout:          Duration(time.Second),
 		Scripts: Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
 			MaxMemory: 64 << 20},
+		Approvals:        Approvals{TTL: Duration(DefaultApprovalTTL)},
 		SpecFetchTimeout: Duration(30 * time.Second),
 		MaxSpecBytes:     64 << 20,
 		HTTP: HTTP{

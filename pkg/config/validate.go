@@ -52,6 +52,7 @@ func (c *Config) Validate() error {
 	if c.Scripts.MaxMemory < 8<<20 {
 		v.add("scripts.max_memory", "must be at least 8MiB")
 	}
+	v.approvals(c.Approvals)
 	v.positive("spec_fetch_timeout", c.SpecFetchTimeout)
 	v.positiveSize("max_spec_bytes", c.MaxSpecBytes)
 	v.hosts("allowed_hosts", c.AllowedHosts)

@@ -44,6 +44,13 @@ type Governed struct {
 	// Background marks the calls of a program (run_script's): in an upstream's
 	// wait queue they wait behind the direct calls of the same principal.
 	Background bool
+	// WaitUnderCaller bounds a call's wait for admission by the budgets'
+	// queue timeouts and the caller's ctx alone, and starts the endpoint's
+	// timeout when the call is admitted, to bound the HTTP exchange and its
+	// retries (run_script's calls: the wait counts against the script's
+	// deadline, not the call's). False: the endpoint's timeout covers the
+	// wait as well, as for a direct invoke, whose own deadline it is.
+	WaitUnderCaller bool
 }
 
 // Observer receives what happened to each attempt of a governed call.
@@ -108,14 +115,15 @@ func (g *Governed) upstreamOf(e *spec.Endpoint) string {
 
 // Do runs one governed call. Arguments are validated before the limiter is
 // asked, so an invalid call costs nothing. The call's deadline (the
-// endpoint's timeout) covers preparing the request as well as sending it.
-// The returned Outcome is never nil; on error it holds the trace of the
-// attempts made.
+// endpoint's timeout) covers preparing the request as well as sending it,
+// and the wait for admission unless WaitUnderCaller. The returned Outcome
+// is never nil; on error it holds the trace of the attempts made.
 func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress func(ratelimit.Progress)) (*Outcome, error) {
 	out := &Outcome{}
-	ctx, cancel := context.WithTimeout(ctx, g.Client.timeoutFor(e))
+	timeout := g.Client.timeoutFor(e)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	prepared, err := g.Client.Prepare(ctx, e, in)
+	prepared, err := g.Client.Prepare(callCtx, e, in)
 	if err != nil {
 		return out, err
 	}
@@ -125,16 +133,28 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 	if g.CooldownByArgs {
 		cdKey = argsKey(in)
 	}
-	err = g.send(ctx, e, prepared, hasIdempotencyKey(e, in), false, cdKey, progress, out)
+	err = g.send(g.waitContext(ctx, callCtx), timeout, e, prepared, hasIdempotencyKey(e, in), false, cdKey, progress, out)
 	return out, err
+}
+
+// waitContext is the context a call waits for admission under: the
+// caller's with WaitUnderCaller, else the call's own.
+func (g *Governed) waitContext(caller, call context.Context) context.Context {
+	if g.WaitUnderCaller {
+		return caller
+	}
+	return call
 }
 
 // send admits and sends a prepared call, retrying as allowed. again marks
 // a follow-up request of a call already admitted once (a next page): the
 // endpoint's cooldown is not charged again. cdKey, when not empty, keys
 // the cooldown on the call's arguments (see ratelimit.Request.CooldownKey).
-func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, keyed, again bool, cdKey string, progress func(ratelimit.Progress), out *Outcome) error {
+// With WaitUnderCaller, ctx bounds the first wait for admission and the
+// call's timeout starts once it is admitted; else ctx has it already.
+func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endpoint, prepared *Call, keyed, again bool, cdKey string, progress func(ratelimit.Progress), out *Outcome) error {
 	deadline, _ := ctx.Deadline()
+	admitted := !g.WaitUnderCaller
 	up := g.upstreamOf(e)
 	// Tokens are estimated as the request plus an equal response, then
 	// settled on the real size.
@@ -164,6 +184,13 @@ func (g *Governed) send(ctx context.Context, e *spec.Endpoint, prepared *Call, k
 				return err
 			}
 			tr.QueueWait += ticket.QueueWait
+		}
+		if !admitted {
+			admitted = true
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+			deadline, _ = ctx.Deadline()
 		}
 		start := time.Now()
 		res, err := prepared.Do(ctx)
@@ -348,11 +375,12 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 		seen[key] = true
 		next := in
 		next.Parameters = p.NextPage
-		pctx, cancel := context.WithTimeout(ctx, g.Client.timeoutFor(e))
+		timeout := g.Client.timeoutFor(e)
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		call, err := g.Client.Prepare(pctx, e, next)
 		if err == nil {
 			page := &Outcome{}
-			err = g.send(pctx, e, call, false, true, "", progress, page)
+			err = g.send(g.waitContext(ctx, pctx), timeout, e, call, false, true, "", progress, page)
 			out.Trace.QueueWait += page.Trace.QueueWait
 			out.Trace.Attempts = append(out.Trace.Attempts, page.Trace.Attempts...)
 			if page.Trace.Remaining != nil {

@@ -23,6 +23,11 @@ type auditRecord struct {
 	LatencyMs     int64  `json:"latencyMs"`
 	ResponseBytes int64  `json:"responseBytes,omitempty"`
 	Cached        bool   `json:"cached,omitempty"`
+	// Digest names, for an approval asked, given or refused, what was asked
+	// about (method, path template, an argument hash, the body's size and
+	// hash: no values); Approval says why one was refused.
+	Digest   string `json:"digest,omitempty"`
+	Approval string `json:"approval,omitempty"`
 }
 
 // principalKey is the context key of the caller, set by the HTTP

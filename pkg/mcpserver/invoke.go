@@ -141,6 +141,18 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if a.pages > 1 && e.Method != "GET" {
 		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
 	}
+	if s.needsApproval(e) && s.opts.Client != nil {
+		// The user is asked only about a call that would go.
+		if _, err := s.opts.Client.Prepare(ctx, e, a.in); err != nil {
+			return errorResult(mapError(err, s.now())), nil
+		}
+		if ask, obj := s.approveCall(ctx, &req, e, a.in, ""); ask != nil || obj != nil {
+			if obj != nil {
+				return errorResult(obj), nil
+			}
+			return ask, nil
+		}
+	}
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
@@ -167,6 +179,9 @@ type callOptions struct {
 	runID string
 	// byArgs keeps the endpoint's cooldown per endpoint and arguments.
 	byArgs bool
+	// waitUnderCaller bounds the wait for admission by the caller's
+	// deadline (a script's) and the queue timeouts, not the call's.
+	waitUnderCaller bool
 	// suggest adds, to a refusal, endpoints callable meanwhile.
 	suggest bool
 }
@@ -178,7 +193,7 @@ type callOptions struct {
 // result then still holds the call's trace.
 func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
 	c := s.caller()
-	c.CooldownByArgs = opt.byArgs
+	c.CooldownByArgs, c.WaitUnderCaller = opt.byArgs, opt.waitUnderCaller
 	c.Background = opt.runID != "" // a script's call waits behind its principal's direct ones
 	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
 	if r.Cached {

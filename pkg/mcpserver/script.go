@@ -327,7 +327,15 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
 	}
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
-	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true})
+	if s.needsApproval(e) {
+		if _, err := s.opts.Client.Prepare(ctx, e, in); err != nil {
+			return nil, callError(mapError(err, s.now()))
+		}
+		if _, obj := s.approveCall(ctx, nil, e, in, c.runID); obj != nil {
+			return nil, callError(obj)
+		}
+	}
+	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true, waitUnderCaller: true})
 	if obj != nil {
 		return nil, callError(obj)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,6 +22,10 @@ import (
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
+
+// listCacheTTL is how long a 2026-07-28 client may reuse the tools and
+// prompts lists: a restart with another config may change them.
+const listCacheTTL = 5 * time.Minute
 
 // Options configure a Server. The zero value serves the core tools with no
 // governance beyond what the limiter, if any, enforces.
@@ -83,6 +88,19 @@ type Options struct {
 	Metrics *Metrics
 	// Scripts configure run_script (see ScriptOptions for the zero value).
 	Scripts ScriptOptions
+
+	// Approve says whether a call of the endpoint asks the user before it is
+	// sent (approve_writes). If nil, none does.
+	Approve func(*spec.Endpoint) bool
+	// ApprovalKey signs the requestState of an input_required round trip;
+	// replicas serving one client must share it. If empty, a random key.
+	ApprovalKey []byte
+	// ApprovalTTL is how long a requestState is good. If zero, 5m.
+	ApprovalTTL time.Duration
+	// ApprovalSpend records that the accepted requestState id was used,
+	// reporting whether it was the first time, where every replica sees it
+	// (a store). If nil, or when it fails, each process keeps its own.
+	ApprovalSpend func(ctx context.Context, id string, ttl time.Duration) (bool, error)
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -123,6 +141,8 @@ type Server struct {
 	table map[string]*tool
 	// scripts counts run_script runs in progress per principal.
 	scripts scriptRuns
+	// approvals signs and checks approval requestStates.
+	approvals *approvals
 }
 
 // New returns a Server with its tools registered. Call Publish when the
@@ -151,12 +171,21 @@ func New(opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.mcp = server.NewMCPServer("specgate", version,
+	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
+	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions(opts.SpecNames)+readOnlyNote(opts.ReadOnly)),
+		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
 		server.WithRecovery(),
 		server.WithHooks(s.promptHooks()),
-	)
+		// The tools and prompts are fixed for the life of the process and the
+		// same for every caller: on MCP 2026-07-28 their lists say so.
+		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
+		server.WithMethodCacheHints(mcp.MethodPromptsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
+	}
+	if opts.Approve != nil {
+		sopts = append(sopts, server.WithElicitation())
+	}
+	s.mcp = server.NewMCPServer("specgate", version, sopts...)
 	s.registerTools()
 	s.registerPrompts()
 	return s

@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { spawn } from "node:child_process";
 import { SignJWT, exportJWK, generateKeyPair } from "jose";
 
@@ -397,8 +398,9 @@ test("TypeScript SDK client over HTTP: each principal calls with its own upstrea
 // mid-script (AbortSignal): its queued calls leave the queue, nothing more
 // is sent, and the server serves the next call. The upstream budget (3 per
 // 50s, on_limit: wait) holds the cancelled run's later calls in the queue
-// (each wait within the call's deadline, call_timeout 2m, and the run's,
-// 5m, so none is refused at once);
+// (each wait within the queue timeout, 4m, and the run's deadline, 5m,
+// which bound a script's wait rather than call_timeout, so none is refused
+// at once);
 // scripts.per_principal is 1, so the next run_script also shows that the
 // cancelled run gave its slot back.
 test("TypeScript SDK client: run_script progress, and cancellation mid-script", async () => {
@@ -407,7 +409,6 @@ test("TypeScript SDK client: run_script progress, and cancellation mid-script", 
   const config = path.join(dir, "specgate.yaml");
   fs.writeFileSync(config, [
     "rate_limit_interval: 1h",
-    "call_timeout: 2m",
     "specs:",
     "  - name: petstore-v3",
     `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
@@ -480,6 +481,57 @@ test("TypeScript SDK client: run_script progress, and cancellation mid-script", 
     assert.ok(found.endpoints.length > 0);
     assert.equal(upstream.received.length, 3, "a cancelled call went out after all");
     assert.equal(await queueDepth(), 0);
+  } finally {
+    await client.close();
+    upstream.server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// approve_writes in the 2025 era (the initialize handshake) through the
+// SDK over stdio: a write asks the user by elicitation/create, naming the
+// method and path; accepted, it is sent; declined, it is not_approved and
+// nothing is sent. A read is not asked about.
+test("TypeScript SDK client: approve_writes by elicitation", async () => {
+  const upstream = await startUpstream();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ts-"));
+  const config = path.join(dir, "specgate.yaml");
+  fs.writeFileSync(config, [
+    "disable_ratelimiter: true",
+    "approve_writes: true",
+    "specs:",
+    "  - name: petstore-v3",
+    `    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}`,
+    `    base_url: ${JSON.stringify(upstream.url)}`,
+    "",
+  ].join("\n"));
+  const transport = new StdioClientTransport({ command: bin, args: ["serve", "--config", config, "--no-cache"], stderr: "ignore" });
+  const client = new Client({ name: "ts-e2e-approve", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  const asked = [];
+  let answer = "accept";
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return answer === "accept" ? { action: "accept", content: { approve: true } } : { action: answer };
+  });
+  const pet = { endpointId: "petstore-v3.addPet", requestBody: { name: "doggie", photoUrls: ["https://x.test/1.png"] } };
+  try {
+    await client.connect(transport);
+    const read = await client.callTool({ name: "invoke", arguments: { endpointId: "petstore-v3.getPetById", parameters: { petId: 1 } } });
+    assert.ok(!read.isError, JSON.stringify(read));
+    assert.equal(asked.length, 0, "a read asked the user");
+
+    const sent = await client.callTool({ name: "invoke", arguments: pet });
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /POST \/pet/);
+    assert.match(asked[0], /doggie/);
+    assert.equal(upstream.received.filter((r) => r.method === "POST").length, 1, JSON.stringify(sent));
+
+    answer = "decline";
+    const refused = await client.callTool({ name: "invoke", arguments: pet });
+    assert.ok(refused.isError);
+    assert.equal(structured(refused).error.code, "not_approved");
+    assert.equal(asked.length, 2);
+    assert.equal(upstream.received.filter((r) => r.method === "POST").length, 1, "a declined write was sent");
   } finally {
     await client.close();
     upstream.server.close();

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/internal/redistest"
+)
+
+// approver is the user at an MCP client: it answers each approval with
+// its current action and counts the questions.
+type approver struct {
+	accept atomic.Bool
+	asked  atomic.Int32
+}
+
+func (a *approver) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	a.asked.Add(1)
+	if !a.accept.Load() {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+	}
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"approve": true}}}, nil
+}
+
+// modernConfig writes a config serving petstore against up with approve_writes
+// and a budget of 1 request per 2s that queues (so a call waits, with
+// progress); extra is appended (the HTTP and store keys).
+func modernConfig(t *testing.T, dir, name, up, extra string) (cfg, audit string) {
+	return modernConfigKey(t, dir, name, up, extra, strings.Repeat("k", 32))
+}
+
+// modernConfigKey is modernConfig with approvals.key set to key ("" leaves
+// it unset).
+func modernConfigKey(t *testing.T, dir, name, up, extra, key string) (cfg, audit string) {
+	t.Helper()
+	u, _ := url.Parse(up)
+	abs, err := filepath.Abs("../../testdata/petstore-v3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit = filepath.Join(dir, name+".audit")
+	text := fmt.Sprintf(`disable_ratelimiter: true
+approve_writes: true
+audit_log: %q
+approvals: {key: %q}
+specs:
+  - name: petstore-v3
+    location: %q
+    base_url: %q
+upstreams:
+  - match: %q
+    requests_per_window: 1
+    window: 2s
+    on_limit: wait
+    queue_timeout: 30s
+%s`, audit, key, abs, up+"/api/v3", u.Host, extra)
+	cfg = filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, audit
+}
+
+// connectModern initializes c, which must negotiate MCP 2026-07-28.
+func connectModern(t *testing.T, c *client.Client) {
+	t.Helper()
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-2026", Version: "1"}
+	ir, err := c.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.ProtocolVersion != mcp.ProtocolVersion20260728 {
+		t.Fatalf("negotiated %s, want %s", ir.ProtocolVersion, mcp.ProtocolVersion20260728)
+	}
+}
+
+// modernScenario is what a 2026-07-28 client does against specgate: discover,
+// list tools (cacheable), search, invoke, read_response, a call queued by the
+// budget with progress, a queued call cancelled (it leaves the queue: the next
+// call goes first and the cancelled one is never sent), and a write approved
+// and one declined through input_required round trips.
+func modernScenario(t *testing.T, c *client.Client, user *approver, log *upstreamLog) {
+	ctx := t.Context()
+	disc, err := c.Discover(ctx, mcp.DiscoverRequest{})
+	if err != nil || disc.Capabilities.Tools == nil || !strings.Contains(strings.Join(disc.SupportedVersions, ","), mcp.ProtocolVersion20260728) {
+		t.Fatalf("discover = %+v, %v", disc, err)
+	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.TTLMs == nil || *tools.TTLMs != 300000 || tools.CacheScope != mcp.CacheScopePublic || len(tools.Tools) < 5 {
+		t.Errorf("tools/list: %d tools, ttlMs %v, scope %q: want cacheable for 5m, public", len(tools.Tools), tools.TTLMs, tools.CacheScope)
+	}
+
+	res, isErr := callJSON(t, c, "search", map[string]any{"query": "find a pet by its id"})
+	if isErr || !strings.Contains(string(mustJSON(res)), "petstore-v3.getPetById") {
+		t.Fatalf("search = %v", res)
+	}
+	get := func(id int) map[string]any {
+		return map[string]any{"endpointId": "petstore-v3.getPetById", "parameters": map[string]any{"petId": id}}
+	}
+	res, isErr = callJSON(t, c, "invoke", get(7))
+	rid, _ := res["responseId"].(string)
+	if isErr || res["statusCode"] != float64(200) || rid == "" {
+		t.Fatalf("invoke = %v", res)
+	}
+	again, isErr := callJSON(t, c, "read_response", map[string]any{"responseId": rid})
+	if isErr || fmt.Sprint(again["body"]) != fmt.Sprint(res["body"]) {
+		t.Fatalf("read_response = %v, want the body %v", again, res["body"])
+	}
+
+	// A call the budget holds, with progress while it waits.
+	var progress atomic.Int32
+	first := make(chan struct{}, 1)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			progress.Add(1)
+			select {
+			case first <- struct{}{}:
+			default:
+			}
+		}
+	})
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "invoke", get(8)
+	req.Params.Meta = &mcp.Meta{ProgressToken: "queued-8"}
+	queued, err := c.CallTool(ctx, req)
+	if err != nil || queued.IsError {
+		t.Fatalf("queued invoke: %v %v", queued, err)
+	}
+	var q map[string]any
+	json.Unmarshal([]byte(queued.Content[0].(mcp.TextContent).Text), &q)
+	wait, _ := q["rateLimit"].(map[string]any)["queueWaitMs"].(float64)
+	if progress.Load() == 0 || wait <= 0 {
+		t.Errorf("queued invoke: %d progress notifications, queueWaitMs %v; want both", progress.Load(), wait)
+	}
+	select {
+	case <-first:
+	default:
+	}
+
+	// Cancelled while queued: call 9 waits, is cancelled at its first
+	// progress notification; call 10 then goes at the next slot, and 9 never.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		r := mcp.CallToolRequest{}
+		r.Params.Name, r.Params.Arguments = "invoke", get(9)
+		r.Params.Meta = &mcp.Meta{ProgressToken: "cancelled-9"}
+		_, err := c.CallTool(cctx, r)
+		done <- err
+	}()
+	<-first
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled invoke returned %v", err)
+	}
+	if res, isErr := callJSON(t, c, "invoke", get(10)); isErr {
+		t.Fatalf("invoke after the cancelled one = %v", res)
+	}
+
+	// A write: the user is asked by input_required; accepted, it is sent.
+	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
+	user.accept.Store(true)
+	res, isErr = callJSON(t, c, "invoke", pet)
+	if isErr || res["statusCode"] != float64(200) || user.asked.Load() != 1 {
+		t.Fatalf("approved write = %v (asked %d)", res, user.asked.Load())
+	}
+	user.accept.Store(false)
+	res, isErr = callJSON(t, c, "invoke", pet)
+	if e, _ := res["error"].(map[string]any); !isErr || e["code"] != "not_approved" || user.asked.Load() != 2 {
+		t.Fatalf("declined write = %v (asked %d)", res, user.asked.Load())
+	}
+	want := []string{"GET /api/v3/pet/7", "GET /api/v3/pet/8", "GET /api/v3/pet/10", "POST /api/v3/pet"}
+	if got := log.list(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("upstream saw %v, want %v", got, want)
+	}
+}
+
+// auditOutcomes counts the outcomes in audit logs.
+func auditOutcomes(t *testing.T, files ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec struct{ Outcome string }
+			if line != "" && json.Unmarshal([]byte(line), &rec) == nil {
+				out[rec.Outcome]++
+			}
+		}
+	}
+	return out
+}
+
+func checkApprovalAudit(t *testing.T, files ...string) {
+	t.Helper()
+	got := auditOutcomes(t, files...)
+	if got["approval_asked"] != 2 || got["approved"] != 1 || got["not_approved"] != 1 {
+		t.Errorf("audit outcomes %v: want 2 approval_asked, 1 approved, 1 not_approved", got)
+	}
+}
+
+// TestModernEraStdio runs the 2026-07-28 scenario against the binary over
+// stdio with mcp-go's client speaking only that revision.
+func TestModernEraStdio(t *testing.T) {
+	bin := specgateBinary(t)
+	up, log := petUpstream(t)
+	dir := t.TempDir()
+	cfg, audit := modernConfig(t, dir, "stdio", up.URL, "")
+	user := &approver{}
+	c := client.NewClient(transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()},
+		[]string{"serve", "--config", cfg}), client.WithElicitationHandler(user))
+	connectModern(t, c)
+	modernScenario(t, c, user, log)
+	checkApprovalAudit(t, audit)
+}
+
+// TestModernEraHTTPReplicas runs the same scenario over streamable HTTP
+// against two replicas behind a round-robin proxy (no sticky sessions),
+// sharing Redis for limits, stored answers and the key of the requestState
+// (approvals.key unset: the first replica writes one there): a round trip
+// begun on one replica is finished on the other.
+func TestModernEraHTTPReplicas(t *testing.T) {
+	bin := specgateBinary(t)
+	up, log := petUpstream(t)
+	rd := redistest.Start(t)
+	dir := t.TempDir()
+	extra := fmt.Sprintf(`http:
+  inbound: {requests_per_window: 1000000, tool_calls_per_window: 1000000}
+store:
+  backend: redis
+  redis_url: %s
+  key_prefix: "modern:%d:"
+`, rd.URL(), os.Getpid())
+	var rs []*replica
+	var audits []string
+	for i := range 2 {
+		// No approvals.key: the replicas share one through Redis.
+		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up.URL, extra, "")
+		rs = append(rs, startReplica(t, bin, i, cfg))
+		audits = append(audits, audit)
+	}
+	waitReady(t, rs...)
+
+	var next atomic.Int64
+	var mu sync.Mutex
+	calls := map[int]int{} // tools/call requests by replica
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			i := int(next.Add(1)-1) % len(rs)
+			u, _ := url.Parse(rs[i].base)
+			pr.SetURL(u)
+			if pr.In.Method == http.MethodPost {
+				mu.Lock()
+				calls[i]++
+				mu.Unlock()
+			}
+		},
+		FlushInterval: -1,
+	})
+	t.Cleanup(proxy.Close)
+
+	user := &approver{}
+	tr, err := transport.NewStreamableHTTP(proxy.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithElicitationHandler(user))
+	connectModern(t, c)
+	modernScenario(t, c, user, log)
+	checkApprovalAudit(t, audits...)
+	// The approved round trip was asked on one replica and answered on the
+	// other: the requestState, signed with the shared key, held there.
+	a0, a1 := auditOutcomes(t, audits[0]), auditOutcomes(t, audits[1])
+	if a0["approved"]+a1["approved"] != 1 || a0["approved"] == 1 && a0["approval_asked"] == 2 || a1["approved"] == 1 && a1["approval_asked"] == 2 {
+		t.Errorf("audit by replica %v, %v: want the approval asked on one replica and given on the other", a0, a1)
+	}
+	t.Logf("audit by replica: %v, %v", a0, a1)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls[0] == 0 || calls[1] == 0 {
+		t.Errorf("requests by replica %v: want both", calls)
+	}
+}
+
+// TestLegacyEraApprovals: on a legacy session (the initialize handshake,
+// MCP 2025-11-25) over stdio the binary asks by elicitation: accepted, the
+// write is sent; declined, or asked of a client that declared no
+// elicitation, it is not_approved and nothing is sent. Over streamable HTTP,
+// which specgate serves stateless, a legacy client cannot be asked at all.
+func TestLegacyEraApprovals(t *testing.T) {
+	bin := specgateBinary(t)
+	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
+	connect := func(t *testing.T, tr transport.Interface, user *approver) *client.Client {
+		t.Helper()
+		opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
+		if user != nil {
+			opts = append(opts, client.WithElicitationHandler(user))
+		}
+		c := client.NewClient(tr, opts...)
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "e2e-2025", Version: "1"}
+		ir, err := c.Initialize(t.Context(), init)
+		if err != nil || mcp.IsModernProtocol(ir.ProtocolVersion) {
+			t.Fatalf("initialize: %v %v", ir, err)
+		}
+		return c
+	}
+	stdio := func(t *testing.T, cfg string) transport.Interface {
+		return transport.NewStdioWithOptions(bin, []string{"XDG_CACHE_HOME=" + t.TempDir()}, []string{"serve", "--config", cfg})
+	}
+	for _, tt := range []struct {
+		name   string
+		user   *approver
+		accept bool
+		why    string
+	}{
+		{"accept", &approver{}, true, ""},
+		{"decline", &approver{}, false, "the user declined"},
+		{"no elicitation", nil, false, "no elicitation capability"},
+	} {
+		t.Run("stdio "+tt.name, func(t *testing.T) {
+			up, log := petUpstream(t)
+			cfg, audit := modernConfig(t, t.TempDir(), "legacy", up.URL, "")
+			if tt.user != nil {
+				tt.user.accept.Store(tt.accept)
+			}
+			c := connect(t, stdio(t, cfg), tt.user)
+			res, isErr := callJSON(t, c, "invoke", pet)
+			if tt.accept {
+				if isErr || len(log.list()) != 1 || tt.user.asked.Load() != 1 {
+					t.Fatalf("approved write = %v, upstream %v", res, log.list())
+				}
+				if got := auditOutcomes(t, audit); got["approval_asked"] != 1 || got["approved"] != 1 {
+					t.Errorf("audit %v", got)
+				}
+				return
+			}
+			e, _ := res["error"].(map[string]any)
+			if msg, _ := e["message"].(string); !isErr || e["code"] != "not_approved" || !strings.Contains(msg, tt.why) || len(log.list()) != 0 {
+				t.Errorf("write = %v, upstream %v: want not_approved saying %q", res, log.list(), tt.why)
+			}
+		})
+	}
+	t.Run("http", func(t *testing.T) {
+		up, log := petUpstream(t)
+		cfg, _ := modernConfig(t, t.TempDir(), "legacy-http", up.URL, "")
+		r := startReplica(t, bin, 0, cfg)
+		waitReady(t, r)
+		tr, err := transport.NewStreamableHTTP(r.base + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := &approver{}
+		user.accept.Store(true)
+		c := connect(t, tr, user)
+		res, isErr := callJSON(t, c, "invoke", pet)
+		if e, _ := res["error"].(map[string]any); !isErr || e["code"] != "not_approved" || len(log.list()) != 0 {
+			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved", res, log.list())
+		}
+		t.Logf("legacy HTTP: %v (asked %d)", res["error"], user.asked.Load())
+	})
+}
