@@ -86,23 +86,7 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	} else {
 		s.StatedLimit = statedLimit(top, nil, "")
 	}
-	if comps, ok := top["components"]; ok {
-		if err := json.Unmarshal(comps, &s.Components); err != nil {
-			// Sections of the wrong shape are dropped one by one.
-			var loose map[string]json.RawMessage
-			if json.Unmarshal(comps, &loose) == nil {
-				s.Components = map[string]map[string]json.RawMessage{}
-				for sec, raw := range loose {
-					var m map[string]json.RawMessage
-					if json.Unmarshal(raw, &m) == nil {
-						s.Components[sec] = m
-					} else {
-						s.Warnings = append(s.Warnings, fmt.Sprintf("components.%s is not an object: ignored", sec))
-					}
-				}
-			}
-		}
-	}
+	s.readComponents(top)
 	s.Schemes = rawSchemes(s.Components["securitySchemes"])
 	s.breakRefLoops()
 	depth := newDepthChecker(s)
@@ -129,6 +113,45 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	if err != nil {
 		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
 	}
+	s.readPaths(paths, docSecurity, specURL, opts, depth)
+	// What each success answer is, once at load (and then from the
+	// catalog cache): many operations answer with the same schema.
+	memo := map[string]string{}
+	fields := map[string]string{}
+	tags := tagDescriptions(top)
+	for _, e := range s.Endpoints {
+		e.About = e.responseAbout(memo)
+		e.Glossary = e.glossary(fields, tags)
+	}
+	return s, nil
+}
+
+// readComponents reads the document's components; sections of the wrong
+// shape are dropped one by one, with a warning each.
+func (s *Spec) readComponents(top map[string]json.RawMessage) {
+	if comps, ok := top["components"]; ok {
+		if err := json.Unmarshal(comps, &s.Components); err != nil {
+			// Sections of the wrong shape are dropped one by one.
+			var loose map[string]json.RawMessage
+			if json.Unmarshal(comps, &loose) == nil {
+				s.Components = map[string]map[string]json.RawMessage{}
+				for sec, raw := range loose {
+					var m map[string]json.RawMessage
+					if json.Unmarshal(raw, &m) == nil {
+						s.Components[sec] = m
+					} else {
+						s.Warnings = append(s.Warnings, fmt.Sprintf("components.%s is not an object: ignored", sec))
+					}
+				}
+			}
+		}
+	}
+}
+
+// readPaths builds the endpoints of every path item, in document order:
+// path-level $refs followed, operations too deep for validation left out
+// (Unusable), and a repeated operationId given a numeric suffix.
+func (s *Spec) readPaths(paths []entry, docSecurity []map[string][]string, specURL *url.URL, opts Options, depth *depthChecker) {
 	seen := map[string]int{}
 	for _, p := range paths {
 		var item map[string]json.RawMessage
@@ -182,16 +205,6 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 			s.Endpoints = append(s.Endpoints, e)
 		}
 	}
-	// What each success answer is, once at load (and then from the
-	// catalog cache): many operations answer with the same schema.
-	memo := map[string]string{}
-	fields := map[string]string{}
-	tags := tagDescriptions(top)
-	for _, e := range s.Endpoints {
-		e.About = e.responseAbout(memo)
-		e.Glossary = e.glossary(fields, tags)
-	}
-	return s, nil
 }
 
 // resolve follows a local "#/components/<section>/<name>" reference, and
