@@ -491,30 +491,7 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			if f == 0 {
 				continue
 			}
-			v := 0.0
-			if f&inName != 0 {
-				v += wName
-			}
-			if f&inRes != 0 {
-				v += wRes
-			}
-			if f&inSum != 0 {
-				v += wSum
-			}
-			if f&inDesc != 0 {
-				v += wDesc
-			}
-			if f&inTag != 0 {
-				v += wTag
-			}
-			if f&inParam != 0 {
-				v += wParam
-			}
-			if f&inResp != 0 {
-				v += wResp
-			}
-
-			best = max(best, v*t.w)
+			best = max(best, fieldWeight(f)*t.w)
 		}
 		s += c.idf * best
 		idfSum += c.idf
@@ -533,6 +510,40 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			}
 		}
 	}
+	s = actionScore(p, e, n, s)
+	// Name words the query does not explain make the operation more
+	// specific than what was asked ("pulls/list-review-comments" for
+	// "list pull requests").
+	extra := 0.0
+	for _, id := range e.name {
+		if containsID(p.known, id) {
+			continue
+		}
+		// A common word left over still narrows the operation:
+		// "orgs/get-org-role" is not "organization details".
+		extra += wExtraFloor + (1-wExtraFloor)*ix.idf[id]/ix.maxIDF
+	}
+	s -= wExtra * extra
+	return s
+}
+
+// fieldWeight is what a query term found in the fields f of an entry is worth.
+func fieldWeight(f field) float64 {
+	v := 0.0
+	for _, fw := range [...]struct {
+		bit field
+		w   float64
+	}{{inName, wName}, {inRes, wRes}, {inSum, wSum}, {inDesc, wDesc}, {inTag, wTag}, {inParam, wParam}, {inResp, wResp}} {
+		if f&fw.bit != 0 {
+			v += fw.w
+		}
+	}
+	return v
+}
+
+// actionScore adds to s what entry n's action, method and shape (one item or
+// a collection) are worth for the query's action, or for none.
+func actionScore(p *plan, e *entry, n int, s float64) float64 {
 	method := e.hit.Method
 	if p.act != actNone {
 		switch {
@@ -589,19 +600,6 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			s += wNounShape * 0.5
 		}
 	}
-	// Name words the query does not explain make the operation more
-	// specific than what was asked ("pulls/list-review-comments" for
-	// "list pull requests").
-	extra := 0.0
-	for _, id := range e.name {
-		if containsID(p.known, id) {
-			continue
-		}
-		// A common word left over still narrows the operation:
-		// "orgs/get-org-role" is not "organization details".
-		extra += wExtraFloor + (1-wExtraFloor)*ix.idf[id]/ix.maxIDF
-	}
-	s -= wExtra * extra
 	return s
 }
 
