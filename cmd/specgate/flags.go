@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specgate/specgate/internal/closest"
 	"github.com/specgate/specgate/pkg/config"
 )
 
@@ -325,45 +326,7 @@ func (c *common) flagError(err error) string {
 func (c *common) nearestFlag(name string) string {
 	var names []string
 	c.fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	return nearest(name, names)
-}
-
-// nearest is the name closest to s within a third of its length (at least
-// one edit; a swap of two letters is one), else "".
-func nearest(s string, names []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the optimal string alignment distance of two short
-// strings: insertions, deletions, substitutions and adjacent swaps.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	return closest.Name(name, names)
 }
 
 func (c *common) logger() *slog.Logger {

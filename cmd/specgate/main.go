@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/specgate/specgate/internal/closest"
 	"github.com/specgate/specgate/pkg/script"
 )
 
@@ -109,7 +110,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // nearestCommand is " (did you mean X?)" for a misspelt command.
 func nearestCommand(name string) string {
-	if n := nearest(name, commandOrder); n != "" {
+	if n := closest.Name(name, commandOrder); n != "" {
 		return fmt.Sprintf(" (did you mean %s?)", n)
 	}
 	return ""

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/specgate/specgate/internal/closest"
 	"github.com/specgate/specgate/internal/yamlbudget"
 )
 
@@ -438,7 +439,7 @@ func friendly(msg string, keys lineKeys) string {
 		case "mockFields":
 			typeName = "Mock" // the mapping form in Mock.UnmarshalYAML
 		}
-		if s := suggest(m[2], knownKeys(typeName)); s != "" {
+		if s := closest.Name(m[2], knownKeys(typeName)); s != "" {
 			out += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return out
@@ -515,38 +516,6 @@ func knownKeys(typeName string) []string {
 	}
 	visit(reflect.TypeFor[Config]())
 	return out
-}
-
-// suggest returns the known key closest to key when it is close enough to
-// be a typo: at most two edits, and fewer than a third of the key's length.
-func suggest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestDist && d*3 < len(k) {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // fractionalInts walks node as a value of type t and reports every number

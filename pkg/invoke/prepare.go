@@ -13,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/specgate/specgate/internal/closest"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -503,8 +504,8 @@ func matchParams(params []param, args Args) (values map[string]any, unknown, pro
 
 // closestName returns the declared name that name most likely misspells:
 // one equal to it but for case, "_", "-" and "." (order_id for orderId),
-// else one within two edits and fewer than a third of its length; "" when
-// none is that close.
+// else the closest by closest.Name, without case; "" when none is that
+// close.
 func closestName(name string, declared []string) string {
 	fold := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "").Replace(s))
@@ -514,34 +515,14 @@ func closestName(name string, declared []string) string {
 			return d
 		}
 	}
-	best, bestDist := "", 3
-	for _, d := range declared {
-		if dist := editDistance(strings.ToLower(name), strings.ToLower(d)); dist < bestDist && dist*3 < len(d) {
-			best, bestDist = d, dist
-		}
+	lower := make([]string, len(declared))
+	for i, d := range declared {
+		lower[i] = strings.ToLower(d)
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	if c := closest.Name(strings.ToLower(name), lower); c != "" {
+		return declared[slices.Index(lower, c)]
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // maxNamesShown bounds the names one problem repeats.

@@ -95,153 +95,11 @@ var irregularPast = map[string]string{
 // verb taken as the action, the other words as concepts with their
 // synonyms.
 func (ix *Index) plan(text string) *plan {
-	p := &plan{}
-	words := ix.compounds(rewritePhrases(splitWords(text, nil)))
-	seen := map[string]int{}
-	addConcept := func(terms []qterm) {
-		var kept []qterm
-		for _, t := range terms {
-			if t.stem == "" {
-				continue
-			}
-			if id, ok := ix.terms[t.stem]; ok {
-				t.id = id
-			} else {
-				t.id = -1
-			}
-			kept = append(kept, t)
-		}
-		if len(kept) == 0 {
-			return
-		}
-		if i, ok := seen[kept[0].stem]; ok {
-			// The same word twice: keep one concept, with the
-			// stronger weights.
-			c := &p.concepts[i]
-			for _, t := range kept {
-				merged := false
-				for j := range c.terms {
-					if c.terms[j].stem == t.stem {
-						c.terms[j].w = max(c.terms[j].w, t.w)
-						merged = true
-					}
-				}
-				if !merged {
-					c.terms = append(c.terms, t)
-				}
-			}
-			return
-		}
-		seen[kept[0].stem] = len(p.concepts)
-		p.concepts = append(p.concepts, concept{terms: kept})
+	b := planner{ix: ix, p: &plan{}, seen: map[string]int{}}
+	for _, w := range ix.compounds(rewritePhrases(splitWords(text, nil))) {
+		b.word(w)
 	}
-	// head tracks the head noun phrase: the run of resource words after
-	// the action (or opening a query without one). Its last word says
-	// one thing or many: "recent CI runs", "a customer's email address".
-	const (
-		headWant = iota // looking for the run
-		headIn          // in it
-		headDone        // past it
-	)
-	head := headWant
-	for _, w := range words {
-		if w == oneItem {
-			p.one = true
-			if head == headIn {
-				head = headDone
-			}
-			continue
-		}
-		st := stemWord(w)
-		past := false
-		v, isVerb := verbs[w]
-		if !isVerb {
-			if base, ok := irregularPast[w]; ok {
-				v, isVerb = verbs[base]
-				st = stemWord(base)
-				past = true
-			} else if strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing") {
-				// "merged", "listing"; not "followers" or "runs", nouns
-				// whose stem is a verb.
-				v, isVerb = verbByStem[st]
-				past = strings.HasSuffix(w, "ed")
-			}
-		}
-		if isVerb && past && p.act == actNone && len(p.concepts) > 0 {
-			// A participle after the thing named qualifies it ("messages
-			// I sent", "repos I starred"): the intent is to read them,
-			// not to do it again. A domain verb stays a content word.
-			if !v.content {
-				if head == headIn {
-					head = headDone
-				}
-				continue
-			}
-			isVerb = false
-		}
-		if isVerb && v.act != actNone {
-			switch {
-			case p.act == actNone:
-				p.act = v.act
-				head = headWant
-			case p.act == actGet && v.act == actList:
-				// "show all branches"
-				p.act = actList
-			case (p.act == actCreate || p.act == actUpdate) && v.act == actDo:
-				// "give a review that approves": the domain verb
-				// says more than the generic one.
-				p.act = actDo
-			}
-			p.verbTerms = append(p.verbTerms, ix.qterm(st, 1))
-			for _, a := range v.also {
-				p.verbTerms = append(p.verbTerms, ix.qterm(stemWord(a), wAlso))
-			}
-			if !v.content && !v.weak {
-				if head == headIn {
-					head = headDone
-				}
-				continue
-			}
-		}
-		if stopWords[w] || st == "" {
-			if head == headIn && stopWords[w] {
-				head = headDone
-			}
-			continue
-		}
-		if head != headDone {
-			head = headIn
-			p.plural = strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && st != w
-		}
-		weight := 1.0
-		if isVerb && v.weak {
-			weight = 0.3
-		}
-		terms := []qterm{{stem: st, w: weight}}
-		if a, ok := abbrev[w]; ok {
-			terms = append(terms, qterm{stem: stemWord(a), w: weight})
-		}
-		if isVerb {
-			for _, a := range v.also {
-				terms = append(terms, qterm{stem: stemWord(a), w: wAlso})
-			}
-		}
-		for _, s := range synonyms[w] {
-			for _, sw := range splitWords(s, nil) {
-				terms = append(terms, qterm{stem: stemWord(sw), w: wSynonym})
-			}
-		}
-		if st != w && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing")) {
-			// "who contributed", "who is watching": the people who do
-			// it are the contributors and watchers.
-			for _, suf := range []string{"or", "er"} {
-				if _, ok := ix.terms[st+suf]; ok {
-					terms = append(terms, qterm{stem: st + suf, w: wAgent})
-				}
-			}
-		}
-		addConcept(terms)
-	}
+	p := b.p
 	switch {
 	case p.act == actGet && p.plural:
 		p.act = actList
@@ -251,6 +109,173 @@ func (ix *Index) plan(text string) *plan {
 		p.act = actGet
 	}
 	p.asked = len(p.concepts)
+	ix.keepKnown(p)
+	p.assignSlots()
+	return p
+}
+
+// The head noun phrase of a query is the run of resource words after the
+// action (or opening a query without one). Its last word says one thing or
+// many: "recent CI runs", "a customer's email address".
+const (
+	headWant = iota // looking for the run
+	headIn          // in it
+	headDone        // past it
+)
+
+// planner reads a query's words one at a time into a plan.
+type planner struct {
+	ix   *Index
+	p    *plan
+	seen map[string]int // a concept's index by its first stem
+	head int            // where the word is against the head noun phrase
+}
+
+// addConcept adds one query concept, its alternative terms, merging it into
+// an earlier one for the same word.
+func (b *planner) addConcept(terms []qterm) {
+	var kept []qterm
+	for _, t := range terms {
+		if t.stem == "" {
+			continue
+		}
+		if id, ok := b.ix.terms[t.stem]; ok {
+			t.id = id
+		} else {
+			t.id = -1
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 {
+		return
+	}
+	if i, ok := b.seen[kept[0].stem]; ok {
+		// The same word twice: keep one concept, with the
+		// stronger weights.
+		c := &b.p.concepts[i]
+		for _, t := range kept {
+			merged := false
+			for j := range c.terms {
+				if c.terms[j].stem == t.stem {
+					c.terms[j].w = max(c.terms[j].w, t.w)
+					merged = true
+				}
+			}
+			if !merged {
+				c.terms = append(c.terms, t)
+			}
+		}
+		return
+	}
+	b.seen[kept[0].stem] = len(b.p.concepts)
+	b.p.concepts = append(b.p.concepts, concept{terms: kept})
+}
+
+// word reads one word of the query: an action, a stop word, or a content
+// word with its abbreviation, synonyms and agent nouns.
+func (b *planner) word(w string) {
+	if w == oneItem {
+		b.p.one = true
+		if b.head == headIn {
+			b.head = headDone
+		}
+		return
+	}
+	st := stemWord(w)
+	past := false
+	v, isVerb := verbs[w]
+	if !isVerb {
+		if base, ok := irregularPast[w]; ok {
+			v, isVerb = verbs[base]
+			st = stemWord(base)
+			past = true
+		} else if strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing") {
+			// "merged", "listing"; not "followers" or "runs", nouns
+			// whose stem is a verb.
+			v, isVerb = verbByStem[st]
+			past = strings.HasSuffix(w, "ed")
+		}
+	}
+	if isVerb && past && b.p.act == actNone && len(b.p.concepts) > 0 {
+		// A participle after the thing named qualifies it ("messages
+		// I sent", "repos I starred"): the intent is to read them,
+		// not to do it again. A domain verb stays a content word.
+		if !v.content {
+			if b.head == headIn {
+				b.head = headDone
+			}
+			return
+		}
+		isVerb = false
+	}
+	if isVerb && v.act != actNone {
+		switch {
+		case b.p.act == actNone:
+			b.p.act = v.act
+			b.head = headWant
+		case b.p.act == actGet && v.act == actList:
+			// "show all branches"
+			b.p.act = actList
+		case (b.p.act == actCreate || b.p.act == actUpdate) && v.act == actDo:
+			// "give a review that approves": the domain verb
+			// says more than the generic one.
+			b.p.act = actDo
+		}
+		b.p.verbTerms = append(b.p.verbTerms, b.ix.qterm(st, 1))
+		for _, a := range v.also {
+			b.p.verbTerms = append(b.p.verbTerms, b.ix.qterm(stemWord(a), wAlso))
+		}
+		if !v.content && !v.weak {
+			if b.head == headIn {
+				b.head = headDone
+			}
+			return
+		}
+	}
+	if stopWords[w] || st == "" {
+		if b.head == headIn && stopWords[w] {
+			b.head = headDone
+		}
+		return
+	}
+	if b.head != headDone {
+		b.head = headIn
+		b.p.plural = strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && st != w
+	}
+	weight := 1.0
+	if isVerb && v.weak {
+		weight = 0.3
+	}
+	terms := []qterm{{stem: st, w: weight}}
+	if a, ok := abbrev[w]; ok {
+		terms = append(terms, qterm{stem: stemWord(a), w: weight})
+	}
+	if isVerb {
+		for _, a := range v.also {
+			terms = append(terms, qterm{stem: stemWord(a), w: wAlso})
+		}
+	}
+	for _, s := range synonyms[w] {
+		for _, sw := range splitWords(s, nil) {
+			terms = append(terms, qterm{stem: stemWord(sw), w: wSynonym})
+		}
+	}
+	if st != w && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing")) {
+		// "who contributed", "who is watching": the people who do
+		// it are the contributors and watchers.
+		for _, suf := range []string{"or", "er"} {
+			if _, ok := b.ix.terms[st+suf]; ok {
+				terms = append(terms, qterm{stem: st + suf, w: wAgent})
+			}
+		}
+	}
+	b.addConcept(terms)
+}
+
+// keepKnown drops the concepts no endpoint knows (they cannot rank
+// anything and would dilute coverage), keeps those only own words match
+// apart, and lists the known term ids.
+func (ix *Index) keepKnown(p *plan) {
 	// A concept no endpoint knows cannot rank anything; drop it so it
 	// does not dilute coverage.
 	kept := p.concepts[:0]
@@ -291,8 +316,6 @@ func (ix *Index) plan(text string) *plan {
 			p.known = append(p.known, t.id)
 		}
 	}
-	p.assignSlots()
-	return p
 }
 
 // assignSlots gives every term id the plan looks up a column of fields.
@@ -468,30 +491,7 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			if f == 0 {
 				continue
 			}
-			v := 0.0
-			if f&inName != 0 {
-				v += wName
-			}
-			if f&inRes != 0 {
-				v += wRes
-			}
-			if f&inSum != 0 {
-				v += wSum
-			}
-			if f&inDesc != 0 {
-				v += wDesc
-			}
-			if f&inTag != 0 {
-				v += wTag
-			}
-			if f&inParam != 0 {
-				v += wParam
-			}
-			if f&inResp != 0 {
-				v += wResp
-			}
-
-			best = max(best, v*t.w)
+			best = max(best, fieldWeight(f)*t.w)
 		}
 		s += c.idf * best
 		idfSum += c.idf
@@ -510,6 +510,40 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			}
 		}
 	}
+	s = actionScore(p, e, n, s)
+	// Name words the query does not explain make the operation more
+	// specific than what was asked ("pulls/list-review-comments" for
+	// "list pull requests").
+	extra := 0.0
+	for _, id := range e.name {
+		if containsID(p.known, id) {
+			continue
+		}
+		// A common word left over still narrows the operation:
+		// "orgs/get-org-role" is not "organization details".
+		extra += wExtraFloor + (1-wExtraFloor)*ix.idf[id]/ix.maxIDF
+	}
+	s -= wExtra * extra
+	return s
+}
+
+// fieldWeight is what a query term found in the fields f of an entry is worth.
+func fieldWeight(f field) float64 {
+	v := 0.0
+	for _, fw := range [...]struct {
+		bit field
+		w   float64
+	}{{inName, wName}, {inRes, wRes}, {inSum, wSum}, {inDesc, wDesc}, {inTag, wTag}, {inParam, wParam}, {inResp, wResp}} {
+		if f&fw.bit != 0 {
+			v += fw.w
+		}
+	}
+	return v
+}
+
+// actionScore adds to s what entry n's action, method and shape (one item or
+// a collection) are worth for the query's action, or for none.
+func actionScore(p *plan, e *entry, n int, s float64) float64 {
 	method := e.hit.Method
 	if p.act != actNone {
 		switch {
@@ -566,19 +600,6 @@ func (ix *Index) rank(p *plan, n int, bleveNorm float64) float64 {
 			s += wNounShape * 0.5
 		}
 	}
-	// Name words the query does not explain make the operation more
-	// specific than what was asked ("pulls/list-review-comments" for
-	// "list pull requests").
-	extra := 0.0
-	for _, id := range e.name {
-		if containsID(p.known, id) {
-			continue
-		}
-		// A common word left over still narrows the operation:
-		// "orgs/get-org-role" is not "organization details".
-		extra += wExtraFloor + (1-wExtraFloor)*ix.idf[id]/ix.maxIDF
-	}
-	s -= wExtra * extra
 	return s
 }
 

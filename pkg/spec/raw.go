@@ -86,23 +86,7 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	} else {
 		s.StatedLimit = statedLimit(top, nil, "")
 	}
-	if comps, ok := top["components"]; ok {
-		if err := json.Unmarshal(comps, &s.Components); err != nil {
-			// Sections of the wrong shape are dropped one by one.
-			var loose map[string]json.RawMessage
-			if json.Unmarshal(comps, &loose) == nil {
-				s.Components = map[string]map[string]json.RawMessage{}
-				for sec, raw := range loose {
-					var m map[string]json.RawMessage
-					if json.Unmarshal(raw, &m) == nil {
-						s.Components[sec] = m
-					} else {
-						s.Warnings = append(s.Warnings, fmt.Sprintf("components.%s is not an object: ignored", sec))
-					}
-				}
-			}
-		}
-	}
+	s.readComponents(top)
 	s.Schemes = rawSchemes(s.Components["securitySchemes"])
 	s.breakRefLoops()
 	depth := newDepthChecker(s)
@@ -129,6 +113,45 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	if err != nil {
 		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
 	}
+	s.readPaths(paths, docSecurity, specURL, opts, depth)
+	// What each success answer is, once at load (and then from the
+	// catalog cache): many operations answer with the same schema.
+	memo := map[string]string{}
+	fields := map[string]string{}
+	tags := tagDescriptions(top)
+	for _, e := range s.Endpoints {
+		e.About = e.responseAbout(memo)
+		e.Glossary = e.glossary(fields, tags)
+	}
+	return s, nil
+}
+
+// readComponents reads the document's components; sections of the wrong
+// shape are dropped one by one, with a warning each.
+func (s *Spec) readComponents(top map[string]json.RawMessage) {
+	if comps, ok := top["components"]; ok {
+		if err := json.Unmarshal(comps, &s.Components); err != nil {
+			// Sections of the wrong shape are dropped one by one.
+			var loose map[string]json.RawMessage
+			if json.Unmarshal(comps, &loose) == nil {
+				s.Components = map[string]map[string]json.RawMessage{}
+				for sec, raw := range loose {
+					var m map[string]json.RawMessage
+					if json.Unmarshal(raw, &m) == nil {
+						s.Components[sec] = m
+					} else {
+						s.Warnings = append(s.Warnings, fmt.Sprintf("components.%s is not an object: ignored", sec))
+					}
+				}
+			}
+		}
+	}
+}
+
+// readPaths builds the endpoints of every path item, in document order:
+// path-level $refs followed, operations too deep for validation left out
+// (Unusable), and a repeated operationId given a numeric suffix.
+func (s *Spec) readPaths(paths []entry, docSecurity []map[string][]string, specURL *url.URL, opts Options, depth *depthChecker) {
 	seen := map[string]int{}
 	for _, p := range paths {
 		var item map[string]json.RawMessage
@@ -182,16 +205,6 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 			s.Endpoints = append(s.Endpoints, e)
 		}
 	}
-	// What each success answer is, once at load (and then from the
-	// catalog cache): many operations answer with the same schema.
-	memo := map[string]string{}
-	fields := map[string]string{}
-	tags := tagDescriptions(top)
-	for _, e := range s.Endpoints {
-		e.About = e.responseAbout(memo)
-		e.Glossary = e.glossary(fields, tags)
-	}
-	return s, nil
 }
 
 // resolve follows a local "#/components/<section>/<name>" reference, and
@@ -237,98 +250,9 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 		e.ID = s.Name + "." + slugID(e.Method, path)
 	}
 
-	// Parameters: path-level ones merged in, the operation's own winning on
-	// name and location.
-	opParams, _ := field[[]json.RawMessage](op, "parameters")
-	type resolved struct {
-		raw  json.RawMessage
-		name string
-		in   string
-		req  bool
-		desc string
-	}
-	read := func(raw json.RawMessage) (resolved, bool) {
-		body := raw
-		var probe struct {
-			Ref string `json:"$ref"`
-		}
-		if json.Unmarshal(raw, &probe) == nil && probe.Ref != "" {
-			var ok bool
-			if body, ok = s.resolve(probe.Ref, "parameters"); !ok {
-				return resolved{}, false
-			}
-		}
-		var p struct {
-			Name        string `json:"name"`
-			In          string `json:"in"`
-			Required    any    `json:"required"`
-			Description any    `json:"description"`
-		}
-		if json.Unmarshal(body, &p) != nil || p.Name == "" || p.In == "" {
-			return resolved{}, false
-		}
-		req, _ := p.Required.(bool)
-		desc, _ := p.Description.(string)
-		return resolved{raw: raw, name: p.Name, in: p.In, req: req || p.In == "path", desc: desc}, true
-	}
-	var warn []string
-	var mine []resolved
-	have := map[string]bool{}
-	for _, raw := range opParams {
-		r, ok := read(raw)
-		if !ok {
-			warn = append(warn, "a parameter that cannot be read")
-			continue
-		}
-		have[r.in+"\x00"+r.name] = true
-		mine = append(mine, r)
-	}
-	var merged []resolved
-	for _, raw := range itemParams {
-		r, ok := read(raw)
-		if !ok {
-			warn = append(warn, "a path-level parameter that cannot be read")
-			continue
-		}
-		if !have[r.in+"\x00"+r.name] {
-			merged = append(merged, r)
-		}
-	}
-	merged = append(merged, mine...)
-	rawParams := make([]json.RawMessage, len(merged))
-	var said []string
-	for i, r := range merged {
-		e.Params = append(e.Params, Param{Name: r.name, In: r.in, Required: r.req})
-		rawParams[i] = r.raw
-		if d := shortText(r.desc, glossaryPart, 1); d != "" {
-			said = append(said, d)
-		}
-	}
-	e.Glossary = strings.Join(said, " ")
-
-	if rb, ok := op["requestBody"]; ok && string(rb) != "null" {
-		body := rb
-		var probe struct {
-			Ref string `json:"$ref"`
-		}
-		if json.Unmarshal(rb, &probe) == nil && probe.Ref != "" {
-			body, ok = s.resolve(probe.Ref, "requestBodies")
-		}
-		if ok {
-			var b map[string]json.RawMessage
-			if json.Unmarshal(body, &b) == nil {
-				e.BodyRequired, _ = field[bool](b, "required")
-				if c, ok := b["content"]; ok {
-					if ents, err := objectEntries(c); err == nil {
-						for _, en := range ents {
-							e.BodyTypes = append(e.BodyTypes, en.Key)
-						}
-					}
-				}
-			}
-		} else {
-			warn = append(warn, "a request body that cannot be resolved")
-		}
+	rawParams, warn := s.mergeParams(e, op, itemParams)
+	if w := s.readBody(e, op); w != "" {
+		warn = append(warn, w)
 	}
 
 	// "security": null is no security field at all, as kin-openapi reads
@@ -371,6 +295,111 @@ func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemPar
 		w = fmt.Sprintf("%s %s: %s ignored", e.Method, path, strings.Join(warn, ", "))
 	}
 	return e, w
+}
+
+// mergeParams lists e's parameters, the path-level ones merged in and the
+// operation's own winning on name and location, and returns them raw for the
+// compact operation, with a warning for each that cannot be read. It also
+// sets e's glossary from their descriptions.
+func (s *Spec) mergeParams(e *Endpoint, op map[string]json.RawMessage, itemParams []json.RawMessage) (rawParams []json.RawMessage, warn []string) {
+	opParams, _ := field[[]json.RawMessage](op, "parameters")
+	type resolved struct {
+		raw  json.RawMessage
+		name string
+		in   string
+		req  bool
+		desc string
+	}
+	read := func(raw json.RawMessage) (resolved, bool) {
+		body := raw
+		var probe struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(raw, &probe) == nil && probe.Ref != "" {
+			var ok bool
+			if body, ok = s.resolve(probe.Ref, "parameters"); !ok {
+				return resolved{}, false
+			}
+		}
+		var p struct {
+			Name        string `json:"name"`
+			In          string `json:"in"`
+			Required    any    `json:"required"`
+			Description any    `json:"description"`
+		}
+		if json.Unmarshal(body, &p) != nil || p.Name == "" || p.In == "" {
+			return resolved{}, false
+		}
+		req, _ := p.Required.(bool)
+		desc, _ := p.Description.(string)
+		return resolved{raw: raw, name: p.Name, in: p.In, req: req || p.In == "path", desc: desc}, true
+	}
+	var mine []resolved
+	have := map[string]bool{}
+	for _, raw := range opParams {
+		r, ok := read(raw)
+		if !ok {
+			warn = append(warn, "a parameter that cannot be read")
+			continue
+		}
+		have[r.in+"\x00"+r.name] = true
+		mine = append(mine, r)
+	}
+	var merged []resolved
+	for _, raw := range itemParams {
+		r, ok := read(raw)
+		if !ok {
+			warn = append(warn, "a path-level parameter that cannot be read")
+			continue
+		}
+		if !have[r.in+"\x00"+r.name] {
+			merged = append(merged, r)
+		}
+	}
+	merged = append(merged, mine...)
+	rawParams = make([]json.RawMessage, len(merged))
+	var said []string
+	for i, r := range merged {
+		e.Params = append(e.Params, Param{Name: r.name, In: r.in, Required: r.req})
+		rawParams[i] = r.raw
+		if d := shortText(r.desc, glossaryPart, 1); d != "" {
+			said = append(said, d)
+		}
+	}
+	e.Glossary = strings.Join(said, " ")
+
+	return rawParams, warn
+}
+
+// readBody sets e's body types and whether a body is required; it says what
+// went wrong when the body cannot be resolved.
+func (s *Spec) readBody(e *Endpoint, op map[string]json.RawMessage) string {
+	if rb, ok := op["requestBody"]; ok && string(rb) != "null" {
+		body := rb
+		var probe struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(rb, &probe) == nil && probe.Ref != "" {
+			body, ok = s.resolve(probe.Ref, "requestBodies")
+		}
+		if ok {
+			var b map[string]json.RawMessage
+			if json.Unmarshal(body, &b) == nil {
+				e.BodyRequired, _ = field[bool](b, "required")
+				if c, ok := b["content"]; ok {
+					if ents, err := objectEntries(c); err == nil {
+						for _, en := range ents {
+							e.BodyTypes = append(e.BodyTypes, en.Key)
+						}
+					}
+				}
+			}
+		} else {
+			return "a request body that cannot be resolved"
+		}
+	}
+
+	return ""
 }
 
 func securityNames(reqs []map[string][]string) [][]string {

@@ -77,6 +77,43 @@ func (d *describer) node(rs *rawSchema, b build) *Schema {
 	if rs.bad {
 		return s
 	}
+	d.facets(s, rs)
+
+	// Past the depth or node budget, optional structure is summarised by
+	// its type; required structure goes on, but no schema is shown past
+	// maxSchemaDepth levels (load leaves deeper ones out: this bounds the
+	// work for an endpoint whatever built it).
+	limit := b.maxDepth
+	if b.req {
+		limit = describeRequiredDepth
+	}
+	deep := b.depth >= limit || (!b.req && d.nodes > d.cap) || b.level >= maxSchemaDepth
+	hasStructure := len(rs.Properties) > 0 || len(rs.Items) > 0 || len(rs.AllOf) > 0 || len(rs.OneOf) > 0 || len(rs.AnyOf) > 0
+	if deep && hasStructure {
+		if s.Type == nil {
+			switch {
+			case len(rs.Properties) > 0:
+				s.Type = "object"
+			case len(rs.Items) > 0:
+				s.Type = "array"
+			}
+		}
+		if !b.resp {
+			d.note("deep", "optional fields below level "+strconv.Itoa(limit))
+		}
+		return s
+	}
+
+	d.structure(s, rs, b)
+	if len(s.AllOf) > 0 {
+		s.mergeAllOf()
+	}
+	return s
+}
+
+// facets reads the schema's own keywords: type, format, description, flags,
+// enum, values and bounds.
+func (d *describer) facets(s *Schema, rs *rawSchema) {
 	s.Type, s.Nullable = schemaType(rs)
 	s.Format = rawString(rs.Format)
 	s.Description = shortText(rawString(rs.Description), 120, 1)
@@ -116,32 +153,11 @@ func (d *describer) node(rs *rawSchema, b build) *Schema {
 	if p := rawString(rs.Pattern); len(p) <= describeShortValue {
 		s.Pattern = p
 	}
+}
 
-	// Past the depth or node budget, optional structure is summarised by
-	// its type; required structure goes on, but no schema is shown past
-	// maxSchemaDepth levels (load leaves deeper ones out: this bounds the
-	// work for an endpoint whatever built it).
-	limit := b.maxDepth
-	if b.req {
-		limit = describeRequiredDepth
-	}
-	deep := b.depth >= limit || (!b.req && d.nodes > d.cap) || b.level >= maxSchemaDepth
-	hasStructure := len(rs.Properties) > 0 || len(rs.Items) > 0 || len(rs.AllOf) > 0 || len(rs.OneOf) > 0 || len(rs.AnyOf) > 0
-	if deep && hasStructure {
-		if s.Type == nil {
-			switch {
-			case len(rs.Properties) > 0:
-				s.Type = "object"
-			case len(rs.Items) > 0:
-				s.Type = "array"
-			}
-		}
-		if !b.resp {
-			d.note("deep", "optional fields below level "+strconv.Itoa(limit))
-		}
-		return s
-	}
-
+// structure reads what the schema holds: properties and what they require,
+// additional properties, items, and the allOf, oneOf and anyOf variants.
+func (d *describer) structure(s *Schema, rs *rawSchema, b build) {
 	required := rawStrings(rs.Required)
 	if len(b.extraReq) > 0 {
 		required = mergeNames(required, b.extraReq)
@@ -204,10 +220,6 @@ func (d *describer) node(rs *rawSchema, b build) *Schema {
 	if len(rs.AnyOf) > 0 {
 		s.AnyOf = d.simplify(s, variants(rs.AnyOf, nil))
 	}
-	if len(s.AllOf) > 0 {
-		s.mergeAllOf()
-	}
-	return s
 }
 
 // simplify rewrites the alternatives of s the way a model reads them most
