@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -169,7 +170,7 @@ func TestGoldenErrorResults(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range mapped {
 		t.Run(m.code, func(t *testing.T) {
-			res := errorResult(mapError(m.err, now))
+			res := errorResult(mapError(slog.New(slog.DiscardHandler), m.err, now))
 			if got := errorCode(t, res); got != m.code {
 				t.Fatalf("mapError(%T) gave %s, want %s", m.err, got, m.code)
 			}
