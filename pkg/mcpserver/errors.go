@@ -307,7 +307,7 @@ func codeOf(err error) string {
 // request id id.
 func internalError(id string) *ErrorObject {
 	return &ErrorObject{Code: CodeInternal, Message: "specgate failed on this call; the server log has request id " + id,
-		Hint: "The fault is specgate's, not the call's: tell the operator the request id.", RequestID: id}
+		Hint: "The fault is specgate's, not the call's: tell the user the requestId, which names it in the server log.", RequestID: id}
 }
 
 // mapError is mapError with the server's log and clock.
