@@ -102,6 +102,20 @@ func (e *HTTPError) Retryable() bool {
 	return e.StatusCode >= 500 || e.StatusCode == http.StatusRequestTimeout
 }
 
+// Hint says what the status asks of the caller; "" when it asks nothing
+// in particular.
+func (e *HTTPError) Hint() string {
+	switch s := e.StatusCode; {
+	case s == http.StatusNotFound:
+		return "The upstream found nothing there: check the path parameters."
+	case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity:
+		return "The upstream rejected the arguments: read its message, fix them, then call again."
+	case s >= 500:
+		return "The upstream failed; it may succeed if tried again later."
+	}
+	return ""
+}
+
 // UpstreamRateLimitError is a 429, or a 403 the upstream marks as a rate
 // limit (GitHub style). Do returns it together with the Result, whose
 // RawHeaders the rate limiter should read. The MCP layer maps it to
@@ -133,6 +147,27 @@ func (e *UpstreamRateLimitError) Error() string {
 	return s
 }
 
+// RetryAfterSeconds is the wait before the call may go again, as
+// ratelimit.WaitSeconds: RetryAfter, or a second when the upstream stated
+// no usable wait.
+func (e *UpstreamRateLimitError) RetryAfterSeconds() float64 {
+	if e.RetryAfter <= 0 {
+		return ratelimit.WaitSeconds(time.Second)
+	}
+	return ratelimit.WaitSeconds(e.RetryAfter)
+}
+
+// Retryable reports that the call may go again after RetryAfterSeconds.
+func (e *UpstreamRateLimitError) Retryable() bool { return true }
+
+// RefusedBy is ratelimit.ScopeUpstream: the upstream refused the call.
+func (e *UpstreamRateLimitError) RefusedBy() ratelimit.Scope { return ratelimit.ScopeUpstream }
+
+// Hint says that only waiting helps: the limit is the upstream's.
+func (e *UpstreamRateLimitError) Hint() string {
+	return "The upstream API refused the call for its rate limit; raising specgate's limits will not help. Wait, then call again."
+}
+
 // UnreachableError is a failure to reach the upstream: DNS, connect, TLS,
 // or a refused target (private network, host outside the allowed ones).
 // The MCP layer maps it to upstream_unreachable.
@@ -145,6 +180,14 @@ func (e *UnreachableError) Error() string {
 	return "upstream " + e.Host + " unreachable: " + e.Reason
 }
 
+// Retryable reports that the upstream may be reached later.
+func (e *UnreachableError) Retryable() bool { return true }
+
+// Hint says to try again later.
+func (e *UnreachableError) Hint() string {
+	return "The upstream could not be reached. Try again later."
+}
+
 // TimeoutError is a call that ran past its deadline before the response
 // headers arrived. (A body cut by the deadline is a truncated Result, not
 // an error.) The MCP layer maps it to timeout.
@@ -154,6 +197,14 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	return "upstream did not answer within " + e.Timeout.String()
+}
+
+// Retryable reports that the same call may answer in time later.
+func (e *TimeoutError) Retryable() bool { return true }
+
+// Hint says to try again, perhaps asking for less.
+func (e *TimeoutError) Hint() string {
+	return "The upstream did not answer in time. Try again, perhaps asking for less."
 }
 
 // AuthError says credentials are missing or were refused. It names the
@@ -193,12 +244,18 @@ func (e *AuthError) Error() string {
 		b.WriteString(" (" + e.Reason + ")")
 	}
 	b.WriteString("; ")
-	b.WriteString(e.Hint())
+	b.WriteString(e.remedy())
 	return b.String()
 }
 
-// Hint says which variable or config key to set.
+// Hint says who can fix it: the model cannot, the operator must. The
+// message (Error) names what to set.
 func (e *AuthError) Hint() string {
+	return "Credentials are missing or were refused: the operator must set them in specgate's config."
+}
+
+// remedy says which variable or config key to set.
+func (e *AuthError) remedy() string {
 	switch {
 	case len(e.EnvVars) > 0:
 		return "set the environment variable " + strings.Join(e.EnvVars, ", ") + " and restart"

@@ -95,6 +95,17 @@ func (e *JQError) Error() string { return "jq: " + e.Msg }
 // Unwrap returns the context error behind a JQTimeout, else nil.
 func (e *JQError) Unwrap() error { return e.cause }
 
+// Hint says what to change in the filter for the error's Kind.
+func (e *JQError) Hint() string {
+	switch e.Kind {
+	case JQTimeout:
+		return "The jq filter ran past its time limit: select fewer or simpler fields."
+	case JQTooLarge:
+		return "The jq result is too large: pick fewer fields or items."
+	}
+	return "Fix the jq filter: a read-only subset is allowed (paths, pipes, map/select, object and array construction, common builtins)."
+}
+
 func invalidf(format string, args ...any) *JQError {
 	return &JQError{Kind: JQInvalid, Msg: fmt.Sprintf(format, args...)}
 }

@@ -129,7 +129,7 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	}
 	ans, err := s.answers.Get(ctx, principalOf(ctx), id)
 	if err != nil {
-		return errorResult(mapError(err, s.now())), nil
+		return errorResult(s.mapError(err)), nil
 	}
 	out := &ReadResult{ResponseID: id, EndpointID: ans.Endpoint, StatusCode: ans.StatusCode,
 		Headers: boundHeaders(ans.Headers, headerBytes(maxBytes)), Truncated: ans.Truncated}
@@ -137,7 +137,7 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	out.NextPage, note = nextPageOf(ans, id, maxBytes)
 	view, err := invoke.NewView(ctx, ans, opt)
 	if err != nil {
-		return errorResult(mapError(err, s.now())), nil
+		return errorResult(s.mapError(err)), nil
 	}
 	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
 		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, joinNote(note, r.Note)

@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -29,6 +32,9 @@ const (
 	CodeHTTPError         = "http_error"
 	CodeUnreachable       = "upstream_unreachable"
 	CodeAuthError         = "auth_error"
+	// CodeInternal is a failure of specgate's own: the model reads a
+	// request id, the server log has the error under it.
+	CodeInternal = "internal"
 	// CodeScriptError is a run_script program that did not finish: a
 	// syntax error, an uncaught throw, memory past its bound.
 	CodeScriptError = script.CodeScriptError
@@ -55,6 +61,8 @@ type ErrorObject struct {
 	Calls *script.Calls `json:"calls,omitempty"`
 	Logs  []string      `json:"logs,omitempty"`
 	RunID string        `json:"runId,omitempty"`
+	// RequestID names an internal error in the server log.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // LimitInfo names the limit that bound a refused call.
@@ -120,129 +128,196 @@ func queueCode(r ratelimit.QueueReason) string {
 	return CodeQueueTimeout
 }
 
-// mapError turns an error from a package into the error object the model
-// reads. It is the one place where Go errors become tool errors.
-func mapError(err error, now time.Time) *ErrorObject {
-	var (
-		le  *ratelimit.LimitError
-		qe  *ratelimit.QueueError
-		ae  *invoke.ArgError
-		he  *invoke.HTTPError
-		ure *invoke.UpstreamRateLimitError
-		ue  *invoke.UnreachableError
-		te  *invoke.TimeoutError
-		aue *invoke.AuthError
-		jqe *invoke.JQError
-		anf *invoke.AnswerNotFoundError
-	)
-	switch {
-	case errors.As(err, &le):
-		secs := retrySeconds(le.RetryAfter)
-		obj := &ErrorObject{
-			Code:              limitCode(le.Scope),
-			Message:           le.Error(),
-			Retryable:         true,
-			RetryAfterSeconds: secs,
-			RetryAt:           now.Add(time.Duration(secs * float64(time.Second))).UTC().Format(time.RFC3339Nano),
-			Scope:             string(le.Scope),
-			Limit:             &LimitInfo{Kind: string(le.Kind), Key: le.Key, Limit: le.Limit, Source: le.Source},
-		}
-		if le.Interval > 0 {
-			obj.Limit.Interval = le.Interval.String()
-		}
-		if le.Window > 0 {
-			obj.Limit.Window = le.Window.String()
-		}
-		if le.Scope == ratelimit.ScopeUpstream {
-			obj.Hint = "The upstream API set this limit; raising specgate's limits will not help. Wait, then call again."
-		} else {
-			obj.Hint = "Wait for the " + string(le.Kind) + " limit, then call it again."
-		}
-		return obj
-	case errors.As(err, &qe):
-		secs := retrySeconds(qe.RetryAfter)
-		hint := "Too many calls are waiting for this upstream. Wait, then call again, or call another API meanwhile."
-		if qe.Reason == ratelimit.QueueShutdown {
-			hint = "This server is shutting down and sent nothing for this call: call it again (another replica, or this one restarted, serves it)."
-		}
-		return &ErrorObject{
-			Code:              queueCode(qe.Reason),
-			Message:           qe.Error(),
-			Retryable:         true,
-			RetryAfterSeconds: secs,
-			RetryAt:           now.Add(time.Duration(secs * float64(time.Second))).UTC().Format(time.RFC3339Nano),
-			Scope:             "proxy",
-			Hint:              hint,
-		}
-	case errors.As(err, &ae):
-		return &ErrorObject{
-			Code:      CodeValidationFailed,
-			Message:   clip(ae.Error(), 2000),
-			Problems:  boundProblems(ae.Problems),
-			Retryable: false,
-			Hint:      clip(ae.Hint(), 1000),
-		}
-	case errors.As(err, &jqe):
-		switch jqe.Kind {
-		case invoke.JQTimeout:
-			return &ErrorObject{Code: CodeTimeout, Message: clip(jqe.Error(), 500), Retryable: false,
-				Hint: "The jq filter ran past its time limit: select fewer or simpler fields."}
-		case invoke.JQTooLarge:
-			return &ErrorObject{Code: CodeValidationFailed, Message: clip(jqe.Error(), 500), Problems: []string{clip(jqe.Msg, 300)},
-				Hint: "The jq result is too large: pick fewer fields or items."}
-		}
-		return &ErrorObject{Code: CodeValidationFailed, Message: clip(jqe.Error(), 500), Problems: []string{clip(jqe.Msg, 300)},
-			Hint: "Fix the jq filter: a read-only subset is allowed (paths, pipes, map/select, object and array construction, common builtins)."}
-	case errors.As(err, &anf):
-		return &ErrorObject{Code: CodeNotFound, Message: clip(anf.Error(), 300), Retryable: false, Hint: anf.Hint()}
-	case errors.As(err, &ure):
-		obj := &ErrorObject{
-			Code:      CodeUpstreamRateLimit,
-			Message:   ure.Error(),
-			Retryable: true,
-			Scope:     "upstream",
-			Status:    ure.StatusCode,
-			Hint:      "The upstream API refused the call for its rate limit; raising specgate's limits will not help. Wait, then call again.",
-			Limit:     &LimitInfo{Kind: "learned"},
-		}
-		wait := ure.RetryAfter
-		if wait <= 0 {
-			wait = time.Second
-		}
-		obj.RetryAfterSeconds = retrySeconds(wait)
-		obj.RetryAt = now.Add(time.Duration(obj.RetryAfterSeconds * float64(time.Second))).UTC().Format(time.RFC3339Nano)
-		return obj
-	case errors.As(err, &aue):
-		return &ErrorObject{Code: CodeAuthError, Message: aue.Error(), Retryable: false,
-			Hint: "Credentials are missing or were refused: the operator must set them in specgate's config."}
-	case errors.As(err, &he):
-		return &ErrorObject{Code: CodeHTTPError, Message: he.Error(), Status: he.StatusCode, Body: he.Body,
-			Retryable: he.StatusCode >= 500,
-			Hint:      httpHint(he.StatusCode)}
-	case errors.As(err, &ue):
-		return &ErrorObject{Code: CodeUnreachable, Message: ue.Error(), Retryable: true,
-			Hint: "The upstream could not be reached. Try again later."}
-	case errors.As(err, &te):
-		return &ErrorObject{Code: CodeTimeout, Message: te.Error(), Retryable: true,
-			Hint: "The upstream did not answer in time. Try again, perhaps asking for less."}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &ErrorObject{Code: CodeTimeout, Message: "the call ran past its deadline", Retryable: true}
-	case errors.Is(err, context.Canceled):
-		return &ErrorObject{Code: CodeCancelled, Message: "the call was cancelled", Retryable: false}
+// jqCode is timeout for a filter that ran too long, else validation_failed:
+// the filter is the model's to fix.
+func jqCode(e *invoke.JQError) string {
+	if e.Kind == invoke.JQTimeout {
+		return CodeTimeout
 	}
-	return &ErrorObject{Code: CodeHTTPError, Message: "the call failed: " + err.Error(), Retryable: false}
+	return CodeValidationFailed
 }
 
-func httpHint(status int) string {
-	switch {
-	case status == 404:
-		return "The upstream found nothing there: check the path parameters."
-	case status == 400 || status == 422:
-		return "The upstream rejected the arguments: read its message, fix them, then call again."
-	case status >= 500:
-		return "The upstream failed; it may succeed if tried again later."
+// errorKinds are the errors the packages return for the model to read,
+// each with its code, tried in order (the first match wins: a JQError
+// wraps the context error of its timeout). What else the model reads, the
+// error says itself through the methods errorObject asks for; a kind adds
+// only the fields that are its own.
+var errorKinds = []errorKind{
+	typed(func(e *ratelimit.LimitError) string { return limitCode(e.Scope) }, func(e *ratelimit.LimitError, obj *ErrorObject) {
+		obj.Limit = &LimitInfo{Kind: string(e.Kind), Key: e.Key, Limit: e.Limit, Source: e.Source}
+		if e.Interval > 0 {
+			obj.Limit.Interval = e.Interval.String()
+		}
+		if e.Window > 0 {
+			obj.Limit.Window = e.Window.String()
+		}
+	}),
+	typed(func(e *ratelimit.QueueError) string { return queueCode(e.Reason) }, nil),
+	typed(func(*invoke.ArgError) string { return CodeValidationFailed }, func(e *invoke.ArgError, obj *ErrorObject) {
+		obj.Problems = boundProblems(e.Problems)
+	}),
+	typed(jqCode, func(e *invoke.JQError, obj *ErrorObject) {
+		obj.Message = clip(obj.Message, 500)
+		if e.Kind != invoke.JQTimeout {
+			obj.Problems = []string{clip(e.Msg, 300)}
+		}
+	}),
+	typed(func(*invoke.AnswerNotFoundError) string { return CodeNotFound }, nil),
+	typed(func(*invoke.UpstreamRateLimitError) string { return CodeUpstreamRateLimit }, func(e *invoke.UpstreamRateLimitError, obj *ErrorObject) {
+		obj.Status, obj.Limit = e.StatusCode, &LimitInfo{Kind: string(ratelimit.KindLearned)}
+	}),
+	typed(func(*invoke.AuthError) string { return CodeAuthError }, nil),
+	typed(func(*invoke.HTTPError) string { return CodeHTTPError }, func(e *invoke.HTTPError, obj *ErrorObject) {
+		obj.Status, obj.Body = e.StatusCode, e.Body
+	}),
+	typed(func(*invoke.UnreachableError) string { return CodeUnreachable }, nil),
+	typed(func(*invoke.TimeoutError) string { return CodeTimeout }, nil),
+	sentinel(context.DeadlineExceeded, &ErrorObject{Code: CodeTimeout, Message: "the call ran past its deadline", Retryable: true}),
+	sentinel(context.Canceled, &ErrorObject{Code: CodeCancelled, Message: "the call was cancelled"}),
+}
+
+// errorKind is the error object of err when err is of the kind, else nil.
+type errorKind func(err error, now time.Time) *ErrorObject
+
+// What a typed error may say of itself, a method for each field of the
+// error object; an error without the method leaves the field empty.
+type (
+	hinter  interface{ Hint() string }               // what to do next
+	retrier interface{ Retryable() bool }            // whether the same call may succeed later
+	waiter  interface{ RetryAfterSeconds() float64 } // how long to wait first, never rounded down
+	refuser interface{ RefusedBy() ratelimit.Scope } // who refused it: specgate or the upstream
+)
+
+// Each error answers for the fields the model reads of it: a method
+// renamed away would drop a hint or a wait without a word.
+type (
+	refusal interface { // a refused call: who refused it, and the wait
+		hinter
+		retrier
+		waiter
+		refuser
 	}
-	return ""
+	failure interface { // a call that failed, perhaps only for now
+		hinter
+		retrier
+	}
+)
+
+var (
+	_ refusal = (*ratelimit.LimitError)(nil)
+	_ refusal = (*ratelimit.QueueError)(nil)
+	_ refusal = (*invoke.UpstreamRateLimitError)(nil)
+	_ failure = (*invoke.HTTPError)(nil)
+	_ failure = (*invoke.UnreachableError)(nil)
+	_ failure = (*invoke.TimeoutError)(nil)
+	_ hinter  = (*invoke.ArgError)(nil)
+	_ hinter  = (*invoke.JQError)(nil)
+	_ hinter  = (*invoke.AnswerNotFoundError)(nil)
+	_ hinter  = (*invoke.AuthError)(nil)
+)
+
+// Bounds of the text an error object repeats from an error.
+const (
+	maxMessageBytes = 2000
+	maxHintBytes    = 1000
+)
+
+// typed is the kind of the errors of type E: code gives the wire code of
+// one, and fill, if not nil, adds what only E has.
+func typed[E error](code func(E) string, fill func(E, *ErrorObject)) errorKind {
+	return func(err error, now time.Time) *ErrorObject {
+		e, ok := errors.AsType[E](err)
+		if !ok {
+			return nil
+		}
+		obj := errorObject(e, now)
+		obj.Code = code(e)
+		if fill != nil {
+			fill(e, obj)
+		}
+		return obj
+	}
+}
+
+// sentinel is the kind of the errors that are target, answered with obj.
+func sentinel(target error, obj *ErrorObject) errorKind {
+	return func(err error, _ time.Time) *ErrorObject {
+		if !errors.Is(err, target) {
+			return nil
+		}
+		dup := *obj
+		return &dup
+	}
+}
+
+// errorObject is what e says of itself: its message, and each field for
+// which it has a method. RetryAt is now plus the wait.
+func errorObject(e error, now time.Time) *ErrorObject {
+	obj := &ErrorObject{Message: clip(e.Error(), maxMessageBytes)}
+	if h, ok := e.(hinter); ok {
+		obj.Hint = clip(h.Hint(), maxHintBytes)
+	}
+	if r, ok := e.(retrier); ok {
+		obj.Retryable = r.Retryable()
+	}
+	if w, ok := e.(waiter); ok {
+		obj.RetryAfterSeconds = w.RetryAfterSeconds()
+		obj.RetryAt = now.Add(time.Duration(obj.RetryAfterSeconds * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+	}
+	if r, ok := e.(refuser); ok {
+		obj.Scope = string(r.RefusedBy())
+	}
+	return obj
+}
+
+// mapError turns an error from a package into the error object the model
+// reads. It is the one place where Go errors become tool errors. An error
+// of no kind in errorKinds is a fault of specgate's: its text, which may
+// say anything, goes to log in full under a new request id, and the model
+// reads only the id (code internal).
+func mapError(log *slog.Logger, err error, now time.Time) *ErrorObject {
+	if obj := knownError(err, now); obj != nil {
+		return obj
+	}
+	id := newRequestID()
+	log.Error("tool call failed inside specgate", "requestId", id, "err", err)
+	return internalError(id)
+}
+
+// knownError is the error object of err's kind, or nil when err is of none.
+func knownError(err error, now time.Time) *ErrorObject {
+	for _, kind := range errorKinds {
+		if obj := kind(err, now); obj != nil {
+			return obj
+		}
+	}
+	return nil
+}
+
+// codeOf is the code mapError gives err, without logging: for an
+// attempt whose error the call's own answer reports.
+func codeOf(err error) string {
+	if obj := knownError(err, time.Time{}); obj != nil {
+		return obj.Code
+	}
+	return CodeInternal
+}
+
+// internalError is the answer to a failure of specgate's own, logged under
+// request id id.
+func internalError(id string) *ErrorObject {
+	return &ErrorObject{Code: CodeInternal, Message: "specgate failed on this call; the server log has request id " + id,
+		Hint: "The fault is specgate's, not the call's: tell the user the requestId, which names it in the server log.", RequestID: id}
+}
+
+// mapError is mapError with the server's log and clock.
+func (s *Server) mapError(err error) *ErrorObject { return mapError(s.log, err, s.now()) }
+
+// newRequestID names one internal error in the log and in its answer.
+func newRequestID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "req-" + hex.EncodeToString(b[:])
 }
 
 // maxProblemsShown bounds the problems one error repeats: the first few,

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -156,6 +158,7 @@ func TestGoldenErrorResults(t *testing.T) {
 		{CodeUnreachable, &invoke.UnreachableError{Host: "api.example.com:443", Reason: "connection refused"}},
 		{CodeAuthError, &invoke.AuthError{Spec: "petstore", Scheme: "api_key", Key: "specs[petstore].auth.api_key.value",
 			EnvVars: []string{"PETSTORE_KEY"}}},
+		{CodeInternal, errors.New("open /var/lib/specgate/answers.db: permission denied")},
 	}
 	c, _ := goldenClient(t)
 	called := []struct {
@@ -169,11 +172,12 @@ func TestGoldenErrorResults(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range mapped {
 		t.Run(m.code, func(t *testing.T) {
-			res := errorResult(mapError(m.err, now))
+			res := errorResult(mapError(slog.New(slog.DiscardHandler), m.err, now))
 			if got := errorCode(t, res); got != m.code {
 				t.Fatalf("mapError(%T) gave %s, want %s", m.err, got, m.code)
 			}
-			golden(t, "error_"+m.code+".json", indentJSON(t, resultView(res)))
+			// the request id is new on every call
+			golden(t, "error_"+m.code+".json", requestIDs.ReplaceAll(indentJSON(t, resultView(res)), []byte("req-000000000000")))
 		})
 		seen[m.code] = true
 	}
@@ -193,7 +197,7 @@ func TestGoldenErrorResults(t *testing.T) {
 		seen[cc.code] = true
 	}
 	for _, code := range []string{CodeRateLimit, CodeUpstreamRateLimit, CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled,
-		CodeValidationFailed, CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError} {
+		CodeValidationFailed, CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal} {
 		if !seen[code] {
 			t.Errorf("no golden result for %s", code)
 		}
@@ -201,7 +205,10 @@ func TestGoldenErrorResults(t *testing.T) {
 }
 
 // runIDs are random; the transcripts hold one fixed id.
-var runIDs = regexp.MustCompile(`run-[0-9a-f]{12}`)
+var (
+	runIDs     = regexp.MustCompile(`run-[0-9a-f]{12}`)
+	requestIDs = regexp.MustCompile(`req-[0-9a-f]{12}`)
+)
 
 // TestGoldenRunScript keeps run_script's answer and each of its failures
 // as the model reads them.
@@ -279,7 +286,7 @@ func TestGoldenFilesAreAllUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"error_auth_error.json", "error_cancelled.json", "error_http_error.json", "error_not_found.json",
+	want := []string{"error_auth_error.json", "error_cancelled.json", "error_http_error.json", "error_internal.json", "error_not_found.json",
 		"error_queue_full.json", "error_queue_timeout.json", "error_rate_limit.json", "error_timeout.json",
 		"error_upstream_rate_limit.json", "error_upstream_unreachable.json", "error_validation_failed.json",
 		"instructions.txt", "run_script_memory.json", "run_script_ok.json", "run_script_syntax_error.json",

@@ -113,7 +113,7 @@ func (s *Server) parseShapeArgs(src string, max *float64, jq **invoke.JQ, maxByt
 	if strings.TrimSpace(src) != "" {
 		q, err := invoke.CompileJQ(src)
 		if err != nil {
-			return errorResult(mapError(err, s.now()))
+			return errorResult(s.mapError(err))
 		}
 		*jq = q
 	}
@@ -135,7 +135,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	}
 	if a.nextPageOf != "" {
 		if a.in, err = s.caller().NextPageArgs(ctx, principalOf(ctx), e, a.nextPageOf, a.in); err != nil {
-			return errorResult(mapError(err, s.now())), nil
+			return errorResult(s.mapError(err)), nil
 		}
 	}
 	if a.pages > 1 && e.Method != "GET" {
@@ -144,7 +144,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if s.needsApproval(e) && s.opts.Client != nil {
 		// The user is asked only about a call that would go.
 		if _, err := s.opts.Client.Prepare(ctx, e, a.in); err != nil {
-			return errorResult(mapError(err, s.now())), nil
+			return errorResult(s.mapError(err)), nil
 		}
 		if ask, obj := s.approveCall(ctx, &req, e, a.in, ""); ask != nil || obj != nil {
 			if obj != nil {
@@ -207,7 +207,7 @@ func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in
 		if res := r.Paged.Result; res != nil {
 			rec.Status, rec.ResponseBytes = res.StatusCode, res.Size
 		}
-		obj := mapError(err, s.now())
+		obj := s.mapError(err)
 		rec.Outcome, rec.Scope = obj.Code, obj.Scope
 		if obj.Limit != nil {
 			rec.Limit = obj.Limit.Kind
@@ -246,7 +246,7 @@ func (s *Server) invokeResult(r *invoke.CallResult, budget int) *InvokeResult {
 			out.Note = joinNote(out.Note, "stopped after "+strconv.Itoa(len(p.Results))+" pages: together they reached max_response_bytes; nextPage asks for the rest")
 		}
 		if p.PageErr != nil {
-			obj := mapError(p.PageErr, s.now())
+			obj := s.mapError(p.PageErr)
 			out.Note = joinNote(out.Note, "stopped after "+strconv.Itoa(len(p.Results))+" pages: the next one failed with "+obj.Code+" ("+clip(obj.Message, 200)+"); nextPage asks for it again")
 		}
 	}
@@ -273,7 +273,7 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 			at.WaitSeconds = retrySeconds(a.Wait)
 		}
 		if a.Err != nil {
-			at.Error = mapError(a.Err, s.now()).Code
+			at.Error = codeOf(a.Err)
 		}
 		snap.Attempts = append(snap.Attempts, at)
 	}

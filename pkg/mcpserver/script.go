@@ -188,7 +188,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	}
 	res, err := runner.Run(ctx, in.Code, c, opts)
 	if err != nil {
-		return errorResult(scriptError(err, runID)), nil
+		return errorResult(s.scriptError(err, runID)), nil
 	}
 	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
 }
@@ -227,11 +227,16 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 }
 
 // scriptError is the error object of a run that did not finish: with the
-// calls already made and the logs, so the model knows what went out.
-func scriptError(err error, runID string) *ErrorObject {
+// calls already made and the logs, so the model knows what went out. An
+// error that is no *script.Error is specgate's own, answered as internal.
+func (s *Server) scriptError(err error, runID string) *ErrorObject {
 	se, ok := err.(*script.Error)
 	if !ok {
-		return &ErrorObject{Code: CodeScriptError, Message: "the script could not be run: " + clip(err.Error(), 200), RunID: runID}
+		id := newRequestID()
+		s.log.Error("run_script failed inside specgate", "requestId", id, "run", runID, "err", err)
+		obj := internalError(id)
+		obj.RunID = runID
+		return obj
 	}
 	obj := &ErrorObject{Code: se.Code, Message: se.Message, Line: se.Line, RunID: runID}
 	switch se.Code {
@@ -329,7 +334,7 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
 	if s.needsApproval(e) {
 		if _, err := s.opts.Client.Prepare(ctx, e, in); err != nil {
-			return nil, callError(mapError(err, s.now()))
+			return nil, callError(s.mapError(err))
 		}
 		if _, obj := s.approveCall(ctx, nil, e, in, c.runID); obj != nil {
 			return nil, callError(obj)

@@ -119,7 +119,7 @@ func (s *Server) tools() []tool {
 			"arguments. Use jq to pick fields.",
 			[]string{CodeRateLimit + " (specgate's limit, scope proxy)", CodeUpstreamRateLimit + " (the API's, scope upstream)",
 				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
-				CodeNotFound, CodeHTTPError + " (upstream 4xx/5xx)", CodeUnreachable, CodeAuthError},
+				CodeNotFound, CodeHTTPError + " (upstream 4xx/5xx)", CodeUnreachable, CodeAuthError, CodeInternal + " (specgate's own fault: tell the user its requestId)"},
 			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
 			inputSchema[InvokeArgs](), outputSchema[InvokeResult](), hints(false, true, false, true)),
 
@@ -131,7 +131,7 @@ func (s *Server) tools() []tool {
 
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
 			[]string{CodeScriptError + " (syntax error with its line, uncaught throw, memory bound; with calls and logs)",
-				CodeTimeout + " (with calls and logs)", CodeCancelled, CodeValidationFailed, CodeRateLimit + " (scripts.per_principal)"},
+				CodeTimeout + " (with calls and logs)", CodeCancelled, CodeValidationFailed, CodeRateLimit + " (scripts.per_principal)", CodeInternal},
 			ScopeRead, nil, (*Server).handleRunScript,
 			inputSchema[RunScriptArgs](), outputSchema[RunScriptResult](), hints(false, true, false, true)),
 

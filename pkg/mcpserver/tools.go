@@ -30,7 +30,7 @@ func argError(format string, a ...any) *mcp.CallToolResult {
 // notReady answers a tool call made while the catalog is unavailable.
 func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errorResult(mapError(err, s.now()))
+		return errorResult(s.mapError(err))
 	}
 	return errorResult(&ErrorObject{Code: CodeNotFound, Message: err.Error(), // Fail's error says what failed
 		Hint: "The operator must fix the specs in specgate's config."})

@@ -55,6 +55,21 @@ type LimitError struct {
 // RetryAfterSeconds is RetryAfter as WaitSeconds: waiting that long never falls short.
 func (e *LimitError) RetryAfterSeconds() float64 { return WaitSeconds(e.RetryAfter) }
 
+// Retryable reports that the same call passes once RetryAfter has gone by.
+func (e *LimitError) Retryable() bool { return true }
+
+// RefusedBy is the limit's Scope: who refused the call.
+func (e *LimitError) RefusedBy() Scope { return e.Scope }
+
+// Hint says what to do next: wait, and for an upstream's limit, that
+// raising specgate's own will not help.
+func (e *LimitError) Hint() string {
+	if e.Scope == ScopeUpstream {
+		return "The upstream API set this limit; raising specgate's limits will not help. Wait, then call again."
+	}
+	return "Wait for the " + string(e.Kind) + " limit, then call it again."
+}
+
 func (e *LimitError) Error() string {
 	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
 	switch e.Kind {
@@ -97,6 +112,21 @@ type QueueError struct {
 
 // RetryAfterSeconds is RetryAfter as WaitSeconds.
 func (e *QueueError) RetryAfterSeconds() float64 { return WaitSeconds(e.RetryAfter) }
+
+// Retryable reports that the call, sent nowhere, may be made again.
+func (e *QueueError) Retryable() bool { return true }
+
+// RefusedBy is ScopeProxy: the queue is specgate's own.
+func (e *QueueError) RefusedBy() Scope { return ScopeProxy }
+
+// Hint says what to do next: wait, or, on a shutdown, call again (another
+// replica serves it).
+func (e *QueueError) Hint() string {
+	if e.Reason == QueueShutdown {
+		return "This server is shutting down and sent nothing for this call: call it again (another replica, or this one restarted, serves it)."
+	}
+	return "Too many calls are waiting for this upstream. Wait, then call again, or call another API meanwhile."
+}
 
 func (e *QueueError) Error() string {
 	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
