@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -52,7 +51,7 @@ func TestSIGTERMFinishesInFlightCalls(t *testing.T) {
 	srv := startServe(t, bin, "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL+"/api/v3", "--no-cache")
 	url := "http://" + srv.addr + "/mcp"
 	c := httpMCPClient(t, url, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	cmd := srv.cmd
 
 	type outcome struct {
@@ -146,7 +145,7 @@ http:
 	srv := startServe(t, bin, "--config", cfg)
 	base := "http://" + srv.addr
 	c := httpMCPClient(t, base+"/mcp", nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	cmd := srv.cmd
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -284,13 +283,13 @@ func httpMCPClient(t testing.TB, url string, headers map[string]string) *client.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
+	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: t.Name(), Version: "1"}
-	if _, err := c.Initialize(context.Background(), init); err != nil {
+	if _, err := c.Initialize(t.Context(), init); err != nil {
 		t.Fatal(err)
 	}
 	return c

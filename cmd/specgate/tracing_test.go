@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -98,7 +97,7 @@ func TestTracingInvoke(t *testing.T) {
 	t.Setenv("SG_TRACE_KEY", "sgsecret-trace-31ae")
 	up, _ := petUpstream(t)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"invoke", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL + "/api/v3",
+	code := run(t.Context(), []string{"invoke", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL + "/api/v3",
 		"petstore-v3.getPetById", "--params", `{"petId": 424242}`}, strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("invoke: exit %d\n%s%s", code, stdout.String(), stderr.String())

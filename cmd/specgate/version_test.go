@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
@@ -67,7 +66,7 @@ func TestVersionLdflags(t *testing.T) {
 // an empty version.
 func TestVersionCommand(t *testing.T) {
 	var stdout bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, strings.NewReader(""), &stdout, &bytes.Buffer{}); code != 0 {
+	if code := run(t.Context(), []string{"version"}, strings.NewReader(""), &stdout, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if f := strings.Fields(stdout.String()); len(f) < 2 || f[0] != "specgate" || f[1] == "" {

@@ -66,7 +66,7 @@ func sharedCatalog(t testing.TB, file, name string) *spec.Catalog {
 	if c, ok := specCache[key]; ok {
 		return c
 	}
-	s, err := spec.Load(context.Background(), path, spec.Options{Name: name})
+	s, err := spec.Load(t.Context(), path, spec.Options{Name: name})
 	if err != nil {
 		t.Fatalf("loading %s: %v", file, err)
 	}
@@ -223,7 +223,7 @@ func runEvalWith(t testing.TB, file string, weight float64) evalReport {
 		}
 		defer ix.Close()
 		if weight > 0 {
-			if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in", Weight: weight}); err != nil {
+			if err := ix.EnableSemantic(t.Context(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in", Weight: weight}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -500,7 +500,7 @@ func BenchmarkSearchSemantic(b *testing.B) {
 	set := loadEvalSet(b)
 	cat := sharedCatalog(b, set.Specs["github-full"], "github-full")
 	ix, queries := githubIndex(b)
-	if err := ix.EnableSemantic(context.Background(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
+	if err := ix.EnableSemantic(b.Context(), cat, SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in"}); err != nil {
 		b.Fatal(err)
 	}
 	for _, q := range queries {

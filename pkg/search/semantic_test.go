@@ -20,7 +20,7 @@ import (
 
 func petstoreIndex(t testing.TB) (*spec.Catalog, *Index) {
 	t.Helper()
-	s, err := spec.Load(context.Background(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore"})
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package spec
 
-import (
-	"context"
-	"testing"
-)
+import "testing"
 
 func TestRateLimitCost(t *testing.T) {
 	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
@@ -12,7 +9,7 @@ func TestRateLimitCost(t *testing.T) {
 	  "/silly":{"get":{"operationId":"silly","x-ratelimit-cost":{"n":2},"responses":{"200":{"description":"ok"}}}},
 	  "/huge":{"get":{"operationId":"huge","x-ratelimit-cost":100000,"responses":{"200":{"description":"ok"}}}},
 	  "/plain":{"get":{"operationId":"plain","responses":{"200":{"description":"ok"}}}}}}`
-	s, err := Parse(context.Background(), "t.json", []byte(doc), Options{Name: "t"})
+	s, err := Parse(t.Context(), "t.json", []byte(doc), Options{Name: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

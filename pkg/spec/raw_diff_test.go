@@ -49,7 +49,7 @@ func TestRawReaderAgreesWithKinOpenAPI(t *testing.T) {
 			continue
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			s, err := Load(ctx, f, Options{})
 			if err != nil {
 				t.Skipf("the raw reader refuses it (TestSharedCorpus covers that): %v", err)

@@ -415,7 +415,7 @@ func TestSharedCorpus(t *testing.T) {
 		}
 		base := filepath.Base(f)
 		t.Run(base, func(t *testing.T) {
-			s, err := Load(context.Background(), f, Options{})
+			s, err := Load(t.Context(), f, Options{})
 			if knownBad[base] {
 				if err == nil || !strings.HasPrefix(err.Error(), f+": ") || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("want a one-line error naming the file, got %v", err)
@@ -437,7 +437,7 @@ func TestSharedCorpus(t *testing.T) {
 			}
 			failed := 0
 			for _, e := range s.Endpoints {
-				if _, err := e.Operation(context.Background()); err != nil {
+				if _, err := e.Operation(t.Context()); err != nil {
 					failed++
 				}
 			}
@@ -472,7 +472,7 @@ func FuzzParse(f *testing.F) {
 	  {"name":"q","in":"query","schema":{"$ref":"#/components/schemas/P/properties/x"}}],
 	  "requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/C"}}}},"responses":{}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(context.Background(), "fuzz.yaml", data, Options{})
+		s, err := Parse(t.Context(), "fuzz.yaml", data, Options{})
 		if err != nil {
 			return
 		}
@@ -480,7 +480,7 @@ func FuzzParse(f *testing.F) {
 			if e.ID == "" || e.spec != s {
 				t.Fatalf("bad endpoint %+v", e)
 			}
-			e.Operation(context.Background())
+			e.Operation(t.Context())
 			e.Describe(DescribeOptions{})
 		}
 	})
