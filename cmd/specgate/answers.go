@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/config"
-	"github.com/specgate/specgate/pkg/invoke"
 )
 
 // newAnswers returns the store of upstream answers that read_response
@@ -15,7 +15,7 @@ import (
 // (each principal's answers on one hash slot) so that any replica can
 // serve read_response. The returned close func releases its
 // Redis connection.
-func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
+func newAnswers(cfg *config.Config) (answer.AnswerStore, func(), error) {
 	var c redis.UniversalClient
 	switch cfg.Store.Backend {
 	case config.BackendRedis:
@@ -33,14 +33,14 @@ func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
 		c = redis.NewClusterClient(opts)
 	}
 	if c != nil {
-		store := invoke.NewRedisAnswers(c, invoke.RedisAnswersOptions{
+		store := answer.NewRedisAnswers(c, answer.RedisAnswersOptions{
 			Prefix:   cfg.Store.KeyPrefix,
 			TTL:      time.Duration(cfg.ResponseTTL),
 			MaxBytes: int64(cfg.ResponseStoreBytes),
 		})
 		return store, func() { c.Close() }, nil
 	}
-	return invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{
+	return answer.NewMemoryAnswers(answer.MemoryAnswersOptions{
 		MaxBytes: int64(cfg.ResponseStoreBytes),
 		TTL:      time.Duration(cfg.ResponseTTL),
 	}), func() {}, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -413,7 +414,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 	}
 	var body any
 	if isJSONType(mediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
-		if v, err := DecodeJSON(res.RawBody); err == nil {
+		if v, err := answer.DecodeJSON(res.RawBody); err == nil {
 			body = v
 		}
 	}
@@ -436,9 +437,9 @@ func paramsKey(p map[string]any) string {
 // Answer is the call's answer as the store keeps it: one page's body as
 // read (redacted), or, when several pages were read, their main arrays
 // concatenated into the last page's body.
-func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *Answer {
+func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *answer.Answer {
 	last := p.Result
-	a := &Answer{
+	a := &answer.Answer{
 		Endpoint: e.ID, StatusCode: last.StatusCode, ContentType: last.RawHeaders.Get("Content-Type"),
 		Headers: last.Headers, Body: last.RawBody, Truncated: last.Truncated, NextPage: p.NextPage, Created: now,
 	}
@@ -467,11 +468,11 @@ func concatPages(pages []*Result) ([]byte, bool) {
 	var last any
 	path := ""
 	for i, r := range pages {
-		v, err := DecodeJSON(r.RawBody)
+		v, err := answer.DecodeJSON(r.RawBody)
 		if err != nil {
 			return nil, false
 		}
-		p, items, ok := MainArray(v)
+		p, items, ok := answer.MainArray(v)
 		if !ok || i > 0 && p != path {
 			return nil, false
 		}
@@ -485,7 +486,7 @@ func concatPages(pages []*Result) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b, err := EncodeJSON(joined)
+	b, err := answer.EncodeJSON(joined)
 	return b, err == nil
 }
 

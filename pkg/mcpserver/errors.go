@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
@@ -132,8 +133,8 @@ func mapError(err error, now time.Time) *ErrorObject {
 		ue  *invoke.UnreachableError
 		te  *invoke.TimeoutError
 		aue *invoke.AuthError
-		jqe *invoke.JQError
-		anf *invoke.AnswerNotFoundError
+		jqe *answer.JQError
+		anf *answer.AnswerNotFoundError
 	)
 	switch {
 	case errors.As(err, &le):
@@ -184,10 +185,10 @@ func mapError(err error, now time.Time) *ErrorObject {
 		}
 	case errors.As(err, &jqe):
 		switch jqe.Kind {
-		case invoke.JQTimeout:
+		case answer.JQTimeout:
 			return &ErrorObject{Code: CodeTimeout, Message: clip(jqe.Error(), 500), Retryable: false,
 				Hint: "The jq filter ran past its time limit: select fewer or simpler fields."}
-		case invoke.JQTooLarge:
+		case answer.JQTooLarge:
 			return &ErrorObject{Code: CodeValidationFailed, Message: clip(jqe.Error(), 500), Problems: []string{clip(jqe.Msg, 300)},
 				Hint: "The jq result is too large: pick fewer fields or items."}
 		}

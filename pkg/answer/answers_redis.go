@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"context"
@@ -188,7 +188,7 @@ func (s *RedisAnswers) balance(ctx context.Context, h string, held, now int64, k
 // Get returns principal's answer with id and counts it as used: its TTL starts again.
 func (s *RedisAnswers) Get(ctx context.Context, principal, id string) (*Answer, error) {
 	if _, ok := parseAnswerID(id); !ok {
-		return nil, notFound(id, AnswerUnknown)
+		return nil, NotFound(id, AnswerUnknown)
 	}
 	sh := s.shelf(principal)
 	now := ms(s.now())
@@ -209,11 +209,11 @@ func (s *RedisAnswers) Get(ctx context.Context, principal, id string) (*Answer, 
 		return decodeAnswer([]byte(blob))
 	case "expired":
 		_ = s.balance(ctx, sh.h, held, now, "") // its bytes were dropped
-		return nil, notFound(id, AnswerExpired)
+		return nil, NotFound(id, AnswerExpired)
 	case "evicted":
-		return nil, notFound(id, AnswerEvicted)
+		return nil, NotFound(id, AnswerEvicted)
 	case "unknown":
-		return nil, notFound(id, AnswerUnknown)
+		return nil, NotFound(id, AnswerUnknown)
 	}
 	return nil, errors.New("response store: unexpected reply")
 }

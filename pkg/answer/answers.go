@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"bytes"
@@ -75,7 +75,8 @@ func (e *AnswerNotFoundError) Hint() string {
 	return "Call invoke again for a fresh answer; a jq filter there keeps only the fields you need."
 }
 
-func notFound(id, reason string) *AnswerNotFoundError {
+// NotFound is the error for id, which is not there for reason.
+func NotFound(id, reason string) *AnswerNotFoundError {
 	if len(id) > 64 {
 		id = id[:64] // a 10 KB id is not echoed back
 	}
@@ -401,7 +402,7 @@ func (s *MemoryAnswers) Put(ctx context.Context, principal string, a *Answer) (s
 func (s *MemoryAnswers) Get(ctx context.Context, principal, id string) (*Answer, error) {
 	key, ok := parseAnswerID(id)
 	if !ok {
-		return nil, notFound(id, AnswerUnknown)
+		return nil, NotFound(id, AnswerUnknown)
 	}
 	s.mu.Lock()
 	now := s.now()
@@ -410,7 +411,7 @@ func (s *MemoryAnswers) Get(ctx context.Context, principal, id string) (*Answer,
 	if e == nil || e.shelf.principal != principal {
 		reason := s.gone.lookup(principal, key)
 		s.mu.Unlock()
-		return nil, notFound(id, reason)
+		return nil, NotFound(id, reason)
 	}
 	e.used = now
 	s.idle.MoveToFront(e.inIdle)
