@@ -1,501 +1,49 @@
-package answer
+package answer_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/answer/answertest"
 )
 
-// answerHarness opens one kind of AnswerStore for the conformance tests.
-type answerHarness struct {
-	name string
-	// overshoot is how far concurrent Puts may take the counted bytes past the bound for
-	// a moment (the Redis store keeps the bound over all principals in a second step).
-	overshoot int64
-	// open returns an empty store bounded to maxBytes in all, idle TTL ttl, telling the
-	// time with now, and a func reporting the bytes it counts as held.
-	open func(t *testing.T, maxBytes int64, ttl time.Duration, now func() time.Time) (AnswerStore, func() int64)
-}
-
-func memoryHarness() answerHarness {
-	return answerHarness{name: "memory", open: func(t *testing.T, maxBytes int64, ttl time.Duration, now func() time.Time) (AnswerStore, func() int64) {
-		s := NewMemoryAnswers(MemoryAnswersOptions{MaxBytes: maxBytes, TTL: ttl, Now: now})
+func memoryHarness() answertest.Harness {
+	return answertest.Harness{Name: "memory", Open: func(t *testing.T, maxBytes int64, ttl time.Duration, now func() time.Time) (answer.AnswerStore, func() int64) {
+		s := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{MaxBytes: maxBytes, TTL: ttl, Now: now})
 		return s, s.Bytes
 	}}
 }
 
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// githubPage returns a page of n pull requests shaped like GitHub's GET
-// /repos/{owner}/{repo}/pulls (about 22 KB each, compact JSON), varied from seed.
-func githubPage(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 1))
-	words := strings.Fields("the a fix add remove update refactor test docs build ci release bump " +
-		"dependency parser server client cache limit request response error handle retry token " +
-		"config option flag spec endpoint schema invoke search index store redis memory answer")
-	text := func(k int) string {
-		var b strings.Builder
-		for i := range k {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(words[r.IntN(len(words))])
-		}
-		return b.String()
-	}
-	hex := func(k int) string {
-		const digits = "0123456789abcdef"
-		b := make([]byte, k)
-		for i := range b {
-			b[i] = digits[r.IntN(16)]
-		}
-		return string(b)
-	}
-	api := "https://api.github.com"
-	user := func(login string, id int) map[string]any {
-		u := api + "/users/" + login
-		return map[string]any{
-			"login": login, "id": id, "node_id": "MDQ6VXNlcj" + hex(8), "avatar_url": fmt.Sprintf("https://avatars.githubusercontent.com/u/%d?v=4", id),
-			"gravatar_id": "", "url": u, "html_url": "https://github.com/" + login,
-			"followers_url": u + "/followers", "following_url": u + "/following{/other_user}",
-			"gists_url": u + "/gists{/gist_id}", "starred_url": u + "/starred{/owner}{/repo}",
-			"subscriptions_url": u + "/subscriptions", "organizations_url": u + "/orgs",
-			"repos_url": u + "/repos", "events_url": u + "/events{/privacy}",
-			"received_events_url": u + "/received_events", "type": "User", "user_view_type": "public",
-			"site_admin": false,
-		}
-	}
-	repo := func(owner map[string]any, name string, id int) map[string]any {
-		full := owner["login"].(string) + "/" + name
-		u := api + "/repos/" + full
-		m := map[string]any{
-			"id": id, "node_id": "MDEwOlJlcG9zaXRvcnk" + hex(6), "name": name, "full_name": full,
-			"private": false, "owner": owner, "html_url": "https://github.com/" + full,
-			"description": text(12), "fork": false, "url": u,
-			"created_at": "2014-02-11T10:04:31Z", "updated_at": "2026-11-29T08:12:55Z", "pushed_at": "2026-11-30T09:41:02Z",
-			"git_url": "git://github.com/" + full + ".git", "ssh_url": "git@github.com:" + full + ".git",
-			"clone_url": "https://github.com/" + full + ".git", "svn_url": "https://github.com/" + full,
-			"homepage": "https://" + name + ".dev", "size": 183442, "stargazers_count": 23011,
-			"watchers_count": 23011, "language": "Go", "has_issues": true, "has_projects": true,
-			"has_downloads": true, "has_wiki": false, "has_pages": true, "has_discussions": true,
-			"forks_count": 4120, "mirror_url": nil, "archived": false, "disabled": false,
-			"open_issues_count": 612, "license": map[string]any{"key": "apache-2.0", "name": "Apache License 2.0", "spdx_id": "Apache-2.0", "url": api + "/licenses/apache-2.0", "node_id": "MDc6TGljZW5zZTI="},
-			"allow_forking": true, "is_template": false, "web_commit_signoff_required": false,
-			"topics": []string{"api", "openapi", "mcp", "llm", "rate-limit"}, "visibility": "public",
-			"forks": 4120, "open_issues": 612, "watchers": 23011, "default_branch": "main",
-		}
-		for _, k := range []string{"forks", "keys", "collaborators", "teams", "hooks", "issue_events",
-			"events", "assignees", "branches", "tags", "blobs", "git_tags", "git_refs", "trees",
-			"statuses", "languages", "stargazers", "contributors", "subscribers", "subscription",
-			"commits", "git_commits", "comments", "issue_comment", "contents", "compare", "merges",
-			"archive", "downloads", "issues", "pulls", "milestones", "notifications", "labels",
-			"releases", "deployments"} {
-			m[k+"_url"] = u + "/" + k + "{/id}"
-		}
-		return m
-	}
-	owner := user("specgate", 9919)
-	base := repo(owner, "specgate", 41882731)
-	prs := make([]any, n)
-	for i := range prs {
-		num := 4000 + n - i
-		author := user("dev"+hex(5), 100000+r.IntN(900000))
-		fork := repo(author, "specgate", 500000000+r.IntN(1000000))
-		u := fmt.Sprintf("%s/repos/specgate/specgate/pulls/%d", api, num)
-		labels := make([]any, 1+r.IntN(3))
-		for j := range labels {
-			name := words[r.IntN(len(words))]
-			labels[j] = map[string]any{"id": r.IntN(1 << 30), "node_id": "LA_kwDO" + hex(12), "url": api + "/repos/specgate/specgate/labels/" + name, "name": name, "color": hex(6), "default": false, "description": text(6)}
-		}
-		sha := hex(40)
-		prs[i] = map[string]any{
-			"url": u, "id": 1500000000 + r.IntN(100000000), "node_id": "PR_kwDO" + hex(16),
-			"html_url":  fmt.Sprintf("https://github.com/specgate/specgate/pull/%d", num),
-			"diff_url":  fmt.Sprintf("https://github.com/specgate/specgate/pull/%d.diff", num),
-			"patch_url": fmt.Sprintf("https://github.com/specgate/specgate/pull/%d.patch", num),
-			"issue_url": fmt.Sprintf("%s/repos/specgate/specgate/issues/%d", api, num),
-			"number":    num, "state": "open", "locked": false, "title": text(8), "user": author,
-			"body": text(120 + r.IntN(300)), "created_at": "2026-11-2" + fmt.Sprint(r.IntN(9)) + "T10:00:00Z",
-			"updated_at": "2026-11-30T09:00:00Z", "closed_at": nil, "merged_at": nil,
-			"merge_commit_sha": hex(40), "assignee": nil, "assignees": []any{}, "requested_reviewers": []any{owner},
-			"requested_teams": []any{}, "labels": labels, "milestone": nil, "draft": r.IntN(4) == 0,
-			"commits_url": u + "/commits", "review_comments_url": u + "/comments",
-			"review_comment_url": api + "/repos/specgate/specgate/pulls/comments{/number}",
-			"comments_url":       fmt.Sprintf("%s/repos/specgate/specgate/issues/%d/comments", api, num),
-			"statuses_url":       api + "/repos/specgate/specgate/statuses/" + sha,
-			"head":               map[string]any{"label": author["login"].(string) + ":" + words[r.IntN(len(words))], "ref": words[r.IntN(len(words))], "sha": sha, "user": author, "repo": fork},
-			"base":               map[string]any{"label": "specgate:main", "ref": "main", "sha": hex(40), "user": owner, "repo": base},
-			"_links": map[string]any{
-				"self": map[string]any{"href": u}, "html": map[string]any{"href": fmt.Sprintf("https://github.com/specgate/specgate/pull/%d", num)},
-				"issue":           map[string]any{"href": fmt.Sprintf("%s/repos/specgate/specgate/issues/%d", api, num)},
-				"comments":        map[string]any{"href": fmt.Sprintf("%s/repos/specgate/specgate/issues/%d/comments", api, num)},
-				"review_comments": map[string]any{"href": u + "/comments"}, "review_comment": map[string]any{"href": api + "/repos/specgate/specgate/pulls/comments{/number}"},
-				"commits": map[string]any{"href": u + "/commits"}, "statuses": map[string]any{"href": api + "/repos/specgate/specgate/statuses/" + sha},
-			},
-			"author_association": "CONTRIBUTOR", "auto_merge": nil, "active_lock_reason": nil,
-		}
-	}
-	b, err := json.Marshal(prs)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// randomBody returns n bytes that do not compress, so a test knows what an answer costs.
-func randomBody(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 2))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-func sampleAnswer(body []byte) *Answer {
-	return &Answer{
-		Endpoint:    "github.pulls/list",
-		StatusCode:  200,
-		ContentType: "application/json; charset=utf-8",
-		Headers:     map[string]string{"Link": `<https://api.github.com/repositories/1/pulls?page=2>; rel="next"`, "X-Ratelimit-Remaining": "4999"},
-		Body:        body,
-		Pages:       1,
-		NextPage:    map[string]any{"parameters": map[string]any{"page": float64(2), "state": "open"}},
-		Created:     time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC),
-	}
-}
-
-// wantNotFound fails t unless err is an *AnswerNotFoundError with reason and returns it.
-func wantNotFound(t *testing.T, err error, reason string) *AnswerNotFoundError {
-	t.Helper()
-	var nf *AnswerNotFoundError
-	if !errors.As(err, &nf) {
-		t.Fatalf("err = %v, want an AnswerNotFoundError %q", err, reason)
-	}
-	if nf.Reason != reason {
-		t.Fatalf("reason = %q (%v), want %q", nf.Reason, err, reason)
-	}
-	return nf
-}
-
-func mustPut(t *testing.T, s AnswerStore, principal string, a *Answer) string {
-	t.Helper()
-	id, err := s.Put(t.Context(), principal, a)
-	if err != nil {
-		t.Fatalf("put for %s: %v", principal, err)
-	}
-	return id
-}
-
-// runAnswerConformance runs the contract of AnswerStore against the stores h opens.
-func runAnswerConformance(t *testing.T, h answerHarness) {
-	t.Run("RoundTrip", func(t *testing.T) {
-		s, _ := h.open(t, 0, 0, nil)
-		for _, tt := range []struct {
-			name string
-			a    *Answer
-		}{
-			{"github page", sampleAnswer(githubPage(30, 1))},
-			{"small json", sampleAnswer([]byte(`{"id":1}`))},
-			{"binary", &Answer{Endpoint: "img.get", StatusCode: 200, ContentType: "image/png", Body: randomBody(5000, 1), Truncated: true, Created: time.Unix(0, 0).UTC()}},
-			{"no body", &Answer{Endpoint: "x.delete", StatusCode: 204, Created: time.Unix(1, 0).UTC()}},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				id := mustPut(t, s, "alice", tt.a)
-				if _, ok := parseAnswerID(id); !ok {
-					t.Fatalf("id %q is not well formed", id)
-				}
-				got, err := s.Get(t.Context(), "alice", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got.Body, tt.a.Body) {
-					t.Fatalf("body: got %d bytes, want %d, equal prefix %v", len(got.Body), len(tt.a.Body), bytes.HasPrefix(tt.a.Body, got.Body))
-				}
-				if diff := cmp.Diff(tt.a, got, cmp.Comparer(bytes.Equal)); diff != "" {
-					t.Errorf("answer (-put +got):\n%s", diff)
-				}
-				// the store keeps its own copy
-				if len(got.Body) > 0 {
-					got.Body[0]++
-				}
-				if got.Headers != nil {
-					got.Headers["X"] = "changed"
-				}
-				again, err := s.Get(t.Context(), "alice", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, ok := again.Headers["X"]; ok || !bytes.Equal(again.Body, tt.a.Body) {
-					t.Error("a change to a returned answer reached the store")
-				}
-			})
-		}
-	})
-
-	t.Run("IDsAreDistinctAndURLSafe", func(t *testing.T) {
-		s, _ := h.open(t, 0, 0, nil)
-		seen := map[string]bool{}
-		for range 200 {
-			id := mustPut(t, s, "alice", sampleAnswer([]byte(`[]`)))
-			if seen[id] {
-				t.Fatalf("id %q issued twice", id)
-			}
-			seen[id] = true
-			if strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
-				t.Fatalf("id %q is not URL-safe", id)
-			}
-		}
-	})
-
-	t.Run("OtherPrincipalsIDIsUnknown", func(t *testing.T) {
-		s, _ := h.open(t, 0, 0, nil)
-		id := mustPut(t, s, "alice", sampleAnswer([]byte(`{"secret":"alice's"}`)))
-		_, errOther := s.Get(t.Context(), "bob", id)
-		nfOther := wantNotFound(t, errOther, AnswerUnknown)
-
-		unused, _ := newAnswerID()
-		_, errRandom := s.Get(t.Context(), "bob", unused)
-		nfRandom := wantNotFound(t, errRandom, AnswerUnknown)
-		if errOther.Error() != errRandom.Error() || nfOther.Hint() != nfRandom.Hint() {
-			t.Errorf("another principal's id reads %q / %q, an unknown one %q / %q",
-				errOther, nfOther.Hint(), errRandom, nfRandom.Hint())
-		}
-		if nfOther.ID != id {
-			t.Errorf("ID = %q, want %q", nfOther.ID, id)
-		}
-		// and it is still alice's
-		if _, err := s.Get(t.Context(), "alice", id); err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("MalformedIDsAreUnknown", func(t *testing.T) {
-		s, _ := h.open(t, 0, 0, nil)
-		id := mustPut(t, s, "alice", sampleAnswer([]byte(`{}`)))
-		for _, tt := range []struct{ name, id string }{
-			{"empty", ""},
-			{"random", "r_" + strings.Repeat("A", 22)},
-			{"10 KB", "r_" + strings.Repeat("A", 10<<10)},
-			{"id and more", id + "x"},
-			{"id cut", id[:len(id)-1]},
-			{"no prefix", "x_" + id[2:]},
-			{"padding", id + "=="},
-			{"not base64", "r_" + strings.Repeat("!", 22)},
-			{"key injection", "r_*"},
-			{"hash tag", "r_{" + strings.Repeat("A", 20) + "}"},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				_, err := s.Get(t.Context(), "alice", tt.id)
-				nf := wantNotFound(t, err, AnswerUnknown)
-				if len(nf.ID) > 64 {
-					t.Errorf("the error carries %d bytes of the id", len(nf.ID))
-				}
-			})
-		}
-	})
-
-	t.Run("IdleExpiry", func(t *testing.T) {
-		clock := newTestClock()
-		const ttl = 10 * time.Minute
-		s, held := h.open(t, 0, ttl, clock.Now)
-		id := mustPut(t, s, "alice", sampleAnswer(githubPage(2, 2)))
-		other := mustPut(t, s, "alice", sampleAnswer([]byte(`{"n":2}`)))
-		for range 3 { // each read starts the idle time again
-			clock.Advance(ttl - time.Millisecond)
-			if _, err := s.Get(t.Context(), "alice", id); err != nil {
-				t.Fatalf("read within the TTL: %v", err)
-			}
-		}
-		_, err := s.Get(t.Context(), "alice", other)
-		wantNotFound(t, err, AnswerExpired)
-
-		clock.Advance(ttl)
-		_, err = s.Get(t.Context(), "alice", id)
-		wantNotFound(t, err, AnswerExpired)
-		_, err = s.Get(t.Context(), "alice", id)
-		wantNotFound(t, err, AnswerExpired) // and again: the record keeps it
-		_, err = s.Get(t.Context(), "bob", id)
-		wantNotFound(t, err, AnswerUnknown)
-
-		// what is left is bob's one answer, counted as a store holding only it counts it
-		mustPut(t, s, "bob", sampleAnswer([]byte(`{}`))) // sweeps
-		fresh, freshHeld := h.open(t, 0, ttl, clock.Now)
-		mustPut(t, fresh, "bob", sampleAnswer([]byte(`{}`)))
-		if got, want := held(), freshHeld(); got != want {
-			t.Errorf("after expiry the store counts %d bytes, want %d", got, want)
-		}
-	})
-
-	t.Run("EvictsTheHeaviestPrincipalsOldest", func(t *testing.T) {
-		const max = 64 << 10
-		s, held := h.open(t, max, 0, nil)
-		bID := mustPut(t, s, "bob", sampleAnswer(randomBody(6000, 100)))
-		var aIDs []string
-		for i := range 30 {
-			aIDs = append(aIDs, mustPut(t, s, "alice", sampleAnswer(randomBody(6000, uint64(i)))))
-			if got := held(); got > max {
-				t.Fatalf("after put %d the store counts %d bytes, over its %d", i, got, max)
-			}
-		}
-		if _, err := s.Get(t.Context(), "bob", bID); err != nil {
-			t.Fatalf("bob's only answer: %v", err)
-		}
-		// alice's oldest went, her newest stayed
-		_, err := s.Get(t.Context(), "alice", aIDs[0])
-		wantNotFound(t, err, AnswerEvicted)
-		_, err = s.Get(t.Context(), "bob", aIDs[0])
-		wantNotFound(t, err, AnswerUnknown)
-		got, err := s.Get(t.Context(), "alice", aIDs[len(aIDs)-1])
-		if err != nil {
-			t.Fatalf("alice's newest: %v", err)
-		}
-		if !bytes.Equal(got.Body, randomBody(6000, uint64(len(aIDs)-1))) {
-			t.Error("alice's newest body differs")
-		}
-		kept := 0
-		for _, id := range aIDs {
-			if _, err := s.Get(t.Context(), "alice", id); err == nil {
-				kept++
-			} else {
-				wantNotFound(t, err, AnswerEvicted)
-			}
-		}
-		if kept < 5 || kept > 10 {
-			t.Errorf("alice kept %d of 30 answers of 6 KB in a 64 KiB store", kept)
-		}
-	})
-
-	t.Run("ReadingAnAnswerKeepsIt", func(t *testing.T) {
-		const max = 64 << 10
-		s, _ := h.open(t, max, 0, nil)
-		first := mustPut(t, s, "alice", sampleAnswer(randomBody(6000, 1000)))
-		for i := range 30 {
-			if _, err := s.Get(t.Context(), "alice", first); err != nil {
-				t.Fatalf("after %d puts: %v", i, err)
-			}
-			mustPut(t, s, "alice", sampleAnswer(randomBody(6000, uint64(i))))
-		}
-	})
-
-	t.Run("TooLarge", func(t *testing.T) {
-		const max = 32 << 10
-		s, held := h.open(t, max, 0, nil)
-		id := mustPut(t, s, "alice", sampleAnswer(randomBody(1000, 1)))
-		_, err := s.Put(t.Context(), "alice", sampleAnswer(randomBody(max, 2)))
-		if !errors.Is(err, ErrAnswerTooLarge) {
-			t.Fatalf("err = %v, want ErrAnswerTooLarge", err)
-		}
-		if _, err := s.Get(t.Context(), "alice", id); err != nil {
-			t.Fatalf("a refused answer evicted another: %v", err)
-		}
-		// a large body that compresses well fits
-		if _, err := s.Put(t.Context(), "alice", sampleAnswer(bytes.Repeat([]byte(`{"a":1},`), 16<<10))); err != nil {
-			t.Fatalf("128 KB of repeated JSON in a 32 KiB store: %v", err)
-		}
-		if got := held(); got > max {
-			t.Errorf("the store counts %d bytes, over its %d", got, max)
-		}
-	})
-
-	t.Run("Concurrent", func(t *testing.T) {
-		const max = 128 << 10
-		s, held := h.open(t, max, 0, nil)
-		var wg sync.WaitGroup
-		for g := range 8 {
-			wg.Go(func() {
-				principal := fmt.Sprintf("p%d", g%3)
-				var ids []string
-				var bodies [][]byte
-				for i := range 25 {
-					body := randomBody(2000+100*g, uint64(g*1000+i))
-					id, err := s.Put(context.Background(), principal, sampleAnswer(body))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					ids, bodies = append(ids, id), append(bodies, body)
-					k := i / 2
-					got, err := s.Get(context.Background(), principal, ids[k])
-					var nf *AnswerNotFoundError
-					switch {
-					case errors.As(err, &nf) && nf.Reason == AnswerEvicted:
-					case err != nil:
-						t.Error(err)
-						return
-					case !bytes.Equal(got.Body, bodies[k]):
-						t.Errorf("%s read another body for %s", principal, ids[k])
-						return
-					}
-					if b := held(); b > max+h.overshoot {
-						t.Errorf("the store counts %d bytes, over its %d", b, max)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if b := held(); b > max {
-			t.Errorf("once all Puts returned, the store counts %d bytes, over its %d", b, max)
-		}
-	})
-}
-
 func TestAnswerStoreMemory(t *testing.T) {
-	runAnswerConformance(t, memoryHarness())
+	answertest.RunConformance(t, memoryHarness())
 }
 
 func TestAnswerIDs(t *testing.T) {
-	id, key := newAnswerID()
-	if len(id) != answerIDLen || !strings.HasPrefix(id, "r_") {
+	id, key := answer.NewAnswerID()
+	if len(id) != answer.AnswerIDLen || !strings.HasPrefix(id, "r_") {
 		t.Fatalf("id %q", id)
 	}
-	got, ok := parseAnswerID(id)
+	got, ok := answer.ParseAnswerID(id)
 	if !ok || got != key {
 		t.Fatalf("parse(%q) = %x, %v; want %x", id, got, ok, key)
 	}
 	long := "r_" + strings.Repeat("A", 10<<10)
-	if n := testing.AllocsPerRun(100, func() { parseAnswerID(long) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { answer.ParseAnswerID(long) }); n != 0 {
 		t.Errorf("rejecting a 10 KB id allocates %v times", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { parseAnswerID(id) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { answer.ParseAnswerID(id) }); n != 0 {
 		t.Errorf("parsing an id allocates %v times", n)
 	}
 }
 
 func TestAnswerMemoryCountsCompressedBytes(t *testing.T) {
-	s := NewMemoryAnswers(MemoryAnswersOptions{})
-	body := githubPage(30, 7)
-	mustPut(t, s, "alice", sampleAnswer(body))
+	s := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
+	body := answertest.GithubPage(30, 7)
+	answertest.MustPut(t, s, "alice", answertest.Sample(body))
 	got := s.Bytes()
 	if got >= int64(len(body))/4 {
 		t.Errorf("a %d-byte GitHub page counts %d bytes; want it deflated", len(body), got)
@@ -507,47 +55,45 @@ func TestAnswerMemoryCountsCompressedBytes(t *testing.T) {
 }
 
 func TestAnswerMemoryGoneRecordIsBounded(t *testing.T) {
-	clock := newTestClock()
-	s := NewMemoryAnswers(MemoryAnswersOptions{TTL: time.Minute, Now: clock.Now})
+	clock := answertest.NewClock()
+	s := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{TTL: time.Minute, Now: clock.Now})
 	var first []string
-	for p := range gonePrincipals + 10 {
-		id := mustPut(t, s, fmt.Sprint("p", p), sampleAnswer([]byte(`{}`)))
+	for p := range answer.GonePrincipals + 10 {
+		id := answertest.MustPut(t, s, fmt.Sprint("p", p), answertest.Sample([]byte(`{}`)))
 		if p == 0 {
 			first = append(first, id)
 		}
 	}
 	clock.Advance(time.Minute)
 	_, err := s.Get(t.Context(), "p1", "r_"+strings.Repeat("A", 22)) // sweeps them all
-	wantNotFound(t, err, AnswerUnknown)
-	s.mu.Lock()
-	n := len(s.gone.byPrincipal)
-	s.mu.Unlock()
-	if n != gonePrincipals {
-		t.Errorf("the gone record keeps %d principals, want %d", n, gonePrincipals)
+	answertest.WantNotFound(t, err, answer.AnswerUnknown)
+	n := answer.GoneLen(s)
+	if n != answer.GonePrincipals {
+		t.Errorf("the gone record keeps %d principals, want %d", n, answer.GonePrincipals)
 	}
 	// p0 was the first to go, so its record was dropped: its id is unknown again
 	_, err = s.Get(t.Context(), "p0", first[0])
-	wantNotFound(t, err, AnswerUnknown)
-	_, err = s.Get(t.Context(), fmt.Sprint("p", gonePrincipals+9), first[0])
-	wantNotFound(t, err, AnswerUnknown)
+	answertest.WantNotFound(t, err, answer.AnswerUnknown)
+	_, err = s.Get(t.Context(), fmt.Sprint("p", answer.GonePrincipals+9), first[0])
+	answertest.WantNotFound(t, err, answer.AnswerUnknown)
 
-	// one principal's record keeps its last goneIDs ids
+	// one principal's record keeps its last GoneIDs ids
 	var ids []string
-	for range goneIDs + 5 {
-		ids = append(ids, mustPut(t, s, "busy", sampleAnswer([]byte(`{}`))))
+	for range answer.GoneIDs + 5 {
+		ids = append(ids, answertest.MustPut(t, s, "busy", answertest.Sample([]byte(`{}`))))
 	}
 	clock.Advance(time.Minute)
 	_, err = s.Get(t.Context(), "busy", ids[0])
-	wantNotFound(t, err, AnswerUnknown)
+	answertest.WantNotFound(t, err, answer.AnswerUnknown)
 	_, err = s.Get(t.Context(), "busy", ids[5])
-	wantNotFound(t, err, AnswerExpired)
+	answertest.WantNotFound(t, err, answer.AnswerExpired)
 	if s.Len() != 0 || s.Bytes() != 0 {
 		t.Errorf("an empty store holds %d answers, %d bytes", s.Len(), s.Bytes())
 	}
 }
 
 func TestAnswerDecodeRejectsDamage(t *testing.T) {
-	blob, err := encodeAnswer(sampleAnswer(githubPage(1, 3)))
+	blob, err := answer.EncodeStored(answertest.Sample(answertest.GithubPage(1, 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +108,7 @@ func TestAnswerDecodeRejectsDamage(t *testing.T) {
 		{"longer", append(bytes.Clone(blob), 1, 2, 3)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeAnswer(tt.blob); err == nil {
+			if _, err := answer.DecodeStored(tt.blob); err == nil {
 				t.Error("damaged blob decoded")
 			}
 		})
