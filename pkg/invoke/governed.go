@@ -413,7 +413,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 		return nil
 	}
 	var body any
-	if isJSONType(mediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
+	if answer.IsJSONType(answer.MediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
 		if v, err := answer.DecodeJSON(res.RawBody); err == nil {
 			body = v
 		}
