@@ -29,6 +29,10 @@ type Answer struct {
 	Pages       int               `json:"pages,omitempty"`
 	NextPage    map[string]any    `json:"nextPage,omitempty"`
 	Created     time.Time         `json:"created"`
+	// Decoded, when not nil, is Body as DecodeJSON returns it, so that a view of a
+	// fresh answer does not decode the body again. No store keeps it; nothing may
+	// change it.
+	Decoded any `json:"-"`
 }
 
 // AnswerStore keeps answers per principal. Implementations are safe for concurrent use.

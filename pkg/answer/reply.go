@@ -111,7 +111,8 @@ type View struct {
 	offset      int // where the window starts, for next offsets
 }
 
-// NewView decodes a stored answer and applies opt's jq or window. Its
+// NewView decodes a stored answer (unless a.Decoded holds it already) and
+// applies opt's jq or window. Its
 // errors are *JQError (Strict only) and *ArgError.
 func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
 	w := &View{a: a, opt: opt}
@@ -124,6 +125,9 @@ func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
 	looksJSON := w.base == "" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
 	switch {
 	case IsJSONType(w.base) || looksJSON:
+		if a.Decoded != nil {
+			return w, w.json(ctx, a.Decoded, len(data))
+		}
 		v, err := DecodeJSON(data)
 		if err == nil {
 			return w, w.json(ctx, v, len(data))

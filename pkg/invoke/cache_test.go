@@ -85,6 +85,21 @@ func (f *cacheFixture) call(t *testing.T, principal, op string, in Args, pages i
 
 func item(id string) Args { return Args{Parameters: map[string]any{"id": id}} }
 
+// A JSON answer of one page is decoded once, to read its next page, and
+// the value is handed on for the view; a cache hit is read from the store,
+// which keeps only the bytes.
+func TestCallerHandsOnTheDecodedBody(t *testing.T) {
+	f := newCacheFixture(t)
+	first := f.call(t, "ada", "listItems", Args{Parameters: map[string]any{"page": 2}}, 1)
+	if got, err := answer.EncodeJSON(first.Answer.Decoded); err != nil || string(got) != `[{"page":2}]` {
+		t.Errorf("decoded %s, %v; want the body's value", got, err)
+	}
+	hit := f.call(t, "ada", "listItems", Args{Parameters: map[string]any{"page": 2}}, 1)
+	if !hit.Cached || hit.Answer.Decoded != nil {
+		t.Errorf("cache hit: cached %v, decoded %v", hit.Cached, hit.Answer.Decoded)
+	}
+}
+
 // An identical idempotent call within the TTL is the stored answer again,
 // with its age and size, and sends nothing; past the TTL it is a call.
 func TestCallerServesRepeatsFromTheCache(t *testing.T) {

@@ -44,6 +44,8 @@ type Result struct {
 	// store keeps, and what rate-limit detection reads. Credentials are
 	// redacted from it.
 	RawBody []byte `json:"-"`
+	// decoded is RawBody decoded as JSON, when reading the next page did.
+	decoded any
 }
 
 // errorExcerpt bounds the body carried by HTTP errors.

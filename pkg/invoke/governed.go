@@ -415,7 +415,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 	var body any
 	if answer.IsJSONType(answer.MediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
 		if v, err := answer.DecodeJSON(res.RawBody); err == nil {
-			body = v
+			body, res.decoded = v, v
 		}
 	}
 	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
@@ -442,10 +442,12 @@ func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *answer.Answer {
 	a := &answer.Answer{
 		Endpoint: e.ID, StatusCode: last.StatusCode, ContentType: last.RawHeaders.Get("Content-Type"),
 		Headers: last.Headers, Body: last.RawBody, Truncated: last.Truncated, NextPage: p.NextPage, Created: now,
+		Decoded: last.decoded,
 	}
 	if len(p.Results) > 1 {
-		if body, ok := concatPages(p.Results); ok {
-			a.Body, a.Pages = body, len(p.Results)
+		a.Decoded = nil
+		if body, joined, ok := concatPages(p.Results); ok {
+			a.Body, a.Pages, a.Decoded = body, len(p.Results), joined
 		} else {
 			// Pages whose shapes differ are kept side by side.
 			var parts []json.RawMessage
@@ -462,19 +464,20 @@ func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *answer.Answer {
 	return a
 }
 
-// concatPages joins the pages' main arrays into the last page's body.
-func concatPages(pages []*Result) ([]byte, bool) {
+// concatPages joins the pages' main arrays into the last page's body, and
+// returns it encoded and decoded.
+func concatPages(pages []*Result) ([]byte, any, bool) {
 	var all []any
 	var last any
 	path := ""
 	for i, r := range pages {
 		v, err := answer.DecodeJSON(r.RawBody)
 		if err != nil {
-			return nil, false
+			return nil, nil, false
 		}
 		p, items, ok := answer.MainArray(v)
 		if !ok || i > 0 && p != path {
-			return nil, false
+			return nil, nil, false
 		}
 		path, last = p, v
 		all = append(all, items...)
@@ -484,10 +487,13 @@ func concatPages(pages []*Result) ([]byte, bool) {
 	}
 	joined, ok := setAtPath(last, path, all)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	b, err := answer.EncodeJSON(joined)
-	return b, err == nil
+	if err != nil {
+		return nil, nil, false
+	}
+	return b, joined, true
 }
 
 // setAtPath replaces the value at a simple jq path (".", ".a", ".a.b").
