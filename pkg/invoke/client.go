@@ -13,7 +13,8 @@
 //     the answer store and cached (package answer).
 //
 // What the model reads of an answer (previews, jq, fitting to a budget) is package
-// answer's: invoke decodes a body only to find its next page or join pages.
+// answer's: invoke decodes a JSON body once, to find its next page or join pages,
+// and hands the value on (answer.Answer.Decoded) so that the view does not decode it again.
 package invoke
 
 import (
