@@ -1,47 +1,26 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/config"
-	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/redisstore"
 )
 
 // newAnswers returns the store of upstream answers that read_response
-// reads: in memory, or in Redis with store.backend redis or redis_cluster
-// (each principal's answers on one hash slot) so that any replica can
-// serve read_response. The returned close func releases its
-// Redis connection.
-func newAnswers(cfg *config.Config) (invoke.AnswerStore, func(), error) {
-	var c redis.UniversalClient
-	switch cfg.Store.Backend {
-	case config.BackendRedis:
-		opts, err := redis.ParseURL(cfg.Store.RedisURL.Reveal())
-		if err != nil {
-			// The message of ParseURL may hold the URL's password.
-			return nil, nil, fmt.Errorf("store.redis_url is not a redis:// URL")
-		}
-		c = redis.NewClient(opts)
-	case config.BackendRedisCluster:
-		opts, err := redis.ParseClusterURL(cfg.Store.RedisURL.Reveal())
-		if err != nil {
-			return nil, nil, fmt.Errorf("store.redis_url is not a redis:// cluster URL")
-		}
-		c = redis.NewClusterClient(opts)
-	}
-	if c != nil {
-		store := invoke.NewRedisAnswers(c, invoke.RedisAnswersOptions{
-			Prefix:   cfg.Store.KeyPrefix,
+// reads: in memory, or in Redis on rc (store.backend redis or
+// redis_cluster; each principal's answers on one hash slot) so that any
+// replica can serve read_response.
+func newAnswers(cfg *config.Config, rc *redisstore.Client) answer.AnswerStore {
+	if rc != nil {
+		return redisstore.NewAnswers(rc, redisstore.AnswersOptions{
 			TTL:      time.Duration(cfg.ResponseTTL),
 			MaxBytes: int64(cfg.ResponseStoreBytes),
 		})
-		return store, func() { c.Close() }, nil
 	}
-	return invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{
+	return answer.NewMemoryAnswers(answer.MemoryAnswersOptions{
 		MaxBytes: int64(cfg.ResponseStoreBytes),
 		TTL:      time.Duration(cfg.ResponseTTL),
-	}), func() {}, nil
+	})
 }

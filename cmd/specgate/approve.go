@@ -8,9 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/redisstore"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -68,29 +67,17 @@ func approveFunc(cfg *config.Config) (func(*spec.Endpoint) bool, error) {
 // one call on any replica. With a memory store, or approvals.key and no
 // Redis, each process keeps its own; if Redis cannot be reached at start,
 // this replica's own key is used and a round trip begun on another replica
-// is refused (not_approved): the safe failure. Its Redis connection, like
-// the answer store's, lives as long as the process.
-func approvalStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (key []byte, spend func(context.Context, string, time.Duration) (bool, error)) {
+// is refused (not_approved): the safe failure. rc is the process's one
+// Redis connection (nil with a memory store).
+func approvalStore(ctx context.Context, cfg *config.Config, rc *redisstore.Client, log *slog.Logger) (key []byte, spend func(context.Context, string, time.Duration) (bool, error)) {
 	if k := cfg.Approvals.Key.Reveal(); k != "" {
 		key = []byte(k)
 	}
-	var c redis.UniversalClient
-	switch cfg.Store.Backend {
-	case config.BackendRedis:
-		if opts, err := redis.ParseURL(cfg.Store.RedisURL.Reveal()); err == nil {
-			c = redis.NewClient(opts)
-		}
-	case config.BackendRedisCluster:
-		if opts, err := redis.ParseClusterURL(cfg.Store.RedisURL.Reveal()); err == nil {
-			c = redis.NewClusterClient(opts)
-		}
-	}
-	if c == nil {
+	if rc == nil {
 		return key, nil
 	}
-	prefix := cfg.Store.KeyPrefix + "approvals:"
 	spend = func(ctx context.Context, id string, ttl time.Duration) (bool, error) {
-		return c.SetNX(ctx, prefix+"spent:"+id, 1, ttl+time.Minute).Result()
+		return rc.SpendOnce(ctx, id, ttl+time.Minute)
 	}
 	if key != nil {
 		return key, spend
@@ -99,13 +86,13 @@ func approvalStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (k
 	defer cancel()
 	fresh := make([]byte, 32)
 	rand.Read(fresh) // never fails (crypto/rand)
-	if err := c.SetNX(wctx, prefix+"key", hex.EncodeToString(fresh), 0).Err(); err != nil {
+	shared, err := rc.SharedKey(wctx, hex.EncodeToString(fresh))
+	if err != nil {
 		log.Warn("approvals key not shared through the store: approvals are checked by this replica only", "err", err)
 		return nil, spend
 	}
-	shared, err := c.Get(wctx, prefix+"key").Result()
-	if err != nil || len(shared) < 32 {
-		log.Warn("approvals key not read from the store: approvals are checked by this replica only", "err", err)
+	if len(shared) < 32 {
+		log.Warn("approvals key not read from the store: approvals are checked by this replica only")
 		return nil, spend
 	}
 	return []byte(shared), spend

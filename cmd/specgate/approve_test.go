@@ -9,6 +9,7 @@ import (
 	"github.com/specgate/specgate/internal/redistest"
 
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/redisstore"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -72,8 +73,16 @@ func TestApprovalStoreSharesKeyAndSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	k1, spend1 := approvalStore(t.Context(), cfg, log)
-	k2, spend2 := approvalStore(t.Context(), cfg, log)
+	replica := func() *redisstore.Client {
+		rc, err := redisClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rc.Close() })
+		return rc
+	}
+	k1, spend1 := approvalStore(t.Context(), cfg, replica(), log)
+	k2, spend2 := approvalStore(t.Context(), cfg, replica(), log)
 	if len(k1) < 32 || string(k1) != string(k2) || spend1 == nil || spend2 == nil {
 		t.Fatalf("keys %d and %d bytes, equal %v", len(k1), len(k2), string(k1) == string(k2))
 	}
@@ -84,7 +93,7 @@ func TestApprovalStoreSharesKeyAndSpent(t *testing.T) {
 		t.Errorf("replay on the other replica: %v %v, want refused", again, err)
 	}
 	mem, _ := config.Parse([]byte("approvals: {key: \"" + strings.Repeat("z", 32) + "\"}\n"))
-	if k, spend := approvalStore(t.Context(), mem, log); string(k) != strings.Repeat("z", 32) || spend != nil {
+	if k, spend := approvalStore(t.Context(), mem, nil, log); string(k) != strings.Repeat("z", 32) || spend != nil {
 		t.Errorf("memory store: key %q, spend %v", k, spend != nil)
 	}
 }

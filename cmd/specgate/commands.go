@@ -21,7 +21,7 @@ import (
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/mcpserver"
 	"github.com/specgate/specgate/pkg/ratelimit"
-	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
+	"github.com/specgate/specgate/pkg/redisstore"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -56,7 +56,13 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	// The metrics come first: the store counts its errors into them, and
 	// the server is handed the same ones.
 	metrics := mcpserver.NewMetrics()
-	store, err := newStore(ctx, cfg, log, func() { metrics.ObserveStoreError("redis") })
+	// One Redis connection (with a Redis store) serves the limiter's store,
+	// the answer store and the approvals; it lives as long as the process.
+	rc, err := redisClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	store, err := newStore(ctx, cfg, rc, log, func() { metrics.ObserveStoreError("redis") })
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +85,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		audit = f
 	}
 	// The answer store, like the limiter store, lives as long as the process.
-	answers, _, err := newAnswers(cfg)
-	if err != nil {
-		return nil, err
-	}
+	answers := newAnswers(cfg, rc)
 	tracer, stopTracing, err := newTracing(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
@@ -94,7 +97,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	var approvalSigner []byte
 	var approvalSpend func(context.Context, string, time.Duration) (bool, error)
 	if approve != nil {
-		approvalSigner, approvalSpend = approvalStore(ctx, cfg, log)
+		approvalSigner, approvalSpend = approvalStore(ctx, cfg, rc, log)
 	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:       audit,

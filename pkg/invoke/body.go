@@ -17,27 +17,17 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/specgate/specgate/pkg/answer"
 )
 
 // maxUploadBytes bounds one file read from the uploads directory.
 const maxUploadBytes = 64 << 20
 
-// mediaBase returns the lower-case media type without parameters.
-func mediaBase(ct string) string {
-	ct, _, _ = strings.Cut(ct, ";")
-	return strings.ToLower(strings.TrimSpace(ct))
-}
-
-// isJSONType reports application/json and the +json types.
-func isJSONType(ct string) bool {
-	b := mediaBase(ct)
-	return b == "application/json" || strings.HasSuffix(b, "+json") || b == "text/json"
-}
-
 // isYAMLType reports the YAML media types: application/yaml, the x- and
 // text/ spellings, and the +yaml types (Kubernetes' apply-patch+yaml).
 func isYAMLType(ct string) bool {
-	switch b := mediaBase(ct); b {
+	switch b := answer.MediaBase(ct); b {
 	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
 		return true
 	default:
@@ -91,7 +81,7 @@ type fileArg struct {
 // encodeBody turns the model's value into bytes for the chosen content
 // type. Problems are returned as short sentences.
 func encodeBody(in bodyInput) (*encodedBody, []string) {
-	base := mediaBase(in.contentType)
+	base := answer.MediaBase(in.contentType)
 	var schema *openapi3.Schema
 	if in.media != nil && in.media.Schema != nil {
 		schema = in.media.Schema.Value
@@ -103,7 +93,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		base = "application/json"
 	}
 	switch {
-	case isJSONType(base):
+	case answer.IsJSONType(base):
 		v := in.value
 		if s, ok := v.(string); ok && schema != nil && !schemaAllows(schema, "string") {
 			// Models sometimes send a JSON document as a string. Its

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -66,8 +67,8 @@ func newCacheFixture(t *testing.T) *cacheFixture {
 	clock := func() time.Time { return f.now }
 	f.caller = &Caller{
 		Governed: Governed{Client: New(Options{MaxResponseBytes: 1024}), Now: clock},
-		Answers:  NewMemoryAnswers(MemoryAnswersOptions{Now: clock}),
-		Cache:    &ResultCache{},
+		Answers:  answer.NewMemoryAnswers(answer.MemoryAnswersOptions{Now: clock}),
+		Cache:    &answer.ResultCache{},
 		CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute },
 	}
 	return f
@@ -83,6 +84,21 @@ func (f *cacheFixture) call(t *testing.T, principal, op string, in Args, pages i
 }
 
 func item(id string) Args { return Args{Parameters: map[string]any{"id": id}} }
+
+// A JSON answer of one page is decoded once, to read its next page, and
+// the value is handed on for the view; a cache hit is read from the store,
+// which keeps only the bytes.
+func TestCallerHandsOnTheDecodedBody(t *testing.T) {
+	f := newCacheFixture(t)
+	first := f.call(t, "ada", "listItems", Args{Parameters: map[string]any{"page": 2}}, 1)
+	if got, err := answer.EncodeJSON(first.Answer.Decoded); err != nil || string(got) != `[{"page":2}]` {
+		t.Errorf("decoded %s, %v; want the body's value", got, err)
+	}
+	hit := f.call(t, "ada", "listItems", Args{Parameters: map[string]any{"page": 2}}, 1)
+	if !hit.Cached || hit.Answer.Decoded != nil {
+		t.Errorf("cache hit: cached %v, decoded %v", hit.Cached, hit.Answer.Decoded)
+	}
+}
 
 // An identical idempotent call within the TTL is the stored answer again,
 // with its age and size, and sends nothing; past the TTL it is a call.
@@ -168,32 +184,9 @@ func TestCallerCacheHitKeepsNextPageAndMissesWhenTheAnswerIsGone(t *testing.T) {
 	if !hit.Cached || fmt.Sprint(hit.Answer.NextPage["page"]) != fmt.Sprint(first.Answer.NextPage["page"]) || hit.Answer.Pages != 2 {
 		t.Fatalf("hit: %+v", hit.Answer)
 	}
-	f.caller.Answers = NewMemoryAnswers(MemoryAnswersOptions{})
+	f.caller.Answers = answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
 	if r := f.call(t, "ada", "listItems", Args{}, 2); r.Cached || f.up.count() != 4 {
 		t.Fatalf("answer gone: cached %v, %d requests", r.Cached, f.up.count())
-	}
-}
-
-func TestResultCache(t *testing.T) {
-	var c ResultCache
-	now := time.Unix(1_800_000_000, 0)
-	c.put("k", cachedAnswer{responseID: "r_1", size: 3}, now)
-	if got, age, ok := c.get("k", time.Minute, now.Add(time.Second)); !ok || got.responseID != "r_1" || got.size != 3 || age != time.Second {
-		t.Errorf("get = %v %v %v", got, age, ok)
-	}
-	for name, at := range map[string]time.Time{"at the TTL": now.Add(time.Minute), "before it was put": now.Add(-time.Second)} {
-		if _, _, ok := c.get("k", time.Minute, at); ok {
-			t.Errorf("%s: hit", name)
-		}
-	}
-	for i := range maxCached {
-		c.put(strconv.Itoa(i), cachedAnswer{}, now)
-	}
-	if _, _, ok := c.get("k", time.Minute, now); ok {
-		t.Error("the oldest entry outlived the bound")
-	}
-	if _, _, ok := c.get(strconv.Itoa(maxCached-1), time.Minute, now); !ok {
-		t.Error("the newest entry is gone")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -19,10 +20,10 @@ type Caller struct {
 	Governed
 	// Answers keeps each answer for read_response. If nil, answers are not
 	// stored and nothing is cached.
-	Answers AnswerStore
+	Answers answer.AnswerStore
 	// Cache holds the last successful result of identical idempotent calls.
 	// If nil, nothing is cached.
-	Cache *ResultCache
+	Cache *answer.ResultCache
 	// CacheTTL gives, per idempotent endpoint, how long an identical call is
 	// answered from the cache. If nil, never.
 	CacheTTL func(*spec.Endpoint) time.Duration
@@ -31,7 +32,7 @@ type Caller struct {
 	// the same principal again sends If-None-Match or If-Modified-Since, and
 	// a 304 is answered with the stored answer, Revalidated. If nil, no call
 	// is conditional.
-	Validators *ResultCache
+	Validators *answer.ResultCache
 	// ValidatorTTL is how long validators are kept: the answer store's TTL.
 	// Zero: a day.
 	ValidatorTTL time.Duration
@@ -41,7 +42,7 @@ type Caller struct {
 type CallResult struct {
 	// Answer is the answer as the store keeps it; for a cache hit, as read
 	// back from the store. Nil when the call failed.
-	Answer *Answer
+	Answer *answer.Answer
 	// ResponseID names the stored answer; "" when it was not stored.
 	ResponseID string
 	// Size is the answer's size in bytes: the body the upstream sent for
@@ -76,21 +77,21 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 	var key string
 	if ttl > 0 {
 		key = cacheKey(principal, c.Client.CredentialFingerprint(ctx, e), e.ID, in, pages)
-		if hit, age, ok := c.Cache.get(key, ttl, c.now()); ok {
-			if ans, err := c.Answers.Get(ctx, principal, hit.responseID); err == nil {
-				return &CallResult{Answer: ans, ResponseID: hit.responseID, Size: hit.size, Cached: true, Age: age}, nil
+		if hit, age, ok := c.Cache.Get(key, ttl, c.now()); ok {
+			if ans, err := c.Answers.Get(ctx, principal, hit.ResponseID); err == nil {
+				return &CallResult{Answer: ans, ResponseID: hit.ResponseID, Size: hit.Size, Cached: true, Age: age}, nil
 			}
 		}
 	}
 	var vkey string
-	var valid cachedAnswer
-	var stored *Answer
+	var valid answer.Cached
+	var stored *answer.Answer
 	conditional := c.Validators != nil && c.Answers != nil && e.Method == "GET" && pages <= 1
 	if conditional {
 		vkey = cacheKey(principal, c.Client.CredentialFingerprint(ctx, e), e.ID, in, pages)
 		// conditional only while the answer a 304 would confirm is still stored
-		if v, _, ok := c.Validators.get(vkey, c.validatorTTL(), c.now()); ok {
-			if ans, gerr := c.Answers.Get(ctx, principal, v.responseID); gerr == nil {
+		if v, _, ok := c.Validators.Get(vkey, c.validatorTTL(), c.now()); ok {
+			if ans, gerr := c.Answers.Get(ctx, principal, v.ResponseID); gerr == nil {
 				valid, stored = v, ans
 				ctx = context.WithValue(ctx, conditionalKey{}, v)
 			}
@@ -104,9 +105,9 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 	}
 	res := paged.Result
 	if res.StatusCode == http.StatusNotModified && stored != nil {
-		r.Answer, r.ResponseID, r.Size, r.Revalidated = stored, valid.responseID, valid.size, true
+		r.Answer, r.ResponseID, r.Size, r.Revalidated = stored, valid.ResponseID, valid.Size, true
 		if ttl > 0 {
-			c.Cache.put(key, cachedAnswer{responseID: valid.responseID, size: valid.size}, c.now())
+			c.Cache.Put(key, answer.Cached{ResponseID: valid.ResponseID, Size: valid.Size}, c.now())
 		}
 		return r, nil
 	}
@@ -124,7 +125,7 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 		}
 	}
 	if ttl > 0 && r.ResponseID != "" && res.StatusCode >= 200 && res.StatusCode < 300 && !res.Truncated {
-		c.Cache.put(key, cachedAnswer{responseID: r.ResponseID, size: r.Size}, c.now())
+		c.Cache.Put(key, answer.Cached{ResponseID: r.ResponseID, Size: r.Size}, c.now())
 	}
 	if conditional && r.ResponseID != "" && res.StatusCode == http.StatusOK && !res.Truncated {
 		etag, lm := res.RawHeaders.Get("ETag"), res.RawHeaders.Get("Last-Modified")
@@ -132,7 +133,7 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 			etag, lm = "", ""
 		}
 		if etag != "" || lm != "" {
-			c.Validators.put(vkey, cachedAnswer{responseID: r.ResponseID, size: r.Size, etag: etag, lastModified: lm}, c.now())
+			c.Validators.Put(vkey, answer.Cached{ResponseID: r.ResponseID, Size: r.Size, ETag: etag, LastModified: lm}, c.now())
 		}
 	}
 	return r, nil
@@ -148,15 +149,15 @@ type conditionalKey struct{}
 // setConditional adds If-None-Match and If-Modified-Since to call when ctx
 // carries validators, unless the arguments set those headers themselves.
 func setConditional(ctx context.Context, call *Call) {
-	v, ok := ctx.Value(conditionalKey{}).(cachedAnswer)
+	v, ok := ctx.Value(conditionalKey{}).(answer.Cached)
 	if !ok {
 		return
 	}
-	if v.etag != "" && call.header.Get("If-None-Match") == "" {
-		call.header.Set("If-None-Match", v.etag)
+	if v.ETag != "" && call.header.Get("If-None-Match") == "" {
+		call.header.Set("If-None-Match", v.ETag)
 	}
-	if v.lastModified != "" && call.header.Get("If-Modified-Since") == "" {
-		call.header.Set("If-Modified-Since", v.lastModified)
+	if v.LastModified != "" && call.header.Get("If-Modified-Since") == "" {
+		call.header.Set("If-Modified-Since", v.LastModified)
 	}
 }
 
@@ -177,7 +178,7 @@ func (c *Caller) validatorTTL() time.Duration {
 // page).
 func (c *Caller) NextPageArgs(ctx context.Context, principal string, e *spec.Endpoint, id string, in Args) (Args, error) {
 	if c.Answers == nil {
-		return in, notFound(id, AnswerUnknown)
+		return in, answer.NotFound(id, answer.AnswerUnknown)
 	}
 	a, err := c.Answers.Get(ctx, principal, id)
 	if err != nil {

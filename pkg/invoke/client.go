@@ -1,13 +1,20 @@
-// Package invoke validates a model's arguments against an operation, builds
-// the HTTP request (parameters, body, upstream auth) and sends it, shaping
-// the answer into a bounded Result or a typed error.
+// Package invoke makes the calls of an OpenAPI operation: it validates a model's
+// arguments against the operation, builds the HTTP request (parameters, body, upstream
+// auth), and sends it under rate governance, handing back the answer as read from the
+// wire (redacted) or a typed error.
 //
-// The flow is two steps so that a bad call costs no rate-limit budget:
+//   - Client.Prepare validates and builds a Call, so that a bad call costs no budget;
+//     Call.Do sends it once.
+//   - Governed runs a call under the limiter: prepare (free), admit (charged), send,
+//     learn from the answer's rate-limit headers, settle, and retry an idempotent call the
+//     upstream refused when the wait fits the deadline; DoPages follows up to n pages.
+//   - Caller is the whole call invoke and run_script make: from the result cache when an
+//     identical call was answered within its TTL, else governed, the answer stored in
+//     the answer store and cached (package answer).
 //
-//	call, err := client.Prepare(ctx, endpoint, args) // validates; nothing sent
-//	if err != nil { ... }                            // *ArgError, *AuthError
-//	// charge the rate limiter here
-//	res, err := call.Do(ctx)                         // sends once
+// What the model reads of an answer (previews, jq, fitting to a budget) is package
+// answer's: invoke decodes a JSON body once, to find its next page or join pages,
+// and hands the value on (answer.Answer.Decoded) so that the view does not decode it again.
 package invoke
 
 import (

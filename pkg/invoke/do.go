@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -20,21 +18,17 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
-// Result is an upstream answer, shaped for a model and bounded in size.
+// Result is an upstream answer as read from the wire, bounded in size and with the
+// credentials the call sent redacted; package answer renders what the model reads of it.
 type Result struct {
 	StatusCode int `json:"statusCode"`
 	// Headers are the useful response headers by lower-case name: the
 	// content type, location and every rate-limit header.
 	Headers map[string]string `json:"headers,omitempty"`
-	// Body is json.RawMessage when the answer is complete JSON, a string
-	// for text (or cut or malformed JSON), a short description for binary
-	// content, nil when there is no body.
-	Body any `json:"body,omitempty"`
-	// BodyBase64 holds a binary body when it fits under the size cap.
-	BodyBase64 string `json:"bodyBase64,omitempty"`
 	// Truncated is true when the body was cut at the size or time bound;
 	// TruncatedReason says which.
 	Truncated       bool   `json:"truncated,omitempty"`
@@ -42,15 +36,16 @@ type Result struct {
 	// Size is the body's full size in bytes when known; -1 when the body
 	// was cut and the upstream did not say its length.
 	Size int64 `json:"size"`
-	// Note flags something odd, such as JSON that does not parse.
-	Note string `json:"note,omitempty"`
 	// Latency is the time from sending to the end of reading.
 	Latency time.Duration `json:"-"`
 	// RawHeaders are all response headers, for the rate limiter.
 	RawHeaders http.Header `json:"-"`
-	// RawBody is the body bytes read (at most the cap), for the rate
-	// limiter's rate-limit detection. Credentials are redacted from it.
+	// RawBody is the body bytes read (at most the cap): the answer the
+	// store keeps, and what rate-limit detection reads. Credentials are
+	// redacted from it.
 	RawBody []byte `json:"-"`
+	// decoded is RawBody decoded as JSON, when reading the next page did.
+	decoded any
 }
 
 // errorExcerpt bounds the body carried by HTTP errors.
@@ -197,9 +192,6 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	res.RawBody = data
 	res.RawHeaders = redactHeader(resp.Header, secrets)
 	res.Headers = usefulHeaders(resp.Header, secrets)
-	if c.method != http.MethodHead {
-		shapeBody(res, resp.Header.Get("Content-Type"), data, c.maxBytes)
-	}
 	return res, c.statusError(res, data, time.Now())
 }
 
@@ -332,56 +324,6 @@ func usefulHeaders(h http.Header, secrets []string) map[string]string {
 	return out
 }
 
-// shapeBody fills Body, BodyBase64 and Note from the bytes read.
-func shapeBody(res *Result, contentType string, data []byte, cap int64) {
-	if len(data) == 0 {
-		return
-	}
-	base := mediaBase(contentType)
-	looksJSON := base == "" && len(bytes.TrimSpace(data)) > 0 && strings.ContainsRune("{[", rune(bytes.TrimSpace(data)[0]))
-	switch {
-	case isJSONType(base) || looksJSON:
-		if !res.Truncated && json.Valid(data) {
-			res.Body = json.RawMessage(data)
-			return
-		}
-		res.Body = toText(data)
-		if !res.Truncated && !looksJSON {
-			res.Note = "the body is not valid JSON although its content type says so"
-		}
-	case isTextType(base) || base == "" && utf8.Valid(data):
-		res.Body = toText(data)
-	default:
-		desc := "binary body: " + base + ", "
-		if res.Size >= 0 {
-			desc += strconv.FormatInt(res.Size, 10) + " bytes"
-		} else {
-			desc += "size unknown"
-		}
-		if !res.Truncated && int64(base64.StdEncoding.EncodedLen(len(data))) <= cap {
-			res.BodyBase64 = base64.StdEncoding.EncodeToString(data)
-			desc += " (in bodyBase64)"
-		}
-		res.Body = desc
-	}
-}
-
-func isTextType(base string) bool {
-	return strings.HasPrefix(base, "text/") || strings.HasSuffix(base, "+xml") || base == "application/xml" ||
-		base == "application/javascript" || base == "application/x-www-form-urlencoded" ||
-		base == "application/yaml" || base == "application/x-yaml" || strings.HasSuffix(base, "+yaml") ||
-		base == "application/x-ndjson" || base == "application/graphql"
-}
-
-// toText returns data as valid UTF-8 text.
-func toText(data []byte) string {
-	if utf8.Valid(data) {
-		return string(data)
-	}
-	// A cut can split a character; anything else invalid becomes U+FFFD.
-	return strings.ToValidUTF8(string(data), "\uFFFD")
-}
-
 // textExcerpt returns at most n bytes of data as text.
 func textExcerpt(data []byte, n int) string {
 	if len(data) > n {
@@ -389,9 +331,9 @@ func textExcerpt(data []byte, n int) string {
 		for cut > 0 && !utf8.RuneStart(data[cut]) {
 			cut--
 		}
-		return toText(data[:cut]) + "…"
+		return answer.Text(data[:cut]) + "…"
 	}
-	return toText(data)
+	return answer.Text(data)
 }
 
 func oneLine(s string, n int) string {

@@ -51,7 +51,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(res.StatusCode, res.Headers["x-ratelimit-remaining"])
-	fmt.Printf("%s\n", res.Body)
+	fmt.Printf("%s\n", res.RawBody)
 	// Output:
 	// problem: unknown parameter "verbose": not declared by this operation
 	// problem: parameter "petId" (path): value must be an integer

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -412,9 +413,9 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 		return nil
 	}
 	var body any
-	if isJSONType(mediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
-		if v, err := DecodeJSON(res.RawBody); err == nil {
-			body = v
+	if answer.IsJSONType(answer.MediaBase(res.RawHeaders.Get("Content-Type"))) || len(res.RawBody) > 0 && (res.RawBody[0] == '{' || res.RawBody[0] == '[') {
+		if v, err := answer.DecodeJSON(res.RawBody); err == nil {
+			body, res.decoded = v, v
 		}
 	}
 	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
@@ -436,15 +437,17 @@ func paramsKey(p map[string]any) string {
 // Answer is the call's answer as the store keeps it: one page's body as
 // read (redacted), or, when several pages were read, their main arrays
 // concatenated into the last page's body.
-func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *Answer {
+func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *answer.Answer {
 	last := p.Result
-	a := &Answer{
+	a := &answer.Answer{
 		Endpoint: e.ID, StatusCode: last.StatusCode, ContentType: last.RawHeaders.Get("Content-Type"),
 		Headers: last.Headers, Body: last.RawBody, Truncated: last.Truncated, NextPage: p.NextPage, Created: now,
+		Decoded: last.decoded,
 	}
 	if len(p.Results) > 1 {
-		if body, ok := concatPages(p.Results); ok {
-			a.Body, a.Pages = body, len(p.Results)
+		a.Decoded = nil
+		if body, joined, ok := concatPages(p.Results); ok {
+			a.Body, a.Pages, a.Decoded = body, len(p.Results), joined
 		} else {
 			// Pages whose shapes differ are kept side by side.
 			var parts []json.RawMessage
@@ -461,19 +464,20 @@ func (p *Paged) Answer(e *spec.Endpoint, now time.Time) *Answer {
 	return a
 }
 
-// concatPages joins the pages' main arrays into the last page's body.
-func concatPages(pages []*Result) ([]byte, bool) {
+// concatPages joins the pages' main arrays into the last page's body, and
+// returns it encoded and decoded.
+func concatPages(pages []*Result) ([]byte, any, bool) {
 	var all []any
 	var last any
 	path := ""
 	for i, r := range pages {
-		v, err := DecodeJSON(r.RawBody)
+		v, err := answer.DecodeJSON(r.RawBody)
 		if err != nil {
-			return nil, false
+			return nil, nil, false
 		}
-		p, items, ok := MainArray(v)
+		p, items, ok := answer.MainArray(v)
 		if !ok || i > 0 && p != path {
-			return nil, false
+			return nil, nil, false
 		}
 		path, last = p, v
 		all = append(all, items...)
@@ -483,10 +487,13 @@ func concatPages(pages []*Result) ([]byte, bool) {
 	}
 	joined, ok := setAtPath(last, path, all)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	b, err := EncodeJSON(joined)
-	return b, err == nil
+	b, err := answer.EncodeJSON(joined)
+	if err != nil {
+		return nil, nil, false
+	}
+	return b, joined, true
 }
 
 // setAtPath replaces the value at a simple jq path (".", ".a", ".a.b").

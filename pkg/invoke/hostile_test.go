@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -471,11 +472,11 @@ func TestUnknownParametersNamedFewCountedRest(t *testing.T) {
 // to render 8 MiB. A text body longer than the budget is previewed
 // directly.
 func TestNULTextBodyPreviewedWithoutEncodingWhole(t *testing.T) {
-	a := &Answer{Body: make([]byte, 8<<20), ContentType: "text/plain", Truncated: true}
+	a := &answer.Answer{Body: make([]byte, 8<<20), ContentType: "text/plain", Truncated: true}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	r, err := Render(t.Context(), a, RenderOptions{ResponseID: "r_x"})
+	r, err := answer.Render(t.Context(), a, answer.RenderOptions{ResponseID: "r_x"})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -483,8 +484,8 @@ func TestNULTextBodyPreviewedWithoutEncodingWhole(t *testing.T) {
 	if r.Shaped == nil || r.Shaped.Bytes != 8<<20 {
 		t.Fatalf("shaped %+v, want a preview of 8 MiB", r.Shaped)
 	}
-	if out, _ := json.Marshal(r.Body); len(out) > DefaultResultBytes {
-		t.Errorf("body is %d bytes, over the %d budget", len(out), DefaultResultBytes)
+	if out, _ := json.Marshal(r.Body); len(out) > answer.DefaultResultBytes {
+		t.Errorf("body is %d bytes, over the %d budget", len(out), answer.DefaultResultBytes)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Errorf("rendering allocated %d MB, want under 4", alloc>>20)

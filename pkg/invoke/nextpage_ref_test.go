@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/specgate/specgate/pkg/answer"
 )
 
 const cursorDoc = `{"openapi":"3.0.3","info":{"title":"cursor","version":"1"},"paths":{
@@ -25,24 +27,24 @@ const cursorDoc = `{"openapi":"3.0.3","info":{"title":"cursor","version":"1"},"p
 func TestNextPageForHugeCursorNamesTheStoredAnswer(t *testing.T) {
 	huge := map[string]any{"limit": 5, "cursor": strings.Repeat("c", 2<<20)}
 	small := map[string]any{"limit": 5, "cursor": "abc"}
-	deep := map[string]any{"filter": nested(MaxAnswerDepth + 5)}
+	deep := map[string]any{"filter": nested(answer.MaxAnswerDepth + 5)}
 	for _, tt := range []struct {
 		name   string
 		next   map[string]any
 		id     string
 		budget int
-		want   *NextPageRef
+		want   *answer.NextPageRef
 	}{
-		{"small", small, "r_x", 1024, &NextPageRef{Parameters: small}},
-		{"huge", huge, "r_x", 1024, &NextPageRef{Of: "r_x"}},
-		{"huge at the largest budget", huge, "r_x", MaxResultBytes, &NextPageRef{Of: "r_x"}},
-		{"just over a quarter", map[string]any{"cursor": strings.Repeat("c", 1024/4)}, "r_x", 1024, &NextPageRef{Of: "r_x"}},
-		{"deep", deep, "r_x", MaxResultBytes, &NextPageRef{Of: "r_x"}},
+		{"small", small, "r_x", 1024, &answer.NextPageRef{Parameters: small}},
+		{"huge", huge, "r_x", 1024, &answer.NextPageRef{Of: "r_x"}},
+		{"huge at the largest budget", huge, "r_x", answer.MaxResultBytes, &answer.NextPageRef{Of: "r_x"}},
+		{"just over a quarter", map[string]any{"cursor": strings.Repeat("c", 1024/4)}, "r_x", 1024, &answer.NextPageRef{Of: "r_x"}},
+		{"deep", deep, "r_x", answer.MaxResultBytes, &answer.NextPageRef{Of: "r_x"}},
 		{"huge and not stored", huge, "", 1024, nil},
 		{"none", nil, "r_x", 1024, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := NextPageFor(tt.next, tt.id, tt.budget)
+			got := answer.NextPageFor(tt.next, tt.id, tt.budget)
 			if got != nil && got.Parameters != nil && tt.want != nil && tt.want.Parameters != nil {
 				if len(got.Parameters) != len(tt.want.Parameters) || got.Parameters["cursor"] != tt.want.Parameters["cursor"] {
 					t.Errorf("parameters %v, want %v", got.Parameters, tt.want.Parameters)
@@ -80,7 +82,7 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	})
 	s := parseSpec(t, "cursor", cursorDoc, up.URL)
 	list, other := endpoint(t, s, "listItems"), endpoint(t, s, "listOther")
-	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: NewMemoryAnswers(MemoryAnswersOptions{})}
+	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
 	ctx := context.Background()
 	first, err := c.Call(ctx, "ada", list, Args{Parameters: map[string]any{"limit": 2}}, 1, nil)
 	if err != nil {
@@ -89,7 +91,7 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	if first.ResponseID == "" || first.Answer.NextPage["cursor"] != cursor {
 		t.Fatalf("first page: stored %q, next page %.80v", first.ResponseID, first.Answer.NextPage)
 	}
-	ref := NextPageFor(first.Answer.NextPage, first.ResponseID, 1024)
+	ref := answer.NextPageFor(first.Answer.NextPage, first.ResponseID, 1024)
 	if ref == nil || ref.Of != first.ResponseID || ref.Parameters != nil {
 		t.Fatalf("NextPageFor = %.200v, want nextPageOf %s", ref, first.ResponseID)
 	}
@@ -115,8 +117,8 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 		t.Errorf("second page %s, next %v", second.Answer.Body, second.Answer.NextPage)
 	}
 
-	var nf *AnswerNotFoundError
-	if _, err := c.NextPageArgs(ctx, "bob", list, ref.Of, Args{}); !errors.As(err, &nf) || nf.Reason != AnswerUnknown {
+	var nf *answer.AnswerNotFoundError
+	if _, err := c.NextPageArgs(ctx, "bob", list, ref.Of, Args{}); !errors.As(err, &nf) || nf.Reason != answer.AnswerUnknown {
 		t.Errorf("another principal's id: %v, want not found as unknown", err)
 	}
 	if _, err := c.NextPageArgs(ctx, "ada", list, "r_"+strings.Repeat("A", 22), Args{}); !errors.As(err, &nf) {
@@ -143,7 +145,7 @@ func TestCallerStoresAnEmptyAnswerWithANextPage(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	s := parseSpec(t, "cursor", cursorDoc, up.URL)
-	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: NewMemoryAnswers(MemoryAnswersOptions{})}
+	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
 	r, err := c.Call(context.Background(), "ada", endpoint(t, s, "listItems"), Args{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)

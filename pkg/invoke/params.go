@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -64,7 +65,7 @@ func paramsFromOperation(op *spec.Operation) []param {
 			q.Schema = p.Schema.Value
 		}
 		for ct, mt := range p.Content {
-			if isJSONType(ct) {
+			if answer.IsJSONType(ct) {
 				q.JSONContent = true
 				if mt != nil && mt.Schema != nil {
 					q.Schema = mt.Schema.Value

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/specgate/specgate/internal/closest"
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -433,7 +434,7 @@ func (p *preparer) validate(ctx context.Context) {
 	}
 	v := validation{
 		op: p.op, req: req, pathParams: p.pathParams, params: p.params, values: p.values, fromConfig: p.fromConfig,
-		jsonBody: body != nil && !body.hasCheck && isJSONType(body.contentType),
+		jsonBody: body != nil && !body.hasCheck && answer.IsJSONType(body.contentType),
 		check:    nil,
 	}
 	if body != nil && body.hasCheck && media != nil && media.Schema != nil {
@@ -911,14 +912,14 @@ func chooseContentType(types []string, want string) (string, bool) {
 	if strings.ContainsAny(want, "\r\n") {
 		return "", false
 	}
-	wb := mediaBase(want)
+	wb := answer.MediaBase(want)
 	for _, t := range types {
-		if mediaBase(t) == wb {
+		if answer.MediaBase(t) == wb {
 			return t, true
 		}
 	}
 	for _, t := range types {
-		tb := mediaBase(t)
+		tb := answer.MediaBase(t)
 		if tb == "*/*" {
 			return want, true
 		}
@@ -933,9 +934,9 @@ func lookupMedia(content openapi3.Content, ct string) *openapi3.MediaType {
 	if mt, ok := content[ct]; ok {
 		return mt
 	}
-	b := mediaBase(ct)
+	b := answer.MediaBase(ct)
 	for k, mt := range content {
-		if mediaBase(k) == b {
+		if answer.MediaBase(k) == b {
 			return mt
 		}
 	}

@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -37,7 +36,7 @@ func TestPrepareAndDoGet(t *testing.T) {
 	if got.Header.Get("X-Trace") != "abc" || got.Header.Get("Cookie") != "session=s1" {
 		t.Errorf("headers = %v", got.Header)
 	}
-	if res.StatusCode != 200 || string(res.Body.(json.RawMessage)) != `{"ok":true}` {
+	if res.StatusCode != 200 || string(res.RawBody) != `{"ok":true}` {
 		t.Errorf("result = %+v", res)
 	}
 	if res.Headers["content-type"] != "application/json" {

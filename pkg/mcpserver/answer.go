@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 )
 
@@ -31,21 +33,23 @@ func (s *Server) resultBytes() int {
 	if s.opts.ResultBytes > 0 {
 		return s.opts.ResultBytes
 	}
-	return invoke.DefaultResultBytes
+	return answer.DefaultResultBytes
 }
 
-func (s *Server) jqLimits() invoke.JQLimits {
-	return invoke.JQLimits{Timeout: s.opts.JQTimeout, Slots: s.opts.JQSlots}
+// jqLimits bound a jq filter run for ctx's caller, who holds at most half
+// of the slots.
+func (s *Server) jqLimits(ctx context.Context) answer.JQLimits {
+	return answer.JQLimits{Timeout: s.opts.JQTimeout, Slots: s.opts.JQSlots, Owner: principalOf(ctx)}
 }
 
 // answerResult renders a stored answer into out within the call's budget:
 // the budget bounds the JSON text of the whole result, so the body gets
 // what the rest of the answer leaves.
-func (s *Server) answerResult(ctx context.Context, ans *invoke.Answer, responseID string, a *invokeArgs, out *InvokeResult) *mcp.CallToolResult {
+func (s *Server) answerResult(ctx context.Context, ans *answer.Answer, responseID string, a *invokeArgs, out *InvokeResult) *mcp.CallToolResult {
 	out.ResponseID = responseID
 	out.Headers = boundHeaders(out.Headers, headerBytes(a.maxBytes))
-	opt := invoke.RenderOptions{ResponseID: responseID, JQ: a.jq, JQLimits: s.jqLimits()}
-	view, err := invoke.NewView(ctx, ans, opt)
+	opt := answer.RenderOptions{ResponseID: responseID, JQ: a.jq, JQLimits: s.jqLimits(ctx)}
+	view, err := answer.NewView(ctx, ans, opt)
 	if err != nil {
 		// Not Strict: jq failures come back in the reply; anything else
 		// is an answer that could not be rendered.
@@ -54,7 +58,7 @@ func (s *Server) answerResult(ctx context.Context, ans *invoke.Answer, responseI
 		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 	}
 	note := out.Note
-	text, r := view.Fit(a.maxBytes, func(r *invoke.Reply) []byte {
+	text, r := view.Fit(a.maxBytes, func(r *answer.Reply) []byte {
 		out.Body, out.Shaped, out.Hint, out.JQError = r.Body, r.Shaped, r.Hint, r.JQError
 		out.Note = joinNote(note, r.Note)
 		b, _ := json.Marshal(out)
@@ -88,7 +92,7 @@ type ReadResult struct {
 	StatusCode int               `json:"statusCode"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Body       any               `json:"body,omitempty"`
-	Shaped     *invoke.Shaped    `json:"shaped,omitempty"`
+	Shaped     *answer.Shaped    `json:"shaped,omitempty"`
 	NextOffset *int              `json:"nextOffset,omitempty"`
 	NextPage   *NextPage         `json:"nextPage,omitempty"`
 	Hint       string            `json:"hint,omitempty"`
@@ -101,12 +105,12 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 		return bad, nil
 	}
 	id := a.ResponseID
-	var jq *invoke.JQ
+	var jq *answer.JQ
 	var maxBytes int
 	if r := s.parseShapeArgs(a.JQ, a.MaxBytes, &jq, &maxBytes); r != nil {
 		return r, nil
 	}
-	opt := invoke.RenderOptions{ResponseID: id, JQ: jq, JQLimits: s.jqLimits(), Strict: true}
+	opt := answer.RenderOptions{ResponseID: id, JQ: jq, JQLimits: s.jqLimits(ctx), Strict: true}
 	if a.Offset != nil {
 		n, ok := intArg(*a.Offset, 0, 1<<40)
 		if !ok {
@@ -135,11 +139,15 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 		Headers: boundHeaders(ans.Headers, headerBytes(maxBytes)), Truncated: ans.Truncated}
 	var note string
 	out.NextPage, note = nextPageOf(ans, id, maxBytes)
-	view, err := invoke.NewView(ctx, ans, opt)
+	view, err := answer.NewView(ctx, ans, opt)
 	if err != nil {
+		var ae *answer.ArgError
+		if errors.As(err, &ae) {
+			err = &invoke.ArgError{Problems: ae.Problems}
+		}
 		return errorResult(s.mapError(err)), nil
 	}
-	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
+	text, _ := view.Fit(maxBytes, func(r *answer.Reply) []byte {
 		out.Body, out.Shaped, out.NextOffset, out.Hint, out.Note = r.Body, r.Shaped, r.NextOffset, r.Hint, joinNote(note, r.Note)
 		b, _ := json.Marshal(out)
 		return b
@@ -148,9 +156,9 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 }
 
 // nextPageOf is what an answer of budget bytes says of ans's next page
-// (invoke.NextPageFor), and a note when there is one it cannot name.
-func nextPageOf(ans *invoke.Answer, responseID string, budget int) (*NextPage, string) {
-	next := invoke.NextPageFor(ans.NextPage, responseID, budget)
+// (answer.NextPageFor), and a note when there is one it cannot name.
+func nextPageOf(ans *answer.Answer, responseID string, budget int) (*NextPage, string) {
+	next := answer.NextPageFor(ans.NextPage, responseID, budget)
 	if next == nil && ans.NextPage != nil {
 		return nil, "the API has a next page, but its parameters are too large to show and the answer was not stored"
 	}

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/answer"
 )
 
 // BenchmarkMemory100LargeAnswers makes 100 invoke calls that each return
@@ -43,7 +43,7 @@ func BenchmarkMemory100LargeAnswers(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{})
+				store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
 				f := newPagingFixture(b, pagingOptions{items: 30, server: Options{Answers: store},
 					odd: map[string]func(http.ResponseWriter, *http.Request){"random": random}})
 				runtime.GC()
@@ -55,7 +55,7 @@ func BenchmarkMemory100LargeAnswers(b *testing.B) {
 				for i := range calls {
 					a := callText(b, f.client, "invoke", args).ok(b)
 					id, _ := a.m["responseId"].(string)
-					if size, _ := a.m["size"].(float64); id == "" || len(a.text) > invoke.DefaultResultBytes || size < 600_000 {
+					if size, _ := a.m["size"].(float64); id == "" || len(a.text) > answer.DefaultResultBytes || size < 600_000 {
 						b.Fatalf("call %d: %d bytes of a %v-byte body, responseId %q", i, len(a.text), a.m["size"], id)
 					}
 					ids = append(ids, id)

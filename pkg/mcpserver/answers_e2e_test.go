@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -110,8 +111,8 @@ func (f *pagingFixture) httpClient(t *testing.T, token string) *client.Client {
 	return c
 }
 
-// answer is one tool result as the model reads it.
-type answer struct {
+// toolAnswer is one tool result as the model reads it.
+type toolAnswer struct {
 	text  string
 	m     map[string]any
 	isErr bool
@@ -120,7 +121,7 @@ type answer struct {
 
 // callText calls a tool and returns the whole of content[0].text, decoded
 // too, checking that structuredContent says the same.
-func callText(t testing.TB, c *client.Client, name string, args map[string]any) answer {
+func callText(t testing.TB, c *client.Client, name string, args map[string]any) toolAnswer {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
@@ -142,11 +143,11 @@ func callText(t testing.TB, c *client.Client, name string, args map[string]any) 
 		t.Fatalf("%s: text and structuredContent differ", name)
 	}
 	whole, _ := json.Marshal(res)
-	return answer{text: text, m: m, isErr: res.IsError, wire: len(whole)}
+	return toolAnswer{text: text, m: m, isErr: res.IsError, wire: len(whole)}
 }
 
 // ok fails unless the answer is a success.
-func (a answer) ok(t testing.TB) answer {
+func (a toolAnswer) ok(t testing.TB) toolAnswer {
 	t.Helper()
 	if a.isErr {
 		t.Fatalf("tool error: %.500s", a.text)
@@ -155,7 +156,7 @@ func (a answer) ok(t testing.TB) answer {
 }
 
 // code fails unless the answer is an error, and returns its error object.
-func (a answer) code(t testing.TB, want string) map[string]any {
+func (a toolAnswer) code(t testing.TB, want string) map[string]any {
 	t.Helper()
 	if !a.isErr {
 		t.Fatalf("want %s, got success: %.300s", want, a.text)
@@ -167,7 +168,7 @@ func (a answer) code(t testing.TB, want string) map[string]any {
 	return e
 }
 
-func (a answer) shaped(t testing.TB) map[string]any {
+func (a toolAnswer) shaped(t testing.TB) map[string]any {
 	t.Helper()
 	s, ok := a.m["shaped"].(map[string]any)
 	if !ok {
@@ -176,7 +177,7 @@ func (a answer) shaped(t testing.TB) map[string]any {
 	return s
 }
 
-func (a answer) nextPage() map[string]any {
+func (a toolAnswer) nextPage() map[string]any {
 	np, _ := a.m["nextPage"].(map[string]any)
 	params, _ := np["parameters"].(map[string]any)
 	return params
@@ -213,14 +214,14 @@ func withArgs(base map[string]any, kv ...any) map[string]any {
 func TestE2EGitHubPageDefaultAnswer(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{})
 	a := callText(t, f.client, "invoke", listPulls).ok(t)
-	if len(a.text) > invoke.DefaultResultBytes {
-		t.Errorf("answer is %d bytes, over the %d budget", len(a.text), invoke.DefaultResultBytes)
+	if len(a.text) > answer.DefaultResultBytes {
+		t.Errorf("answer is %d bytes, over the %d budget", len(a.text), answer.DefaultResultBytes)
 	}
 	if !json.Valid([]byte(a.text)) {
 		t.Error("answer is not valid JSON")
 	}
 	sh := a.shaped(t)
-	if sh["items"] != float64(30) || sh["path"] != "." || sh["reason"] != invoke.ReasonOverBudget {
+	if sh["items"] != float64(30) || sh["path"] != "." || sh["reason"] != answer.ReasonOverBudget {
 		t.Errorf("shaped %v, want 30 items at . over budget", sh)
 	}
 	if b, _ := sh["bytes"].(float64); b < 600_000 {
@@ -322,7 +323,7 @@ func TestE2EReadResponseWindowsRebuildTheBody(t *testing.T) {
 		before := f.pages.Count(upstreamtest.GitHubStyle)
 		// One pull request is ~22 KB: more than the default budget, so
 		// whole items need maxBytes near its 48,000 ceiling.
-		got, calls := readAll(t, f.client, a.m["responseId"].(string), 1, invoke.MaxResultBytes, "maxBytes", invoke.MaxResultBytes)
+		got, calls := readAll(t, f.client, a.m["responseId"].(string), 1, answer.MaxResultBytes, "maxBytes", answer.MaxResultBytes)
 		want := upstreamGet(t, f.upstream, "/github/repos/rails/rails/pulls")
 		if diff := cmp.Diff(want, any(got)); diff != "" {
 			t.Errorf("pages joined differ from the body (-want +got):\n%.2000s", diff)
@@ -340,7 +341,7 @@ func TestE2EReadResponseWindowsRebuildTheBody(t *testing.T) {
 		if a.shaped(t)["path"] != ".items" {
 			t.Fatalf("main array at %v, want .items", a.shaped(t)["path"])
 		}
-		got, calls := readAll(t, f.client, a.m["responseId"].(string), 20, invoke.DefaultResultBytes)
+		got, calls := readAll(t, f.client, a.m["responseId"].(string), 20, answer.DefaultResultBytes)
 		want := upstreamGet(t, f.upstream, "/k8s/api/v1/namespaces/default/pods").(map[string]any)["items"]
 		if diff := cmp.Diff(want, any(got)); diff != "" {
 			t.Errorf("pages joined differ from .items (-want +got):\n%.2000s", diff)
@@ -362,7 +363,7 @@ func TestE2EPagesWalk(t *testing.T) {
 			t.Errorf("request %d: page %q, want %q", i, got, want)
 		}
 	}
-	if len(a.text) > invoke.DefaultResultBytes {
+	if len(a.text) > answer.DefaultResultBytes {
 		t.Errorf("answer is %d bytes", len(a.text))
 	}
 	sh := a.shaped(t)
@@ -490,13 +491,13 @@ func TestE2EAnswersBelongToTheirPrincipal(t *testing.T) {
 		t.Errorf("the answer names the owner: %v", other)
 	}
 	// Still there for its owner.
-	callText(t, ca, "read_response", map[string]any{"responseId": id, "offset": 0, "limit": 1, "maxBytes": invoke.MaxResultBytes}).ok(t)
+	callText(t, ca, "read_response", map[string]any{"responseId": id, "offset": 0, "limit": 1, "maxBytes": answer.MaxResultBytes}).ok(t)
 }
 
 func TestE2EEvictedAnswerSaysSo(t *testing.T) {
 	// A GitHub page deflates to a few KB (its 30 items are copies); room
 	// for a handful.
-	f := newPagingFixture(t, pagingOptions{server: Options{Answers: invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{MaxBytes: 96 << 10})}})
+	f := newPagingFixture(t, pagingOptions{server: Options{Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{MaxBytes: 96 << 10})}})
 	var ids []string
 	for page := 1; page <= 40; page++ {
 		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls",
@@ -661,18 +662,18 @@ var nulBomb = sync.OnceValue(func() []byte {
 
 func TestE2EHostileUpstream(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{odd: oddUpstream(), client: invoke.Options{MaxResponseBytes: 8 << 20}})
-	call := func(t *testing.T, repo string) answer {
+	call := func(t *testing.T, repo string) toolAnswer {
 		t.Helper()
 		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": map[string]any{"owner": "rails", "repo": repo}}).ok(t)
 		if !utf8.ValidString(a.text) {
 			t.Errorf("answer is not valid UTF-8")
 		}
-		if len(a.text) > invoke.DefaultResultBytes {
+		if len(a.text) > answer.DefaultResultBytes {
 			t.Errorf("answer is %d bytes, over the budget", len(a.text))
 		}
 		// structuredContent, and the text escaped once more as a JSON
 		// string (at most twice its length), and little else.
-		if a.wire > 3*invoke.DefaultResultBytes+1024 {
+		if a.wire > 3*answer.DefaultResultBytes+1024 {
 			t.Errorf("the result is %d bytes on the wire", a.wire)
 		}
 		return a
@@ -781,7 +782,7 @@ func TestE2EHostileUpstream(t *testing.T) {
 // its responseId and the next page.
 func TestE2EMaxBytesBoundsTheWholeAnswer(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{})
-	for i, maxBytes := range []int{invoke.MinResultBytes, 2000, 4096, invoke.MaxResultBytes} {
+	for i, maxBytes := range []int{answer.MinResultBytes, 2000, 4096, answer.MaxResultBytes} {
 		args := withArgs(listPulls, "maxBytes", maxBytes, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i%3 + 1})
 		a := callText(t, f.client, "invoke", args).ok(t)
 		if len(a.text) > maxBytes {
@@ -866,7 +867,7 @@ func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
 	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, up.URL))
 	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
 	t.Cleanup(cl.Close)
-	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{})
+	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
 	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Answers: store})
 	srv.Publish(cat, ix, nil)
 	c := connectTB(t, srv, nil)
@@ -878,10 +879,10 @@ func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
 	}
 	texts := []string{a.text}
 	for _, args := range []map[string]any{
-		{"responseId": id, "jq": "[.tags[] | {seenKey, note}]", "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "jq": "[.tags[] | {seenKey, note}]", "maxBytes": answer.MaxResultBytes},
 		{"responseId": id, "jq": ".tags[0]"},
-		{"responseId": id, "offset": 0, "limit": 5, "maxBytes": invoke.MaxResultBytes},
-		{"responseId": id, "maxBytes": invoke.MaxResultBytes},
+		{"responseId": id, "offset": 0, "limit": 5, "maxBytes": answer.MaxResultBytes},
+		{"responseId": id, "maxBytes": answer.MaxResultBytes},
 	} {
 		texts = append(texts, callText(t, c, "read_response", args).ok(t).text)
 	}
@@ -976,7 +977,7 @@ func TestE2ENonJSONBodies(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("invoke %s: %v %v", repo, err, res)
 		}
-		if text := res.Content[0].(mcp.TextContent).Text; len(text) > invoke.DefaultResultBytes {
+		if text := res.Content[0].(mcp.TextContent).Text; len(text) > answer.DefaultResultBytes {
 			t.Errorf("invoke %s: text is %d bytes", repo, len(text))
 		}
 		return res
@@ -991,7 +992,7 @@ func TestE2ENonJSONBodies(t *testing.T) {
 				t.Fatal("nextOffset does not end")
 			}
 			r := callText(t, f.client, "read_response", map[string]any{"responseId": id, "offset": offset, "limit": limit}).ok(t)
-			if len(r.text) > invoke.DefaultResultBytes {
+			if len(r.text) > answer.DefaultResultBytes {
 				t.Fatalf("offset %d: %d bytes", offset, len(r.text))
 			}
 			s, _ := r.m["body"].(string)
@@ -1070,7 +1071,7 @@ func TestE2EExpiredAnswerSaysSo(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	store := invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{TTL: 15 * time.Minute, Now: clock})
+	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{TTL: 15 * time.Minute, Now: clock})
 	f := newPagingFixture(t, pagingOptions{server: Options{Answers: store}})
 	idle := callText(t, f.client, "invoke", listPulls).ok(t).m["responseId"]
 	read := callText(t, f.client, "invoke", withArgs(listPulls, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": 2})).ok(t).m["responseId"]
@@ -1103,7 +1104,7 @@ func TestE2EJQRunTimeFailureKeepsTheAnswer(t *testing.T) {
 		if msg, _ := a.m["jqError"].(string); !strings.Contains(msg, tt.says) {
 			t.Errorf("%s: jqError %q, want it to say %q", tt.jq, msg, tt.says)
 		}
-		if len(a.text) > invoke.DefaultResultBytes || a.shaped(t)["items"] != float64(30) {
+		if len(a.text) > answer.DefaultResultBytes || a.shaped(t)["items"] != float64(30) {
 			t.Errorf("%s: not the unfiltered preview: %d bytes, shaped %v", tt.jq, len(a.text), a.m["shaped"])
 		}
 		id, _ := a.m["responseId"].(string)

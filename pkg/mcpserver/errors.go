@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
@@ -130,8 +131,8 @@ func queueCode(r ratelimit.QueueReason) string {
 
 // jqCode is timeout for a filter that ran too long, else validation_failed:
 // the filter is the model's to fix.
-func jqCode(e *invoke.JQError) string {
-	if e.Kind == invoke.JQTimeout {
+func jqCode(e *answer.JQError) string {
+	if e.Kind == answer.JQTimeout {
 		return CodeTimeout
 	}
 	return CodeValidationFailed
@@ -156,13 +157,13 @@ var errorKinds = []errorKind{
 	typed(func(*invoke.ArgError) string { return CodeValidationFailed }, func(e *invoke.ArgError, obj *ErrorObject) {
 		obj.Problems = boundProblems(e.Problems)
 	}),
-	typed(jqCode, func(e *invoke.JQError, obj *ErrorObject) {
+	typed(jqCode, func(e *answer.JQError, obj *ErrorObject) {
 		obj.Message = clip(obj.Message, 500)
-		if e.Kind != invoke.JQTimeout {
+		if e.Kind != answer.JQTimeout {
 			obj.Problems = []string{clip(e.Msg, 300)}
 		}
 	}),
-	typed(func(*invoke.AnswerNotFoundError) string { return CodeNotFound }, nil),
+	typed(func(*answer.AnswerNotFoundError) string { return CodeNotFound }, nil),
 	typed(func(*invoke.UpstreamRateLimitError) string { return CodeUpstreamRateLimit }, func(e *invoke.UpstreamRateLimitError, obj *ErrorObject) {
 		obj.Status, obj.Limit = e.StatusCode, &LimitInfo{Kind: string(ratelimit.KindLearned)}
 	}),
@@ -211,8 +212,8 @@ var (
 	_ failure = (*invoke.UnreachableError)(nil)
 	_ failure = (*invoke.TimeoutError)(nil)
 	_ hinter  = (*invoke.ArgError)(nil)
-	_ hinter  = (*invoke.JQError)(nil)
-	_ hinter  = (*invoke.AnswerNotFoundError)(nil)
+	_ hinter  = (*answer.JQError)(nil)
+	_ hinter  = (*answer.AnswerNotFoundError)(nil)
 	_ hinter  = (*invoke.AuthError)(nil)
 )
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
@@ -96,8 +97,8 @@ func TestMapErrorKnownKindsLogNothing(t *testing.T) {
 		code string
 	}{
 		{fmt.Errorf("page 2: %w", &invoke.HTTPError{StatusCode: 503}), CodeHTTPError},
-		{&invoke.JQError{Kind: invoke.JQTimeout, Msg: "the filter ran past 1s"}, CodeTimeout},
-		{&invoke.JQError{Kind: invoke.JQInvalid, Msg: "input is not allowed"}, CodeValidationFailed},
+		{&answer.JQError{Kind: answer.JQTimeout, Msg: "the filter ran past 1s"}, CodeTimeout},
+		{&answer.JQError{Kind: answer.JQInvalid, Msg: "input is not allowed"}, CodeValidationFailed},
 		{&ratelimit.QueueError{Reason: ratelimit.QueueShutdown, Upstream: "api.example.com:443", RetryAfter: time.Second}, CodeQueueFull},
 		{fmt.Errorf("call: %w", context.DeadlineExceeded), CodeTimeout},
 		{errors.New("boom"), CodeInternal},

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -145,7 +146,7 @@ func httpClients(t *testing.T, srv *Server, names ...string) []*client.Client {
 	return out
 }
 
-var listItems = map[string]any{"endpointId": "hostile.listItems", "maxBytes": invoke.MinResultBytes}
+var listItems = map[string]any{"endpointId": "hostile.listItems", "maxBytes": answer.MinResultBytes}
 
 // A 2 MB next_cursor was copied whole into nextPage.parameters: with
 // maxBytes 1024 the result was 4,001,647 bytes. Now the answer stays in its
@@ -154,16 +155,16 @@ func TestE2EHugeCursorKeepsTheAnswerBudget(t *testing.T) {
 	u := newHostileUpstream(t, 2<<20, 0)
 	c := connectTB(t, newHostileServer(t, u, Options{}), nil)
 	a := callText(t, c, "invoke", listItems).ok(t)
-	t.Logf("2 MB cursor at maxBytes %d: content[0].text %d bytes, whole result %d bytes", invoke.MinResultBytes, len(a.text), a.wire)
-	if len(a.text) > invoke.MinResultBytes {
-		t.Errorf("content[0].text is %d bytes, over maxBytes %d", len(a.text), invoke.MinResultBytes)
+	t.Logf("2 MB cursor at maxBytes %d: content[0].text %d bytes, whole result %d bytes", answer.MinResultBytes, len(a.text), a.wire)
+	if len(a.text) > answer.MinResultBytes {
+		t.Errorf("content[0].text is %d bytes, over maxBytes %d", len(a.text), answer.MinResultBytes)
 	}
 	id, _ := a.m["responseId"].(string)
 	if np, _ := a.m["nextPage"].(map[string]any); id == "" || len(np) != 1 || np["nextPageOf"] != id {
 		t.Errorf("nextPage %.200v, want {nextPageOf: %q}", a.m["nextPage"], id)
 	}
-	r := callText(t, c, "read_response", map[string]any{"responseId": id, "maxBytes": invoke.MinResultBytes}).ok(t)
-	if np, _ := r.m["nextPage"].(map[string]any); len(r.text) > invoke.MinResultBytes || np["nextPageOf"] != id {
+	r := callText(t, c, "read_response", map[string]any{"responseId": id, "maxBytes": answer.MinResultBytes}).ok(t)
+	if np, _ := r.m["nextPage"].(map[string]any); len(r.text) > answer.MinResultBytes || np["nextPageOf"] != id {
 		t.Errorf("read_response: %d bytes, nextPage %.200v", len(r.text), r.m["nextPage"])
 	}
 }
@@ -176,7 +177,7 @@ func TestE2ENextPageOfFollowsTheStoredCursor(t *testing.T) {
 	srv := newHostileServer(t, u, Options{})
 	cs := httpClients(t, srv, "ada", "bob")
 	ada, bob := cs[0], cs[1]
-	first := callText(t, ada, "invoke", withArgs(listItems, "maxBytes", invoke.MaxResultBytes)).ok(t)
+	first := callText(t, ada, "invoke", withArgs(listItems, "maxBytes", answer.MaxResultBytes)).ok(t)
 	id, _ := first.m["responseId"].(string)
 	if np, _ := first.m["nextPage"].(map[string]any); np["nextPageOf"] != id {
 		t.Fatalf("nextPage %.200v, want {nextPageOf: %q} at the largest budget", first.m["nextPage"], id)
@@ -192,7 +193,7 @@ func TestE2ENextPageOfFollowsTheStoredCursor(t *testing.T) {
 		t.Errorf("second page %v", items)
 	}
 	id2, _ := second.m["responseId"].(string)
-	if np, _ := second.m["nextPage"].(map[string]any); len(second.text) > invoke.MinResultBytes || id2 == id || np["nextPageOf"] != id2 {
+	if np, _ := second.m["nextPage"].(map[string]any); len(second.text) > answer.MinResultBytes || id2 == id || np["nextPageOf"] != id2 {
 		t.Errorf("second page: %d bytes, nextPage %.200v, id %q", len(second.text), second.m["nextPage"], id2)
 	}
 	third := callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", id2)).ok(t)
@@ -203,7 +204,7 @@ func TestE2ENextPageOfFollowsTheStoredCursor(t *testing.T) {
 	// pages follows the huge cursors inside one call and names the last.
 	walk := callText(t, ada, "invoke", withArgs(listItems, "pages", 2)).ok(t)
 	wid, _ := walk.m["responseId"].(string)
-	if np, _ := walk.m["nextPage"].(map[string]any); len(walk.text) > invoke.MinResultBytes || np["nextPageOf"] != wid {
+	if np, _ := walk.m["nextPage"].(map[string]any); len(walk.text) > answer.MinResultBytes || np["nextPageOf"] != wid {
 		t.Errorf("pages 2: %d bytes, nextPage %.200v", len(walk.text), walk.m["nextPage"])
 	}
 	callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", wid)).ok(t)
@@ -229,7 +230,7 @@ func TestE2ENextPageOfFollowsTheStoredCursor(t *testing.T) {
 }
 
 // id3 is the responseId of the last page, which has no next page.
-func id3(t *testing.T, a answer) string {
+func id3(t *testing.T, a toolAnswer) string {
 	t.Helper()
 	id, _ := a.m["responseId"].(string)
 	if id == "" {
@@ -304,7 +305,7 @@ func TestE2EDeepUpstreamJSONIsCutAt64Levels(t *testing.T) {
 		{"invoke with jq", callRaw(t, c, "invoke", withArgs(deep, "jq", ".a.a"))},
 		{"read_response", callRaw(t, c, "read_response", map[string]any{"responseId": id})},
 		{"read_response with jq", callRaw(t, c, "read_response", map[string]any{"responseId": id, "jq": "."})},
-		{"read_response at the smallest budget", callRaw(t, c, "read_response", map[string]any{"responseId": id, "maxBytes": invoke.MinResultBytes})},
+		{"read_response at the smallest budget", callRaw(t, c, "read_response", map[string]any{"responseId": id, "maxBytes": answer.MinResultBytes})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.res.IsError {
@@ -314,15 +315,15 @@ func TestE2EDeepUpstreamJSONIsCutAt64Levels(t *testing.T) {
 			text := []byte(tt.res.Content[0].(mcp.TextContent).Text)
 			var m struct {
 				Body   json.RawMessage `json:"body"`
-				Shaped *invoke.Shaped  `json:"shaped"`
+				Shaped *answer.Shaped  `json:"shaped"`
 			}
 			if err := json.Unmarshal(text, &m); err != nil {
 				t.Fatal(err)
 			}
 			body := jsonDepth(t, m.Body)
 			t.Logf("300-deep upstream object: body %d levels, whole result %d levels", body, whole)
-			if body > invoke.MaxAnswerDepth || whole > invoke.MaxAnswerDepth+6 {
-				t.Errorf("body %d levels deep, whole result %d: want at most %d and %d", body, whole, invoke.MaxAnswerDepth, invoke.MaxAnswerDepth+6)
+			if body > answer.MaxAnswerDepth || whole > answer.MaxAnswerDepth+6 {
+				t.Errorf("body %d levels deep, whole result %d: want at most %d and %d", body, whole, answer.MaxAnswerDepth, answer.MaxAnswerDepth+6)
 			}
 			if m.Shaped == nil {
 				t.Errorf("a summarised body carries no shaped: %.300s", text)
@@ -337,18 +338,18 @@ func TestE2EDeepUpstreamJSONIsCutAt64Levels(t *testing.T) {
 // read_response with jq run at once.
 func TestE2EOnePrincipalsJQLeavesSlotsForAnother(t *testing.T) {
 	u := newHostileUpstream(t, 0, 0)
-	slots := invoke.NewJQSlots(8)
+	slots := answer.NewJQSlots(8)
 	srv := newHostileServer(t, u, Options{JQSlots: slots})
 	cs := httpClients(t, srv, "ada", "bob")
 	bob := cs[1]
 
 	// Ada's 8 heavy filters, as the HTTP handler names her: half hold a
 	// slot, the rest wait for one of hers.
-	ada := invoke.WithPrincipal(t.Context(), invoke.Principal{Subject: "ada", Org: "acme"})
-	adaWaits, stopAda := context.WithCancel(ada)
+	ada := Principal{Subject: "ada", Org: "acme"}.Key()
+	adaWaits, stopAda := context.WithCancel(t.Context())
 	defer stopAda()
 	for range slots.Share() {
-		release, err := slots.Acquire(ada)
+		release, err := slots.Acquire(t.Context(), ada)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +360,7 @@ func TestE2EOnePrincipalsJQLeavesSlotsForAnother(t *testing.T) {
 	defer stopAda()
 	for range 8 - slots.Share() {
 		wg.Go(func() {
-			if release, err := slots.Acquire(adaWaits); err == nil {
+			if release, err := slots.Acquire(adaWaits, ada); err == nil {
 				release()
 			}
 		})

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/specgate/specgate/internal/redistest"
-	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
+	"github.com/specgate/specgate/pkg/redisstore"
 )
 
 // newHTTPRedisFixture is newHTTPFixture with the limiter and the inbound windows shared

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -20,7 +21,7 @@ type InvokeResult struct {
 	// Body is the whole body when it fits the answer budget, else a
 	// valid-JSON preview (Shaped says what was left out).
 	Body   any            `json:"body,omitempty"`
-	Shaped *invoke.Shaped `json:"shaped,omitempty"`
+	Shaped *answer.Shaped `json:"shaped,omitempty"`
 	// ResponseID names the stored answer for read_response.
 	ResponseID string    `json:"responseId,omitempty"`
 	NextPage   *NextPage `json:"nextPage,omitempty"`
@@ -45,7 +46,7 @@ type InvokeResult struct {
 // NextPage names the next page: the exact parameters to pass to invoke, or,
 // when they would take more than a quarter of the answer budget, the
 // responseId to pass as nextPageOf.
-type NextPage = invoke.NextPageRef
+type NextPage = answer.NextPageRef
 
 // CallRateLimit is the governance snapshot of one call.
 type CallRateLimit struct {
@@ -70,7 +71,7 @@ type invokeArgs struct {
 	id         string
 	nextPageOf string
 	in         invoke.Args
-	jq         *invoke.JQ
+	jq         *answer.JQ
 	pages      int
 	maxBytes   int
 }
@@ -101,17 +102,17 @@ func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResu
 // parseShapeArgs reads jq and maxBytes, shared by invoke and read_response.
 // A filter that does not compile or is not allowed is refused here, before
 // anything is sent.
-func (s *Server) parseShapeArgs(src string, max *float64, jq **invoke.JQ, maxBytes *int) *mcp.CallToolResult {
+func (s *Server) parseShapeArgs(src string, max *float64, jq **answer.JQ, maxBytes *int) *mcp.CallToolResult {
 	*maxBytes = s.resultBytes()
 	if max != nil {
-		n, ok := intArg(*max, invoke.MinResultBytes, invoke.MaxResultBytes)
+		n, ok := intArg(*max, answer.MinResultBytes, answer.MaxResultBytes)
 		if !ok {
-			return argError("maxBytes must be a whole number from %d to %d", invoke.MinResultBytes, invoke.MaxResultBytes)
+			return argError("maxBytes must be a whole number from %d to %d", answer.MinResultBytes, answer.MaxResultBytes)
 		}
 		*maxBytes = n
 	}
 	if strings.TrimSpace(src) != "" {
-		q, err := invoke.CompileJQ(src)
+		q, err := answer.CompileJQ(src)
 		if err != nil {
 			return errorResult(s.mapError(err))
 		}

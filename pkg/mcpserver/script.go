@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/script"
 )
@@ -78,7 +79,7 @@ type RunScriptResult struct {
 	// Result is the return value: whole within the budget, else a
 	// valid-JSON preview (Shaped says what was left out).
 	Result     any             `json:"result"`
-	Shaped     *invoke.Shaped  `json:"shaped,omitempty"`
+	Shaped     *answer.Shaped  `json:"shaped,omitempty"`
 	ResponseID string          `json:"responseId,omitempty"`
 	Hint       string          `json:"hint,omitempty"`
 	Calls      script.Calls    `json:"calls"`
@@ -159,9 +160,9 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	}
 	maxBytes := s.resultBytes()
 	if in.MaxBytes != nil {
-		n, ok := intArg(*in.MaxBytes, invoke.MinResultBytes, invoke.MaxResultBytes)
+		n, ok := intArg(*in.MaxBytes, answer.MinResultBytes, answer.MaxResultBytes)
 		if !ok {
-			return argError("maxBytes must be a whole number from %d to %d", invoke.MinResultBytes, invoke.MaxResultBytes), nil
+			return argError("maxBytes must be a whole number from %d to %d", answer.MinResultBytes, answer.MaxResultBytes), nil
 		}
 		maxBytes = n
 	}
@@ -204,7 +205,7 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes {
 		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 	}
-	ans := &invoke.Answer{Endpoint: "run_script", StatusCode: http.StatusOK, ContentType: "application/json", Body: res.Value, Created: s.now()}
+	ans := &answer.Answer{Endpoint: "run_script", StatusCode: http.StatusOK, ContentType: "application/json", Body: res.Value, Created: s.now()}
 	id := ""
 	if s.answers != nil {
 		if got, err := s.answers.Put(ctx, principal, ans); err == nil {
@@ -213,12 +214,12 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 			s.log.Warn("script result not stored", "run", runID, "err", err)
 		}
 	}
-	view, err := invoke.NewView(ctx, ans, invoke.RenderOptions{ResponseID: id, JQLimits: s.jqLimits()})
+	view, err := answer.NewView(ctx, ans, answer.RenderOptions{ResponseID: id, JQLimits: s.jqLimits(ctx)})
 	if err != nil {
 		return errorResult(&ErrorObject{Code: CodeScriptError, Message: "the script's return value could not be rendered"})
 	}
 	out.ResponseID = id
-	text, _ := view.Fit(maxBytes, func(r *invoke.Reply) []byte {
+	text, _ := view.Fit(maxBytes, func(r *answer.Reply) []byte {
 		out.Result, out.Shaped, out.Hint = r.Body, r.Shaped, r.Hint
 		b, _ := json.Marshal(out)
 		return b
@@ -374,14 +375,14 @@ func nextPageArgs(p map[string]any) map[string]any {
 
 // scriptBody is the whole decoded body a script reads: JSON as values,
 // text as a string, anything else as {contentType, bytes}.
-func scriptBody(ans *invoke.Answer) any {
+func scriptBody(ans *answer.Answer) any {
 	if len(ans.Body) == 0 {
 		return nil
 	}
 	base, _, _ := mime.ParseMediaType(ans.ContentType)
 	jsonish := strings.Contains(base, "json") || base == ""
 	if jsonish {
-		if v, err := invoke.DecodeJSON(ans.Body); err == nil {
+		if v, err := answer.DecodeJSON(ans.Body); err == nil {
 			return v
 		}
 	}

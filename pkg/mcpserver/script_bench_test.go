@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
@@ -200,7 +201,7 @@ func scriptBenchFixture(tb testing.TB, limit int, served *scriptBenchServed) (*c
 	// jq slots of its own: the package's default ones, touched in a bubble,
 	// would be the bubble's for every test after it.
 	srv := New(Options{SpecNames: served.cat.SpecNames(), Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second,
-		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: invoke.NewJQSlots(4)})
+		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: answer.NewJQSlots(4)})
 	srv.Publish(served.cat, served.ix, nil)
 	return connectTB(tb, srv, nil), up
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/ratelimit"
-	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
+	"github.com/specgate/specgate/pkg/redisstore"
 )
 
 // syncBuffer is an audit log the test reads while the server writes it.

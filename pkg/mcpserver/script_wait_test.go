@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
@@ -44,7 +45,7 @@ func waitFixtureSlow(t *testing.T, served *scriptBenchServed, slow time.Duration
 	cl := invoke.New(invoke.Options{Timeout: 30 * time.Second, HTTPClient: &http.Client{Transport: ctxTransport{handlerTransport{h}}}})
 	t.Cleanup(cl.Close)
 	srv := New(Options{SpecNames: served.cat.SpecNames(), Client: cl, Limiter: l,
-		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: invoke.NewJQSlots(1)})
+		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: answer.NewJQSlots(1)})
 	srv.Publish(served.cat, served.ix, nil)
 	return srv, up
 }

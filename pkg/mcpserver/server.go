@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
@@ -67,15 +68,15 @@ type Options struct {
 	Audit io.Writer
 	// Answers keeps upstream answers for read_response, per principal. If
 	// nil, an in-memory store with its defaults (64 MiB, 15m idle).
-	Answers invoke.AnswerStore
+	Answers answer.AnswerStore
 	// ResultBytes bounds the JSON text of one invoke or read_response
 	// answer; larger bodies come back previewed. If zero, 16 KiB.
 	ResultBytes int
 	// JQTimeout bounds one jq run. If zero, 1s.
 	JQTimeout time.Duration
 	// JQSlots bound the jq filters running at once, at most half of them
-	// for one principal. If nil, the process's (invoke.JQLimits).
-	JQSlots *invoke.JQSlots
+	// for one principal. If nil, the process's (answer.JQLimits).
+	JQSlots *answer.JQSlots
 	// Credentials reports, for inspect, whether the credentials a scheme of a
 	// spec needs are configured for the caller ctx carries (see
 	// invoke.PrincipalFrom). If nil, nothing is reported.
@@ -128,12 +129,12 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 	stats *stats
-	cache invoke.ResultCache
+	cache answer.ResultCache
 	// validators keep the ETag or Last-Modified of GET answers, for
 	// conditional requests
-	validators invoke.ResultCache
+	validators answer.ResultCache
 	// answers holds stored upstream answers.
-	answers invoke.AnswerStore
+	answers answer.AnswerStore
 	audMu   sync.Mutex
 	// metrics are the Prometheus collectors HTTPHandlerWith serves.
 	metrics *Metrics
@@ -157,7 +158,7 @@ func New(opts Options) *Server {
 	}
 	s.answers = opts.Answers
 	if s.answers == nil {
-		s.answers = invoke.NewMemoryAnswers(invoke.MemoryAnswersOptions{Now: opts.Now})
+		s.answers = answer.NewMemoryAnswers(answer.MemoryAnswersOptions{Now: opts.Now})
 	}
 	s.log = opts.Logger
 	if s.log == nil {
@@ -256,7 +257,7 @@ func instructions(specs []string) string {
 		"Search hits say whether each endpoint is ready now.\n" +
 		"For a task of many calls (each of these ids, every page), write one run_script program instead of many invokes: its calls are paced the same, and only its result reaches you.\n" +
 		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
-		invoke.JQSubsetNote)
+		answer.JQSubsetNote)
 	return b.String()
 }
 

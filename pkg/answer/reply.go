@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"bytes"
@@ -111,19 +111,23 @@ type View struct {
 	offset      int // where the window starts, for next offsets
 }
 
-// NewView decodes a stored answer and applies opt's jq or window. Its
+// NewView decodes a stored answer (unless a.Decoded holds it already) and
+// applies opt's jq or window. Its
 // errors are *JQError (Strict only) and *ArgError.
 func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
 	w := &View{a: a, opt: opt}
 	if len(a.Body) == 0 {
 		return w, nil
 	}
-	w.base = mediaBase(a.ContentType)
+	w.base = MediaBase(a.ContentType)
 	data := a.Body
 	trimmed := bytes.TrimSpace(data)
 	looksJSON := w.base == "" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
 	switch {
-	case isJSONType(w.base) || looksJSON:
+	case IsJSONType(w.base) || looksJSON:
+		if a.Decoded != nil {
+			return w, w.json(ctx, a.Decoded, len(data))
+		}
 		v, err := DecodeJSON(data)
 		if err == nil {
 			return w, w.json(ctx, v, len(data))
@@ -136,7 +140,7 @@ func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
 		}
 		w.text(data)
 		return w, nil
-	case isTextType(w.base) || w.base == "" && utf8.Valid(data):
+	case IsTextType(w.base) || w.base == "" && utf8.Valid(data):
 		if err := w.jqOnNonJSON(); err != nil {
 			return nil, err
 		}
@@ -437,7 +441,7 @@ func (w *View) renderText(r *Reply, budget int) {
 	// budget is previewed without encoding it whole: 8 MiB of NULs would
 	// be 48 MiB of "\u0000" to learn that.
 	if len(data)+2 <= budget {
-		text := toText(data)
+		text := Text(data)
 		if b, _ := json.Marshal(text); len(b) <= budget {
 			r.Body = text
 			return

@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"bytes"
@@ -509,14 +509,14 @@ func TestJQRunsAreBoundedInNumber(t *testing.T) {
 	slots := NewJQSlots(2)
 	var releases []func()
 	for _, who := range []string{"ada", "bob"} {
-		release, err := slots.Acquire(WithPrincipal(t.Context(), Principal{Subject: who}))
+		release, err := slots.Acquire(t.Context(), who)
 		if err != nil {
 			t.Fatal(err)
 		}
 		releases = append(releases, release)
 	}
-	carol := WithPrincipal(t.Context(), Principal{Subject: "carol"})
-	_, err := q.Run(carol, []any{1, 2}, JQLimits{Timeout: 20 * time.Millisecond, Slots: slots})
+	carol := t.Context()
+	_, err := q.Run(carol, []any{1, 2}, JQLimits{Timeout: 20 * time.Millisecond, Slots: slots, Owner: "carol"})
 	for _, release := range releases {
 		release()
 	}
@@ -524,7 +524,7 @@ func TestJQRunsAreBoundedInNumber(t *testing.T) {
 	if !strings.Contains(je.Msg, "running at once") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %q", je.Msg)
 	}
-	got, err := q.Run(carol, []any{1, 2}, JQLimits{Slots: slots})
+	got, err := q.Run(carol, []any{1, 2}, JQLimits{Slots: slots, Owner: "carol"})
 	if err != nil || fmt.Sprint(got) != "2" {
 		t.Errorf("with a free slot: %v, %v", got, err)
 	}

@@ -1,7 +1,13 @@
-// Package redisstore is the ratelimit.Store that several replicas of specgate share
-// through one Redis or a Redis Cluster: one Lua script per admission checks and charges
-// every limit of a call atomically with the clock of the Redis node that runs it, and
-// every key carries a prefix, a hash tag and a TTL.
+// Package redisstore keeps the state that several replicas of specgate share in one Redis
+// or a Redis Cluster, on one Client (Dial) with one key scheme: the prefix, a hash tag,
+// a part, so that what one script touches is on one slot.
+//
+//   - Store is the ratelimit.Store: one Lua script per admission checks and charges every
+//     limit of a call atomically with the clock of the Redis node that runs it.
+//   - Answers is the answer.AnswerStore, so that any replica serves read_response.
+//   - SpendOnce and SharedKey keep the approvals' signing key and spent request states.
+//
+// Every key carries a TTL.
 package redisstore
 
 import (
@@ -33,16 +39,18 @@ const (
 
 // Options configure a Store. The zero value talks to redis://127.0.0.1:6379/0.
 type Options struct {
-	// Client is the Redis to use (a *redis.Client or a *redis.ClusterClient); the store
-	// does not close it. Nil: a client is made from URL and closed by Close.
-	Client redis.UniversalClient
+	// Client is the Redis to use, shared with the answer store and the approvals, and
+	// its key prefix; the store does not close it. Nil: a client is made from URL and
+	// closed by Close.
+	Client *Client
 	// URL is used when Client is nil: redis://, rediss:// or unix://, as go-redis parses
 	// it. With Cluster, go-redis's cluster form: redis://host1:port?addr=host2:port, any
 	// number of seed nodes. Empty: redis://127.0.0.1:6379/0.
 	URL string
 	// Cluster makes the client from URL a Redis Cluster client. Ignored with Client.
 	Cluster bool
-	// KeyPrefix starts every key the store writes. Empty: "specgate:".
+	// KeyPrefix starts every key the store writes. Empty: Client's prefix, else
+	// "specgate:".
 	KeyPrefix string
 	// FallbackShare is the part of each budget one replica uses while Redis is
 	// unreachable: floor(share × limit), at least 1; cooldowns and minimum intervals
@@ -122,7 +130,6 @@ var _ ratelimit.Store = (*Store)(nil)
 // make no sense. Close the store when done.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
-		c:        opts.Client,
 		prefix:   opts.KeyPrefix,
 		share:    opts.FallbackShare,
 		timeout:  opts.Timeout,
@@ -133,6 +140,12 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		down:     map[int]*outage{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if opts.Client != nil {
+		s.c = opts.Client.rdb
+		if s.prefix == "" {
+			s.prefix = opts.Client.prefix
+		}
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
@@ -154,7 +167,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		probe = DefaultProbeInterval
 	}
 	if s.c == nil {
-		c, err := newClient(opts.URL, opts.Cluster, s.timeout)
+		c, err := dial(opts.URL, opts.Cluster, s.timeout)
 		if err != nil {
 			return nil, err
 		}
@@ -166,40 +179,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	go s.probe(probe)
 	return s, nil
-}
-
-// newClient makes the client for url, with every call bounded by timeout.
-func newClient(url string, cluster bool, timeout time.Duration) (redis.UniversalClient, error) {
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	if cluster {
-		o, err := redis.ParseClusterURL(url)
-		if err != nil {
-			// not wrapped: the message could echo the URL and its password
-			return nil, errors.New("redis store: the cluster URL does not parse (want redis://host1:port?addr=host2:port)")
-		}
-		for _, a := range o.Addrs {
-			if h, _, _ := strings.Cut(a, ":"); h == "" {
-				return nil, errors.New("redis store: the cluster URL names no seed node (want redis://host1:port?addr=host2:port)")
-			}
-		}
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
-		o.ContextTimeoutEnabled = true
-		// MOVED and ASK are followed (MaxRedirects); a dead node must fail within the
-		// timeout, since admissions wait on it
-		o.DialerRetries = 1
-		return redis.NewClusterClient(o), nil
-	}
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, errors.New("redis store: the URL does not parse")
-	}
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
-	o.ContextTimeoutEnabled = true
-	o.MaxRetries = -1   // a retried admission could be charged twice; the fallback covers
-	o.DialerRetries = 1 // a dead Redis must fail within Timeout: admissions wait on it
-	return redis.NewClient(o), nil
 }
 
 // Close stops the probe and closes the client the store made.
@@ -268,10 +247,9 @@ func (s *Store) slot(group string) int {
 }
 
 // tag is the hash tag of group's keys, braces included.
-func (s *Store) tag(group string) string { return "{" + group + "}" }
 
 // key is the key of part in group.
-func (s *Store) key(group, part string) string { return s.prefix + s.tag(group) + ":" + part }
+func (s *Store) key(group, part string) string { return key(s.prefix, group, part) }
 
 // fail marks the part of the store that holds group (all of it for "" or with one
 // Redis) unreachable after err.

@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 // JQSlots bound the jq filters running at once, each within its deadline:
 // a filter may allocate a few hundred MB in its second (a cartesian product
 // collected in an array), and a burst of them must not add up. Each
-// principal (as PrincipalFrom tells it; none is one principal too) holds at
-// most half of the slots, so one agent's heavy filters always leave a slot
+// owner (the caller a filter runs for, as JQLimits.Owner names it; "" is
+// one owner too) holds at most half of the slots, so one agent's heavy filters always leave a slot
 // free for anyone else at once. A JQSlots is safe for concurrent use; the
 // zero value has no slots: use NewJQSlots.
 type JQSlots struct {
@@ -19,14 +19,14 @@ type JQSlots struct {
 
 	mu   sync.Mutex
 	used int
-	held map[Principal]int
+	held map[string]int
 	free chan struct{} // closed, and replaced, when a slot is released
 }
 
 // NewJQSlots returns n slots (at least 2, so that half is a whole slot).
 func NewJQSlots(n int) *JQSlots {
 	n = max(n, 2)
-	return &JQSlots{size: n, share: n / 2, held: map[Principal]int{}, free: make(chan struct{})}
+	return &JQSlots{size: n, share: n / 2, held: map[string]int{}, free: make(chan struct{})}
 }
 
 // defaultJQSlots are the slots of a run whose JQLimits name none.
@@ -38,12 +38,12 @@ func (s *JQSlots) Size() int { return s.size }
 // Share is how many filters of one principal may run at once.
 func (s *JQSlots) Share() int { return s.share }
 
-// Acquire takes a slot for ctx's principal, waiting while every slot is
-// taken or the principal holds its share, until ctx ends (then it returns
+// Acquire takes a slot for owner, waiting while every slot is
+// taken or owner holds its share, until ctx ends (then it returns
 // ctx's error). A slot free at the call is taken even if ctx has ended.
 // The caller must call release once, when its filter ends.
-func (s *JQSlots) Acquire(ctx context.Context) (release func(), err error) {
-	p, _ := PrincipalFrom(ctx)
+func (s *JQSlots) Acquire(ctx context.Context, owner string) (release func(), err error) {
+	p := owner
 	for {
 		s.mu.Lock()
 		if s.used < s.size && s.held[p] < s.share {
@@ -63,7 +63,7 @@ func (s *JQSlots) Acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-func (s *JQSlots) release(p Principal) {
+func (s *JQSlots) release(p string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.used--

@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"context"
@@ -126,9 +126,12 @@ type JQLimits struct {
 	// MaxBytes bounds the encoded JSON of the result, counted while the
 	// outputs are produced.
 	MaxBytes int
-	// Slots bound the filters running at once, fairly among principals.
+	// Slots bound the filters running at once, fairly among owners.
 	// If nil, the process's slots: as many as GOMAXPROCS, at least 2.
 	Slots *JQSlots
+	// Owner is who the filter runs for (the caller's principal key): one
+	// owner holds at most half of the Slots.
+	Owner string
 }
 
 func (l JQLimits) withDefaults() JQLimits {
@@ -689,7 +692,7 @@ func (q *JQ) Run(ctx context.Context, v any, lim JQLimits) (res any, err error) 
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	release, err := lim.Slots.Acquire(ctx)
+	release, err := lim.Slots.Acquire(ctx, lim.Owner)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, &JQError{Kind: JQTimeout, Msg: fmt.Sprintf("waited past its %s limit for one of the %d filters running at once to end (one caller may run %d); try again", lim.Timeout, lim.Slots.Size(), lim.Slots.Share()), cause: err}

@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"bytes"
@@ -29,6 +29,10 @@ type Answer struct {
 	Pages       int               `json:"pages,omitempty"`
 	NextPage    map[string]any    `json:"nextPage,omitempty"`
 	Created     time.Time         `json:"created"`
+	// Decoded, when not nil, is Body as DecodeJSON returns it, so that a view of a
+	// fresh answer does not decode the body again. No store keeps it; nothing may
+	// change it.
+	Decoded any `json:"-"`
 }
 
 // AnswerStore keeps answers per principal. Implementations are safe for concurrent use.
@@ -75,7 +79,8 @@ func (e *AnswerNotFoundError) Hint() string {
 	return "Call invoke again for a fresh answer; a jq filter there keeps only the fields you need."
 }
 
-func notFound(id, reason string) *AnswerNotFoundError {
+// NotFound is the error for id, which is not there for reason.
+func NotFound(id, reason string) *AnswerNotFoundError {
 	if len(id) > 64 {
 		id = id[:64] // a 10 KB id is not echoed back
 	}
@@ -86,7 +91,7 @@ func notFound(id, reason string) *AnswerNotFoundError {
 // all; the caller then answers with the preview and no responseId.
 var ErrAnswerTooLarge = errors.New("answer is larger than the response store")
 
-// Defaults of MemoryAnswersOptions and RedisAnswersOptions.
+// Defaults of MemoryAnswersOptions and of the Redis store's (redisstore.AnswersOptions).
 const (
 	DefaultAnswerBytes = 64 << 20
 	DefaultAnswerTTL   = 15 * time.Minute
@@ -123,6 +128,25 @@ func parseAnswerID(s string) (answerKey, bool) {
 	m, err := strictID.Decode(k[:], src[:n])
 	return k, err == nil && m == len(k)
 }
+
+// NewID returns a fresh answer id from crypto/rand: "r_" and 128 bits in unpadded
+// base64url. Every store issues its ids with it.
+func NewID() string {
+	id, _ := newAnswerID()
+	return id
+}
+
+// ValidID reports whether s is an id NewID could have made; it costs nothing for a long s.
+func ValidID(s string) bool {
+	_, ok := parseAnswerID(s)
+	return ok
+}
+
+// EncodeStored returns a in the stored form every store keeps (see below).
+func EncodeStored(a *Answer) ([]byte, error) { return encodeAnswer(a) }
+
+// DecodeStored returns the answer of a blob EncodeStored made; a damaged blob is an error.
+func DecodeStored(blob []byte) (*Answer, error) { return decodeAnswer(blob) }
 
 // The stored form of an answer, the same in every store:
 //
@@ -270,10 +294,12 @@ const (
 	shelfOverhead = 192
 )
 
-// Bounds of the record of gone ids, which tells "evicted" and "expired" from "unknown".
-// At most goneIDs × gonePrincipals × 17 bytes: about 4.4 MiB, outside MaxBytes.
+// Bounds of the record of gone ids, which tells "evicted" and "expired" from "unknown":
+// GoneIDs ids of each principal, in every store; the memory store keeps them for
+// gonePrincipals principals, at most GoneIDs × gonePrincipals × 17 bytes (about 4.4 MiB,
+// outside MaxBytes).
 const (
-	goneIDs        = 256
+	GoneIDs        = 256
 	gonePrincipals = 1024
 )
 
@@ -401,7 +427,7 @@ func (s *MemoryAnswers) Put(ctx context.Context, principal string, a *Answer) (s
 func (s *MemoryAnswers) Get(ctx context.Context, principal, id string) (*Answer, error) {
 	key, ok := parseAnswerID(id)
 	if !ok {
-		return nil, notFound(id, AnswerUnknown)
+		return nil, NotFound(id, AnswerUnknown)
 	}
 	s.mu.Lock()
 	now := s.now()
@@ -410,7 +436,7 @@ func (s *MemoryAnswers) Get(ctx context.Context, principal, id string) (*Answer,
 	if e == nil || e.shelf.principal != principal {
 		reason := s.gone.lookup(principal, key)
 		s.mu.Unlock()
-		return nil, notFound(id, reason)
+		return nil, NotFound(id, reason)
 	}
 	e.used = now
 	s.idle.MoveToFront(e.inIdle)
@@ -488,7 +514,7 @@ func (h *shelfHeap) Pop() any {
 }
 
 // goneLog remembers, for the gonePrincipals principals that lost answers most recently,
-// the last goneIDs of their ids that were evicted or expired.
+// the last GoneIDs of their ids that were evicted or expired.
 type goneLog struct {
 	byPrincipal map[string]*list.Element // of *goneRing
 	order       list.List                // the most recently written first
@@ -496,8 +522,8 @@ type goneLog struct {
 
 type goneRing struct {
 	principal string
-	keys      [goneIDs]answerKey
-	why       [goneIDs]uint8 // 0: empty slot
+	keys      [GoneIDs]answerKey
+	why       [GoneIDs]uint8 // 0: empty slot
 	next      int
 }
 
@@ -525,7 +551,7 @@ func (g *goneLog) add(principal string, key answerKey, reason string) {
 	if reason == AnswerEvicted {
 		r.why[r.next] = goneEvicted
 	}
-	r.next = (r.next + 1) % goneIDs
+	r.next = (r.next + 1) % GoneIDs
 }
 
 func (g *goneLog) lookup(principal string, key answerKey) string {

@@ -1,4 +1,4 @@
-package invoke
+package redisstore
 
 import (
 	"context"
@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// DefaultAnswerKeyPrefix starts every key of a RedisAnswers whose Prefix is empty; it is
-// the prefix the rate limits use too.
-const DefaultAnswerKeyPrefix = "specgate:"
+	"github.com/specgate/specgate/pkg/answer"
+)
 
 // redisEntryOverhead estimates what Redis holds for one answer besides its stored form:
 // the key and its expiry, the member in the LRU set and in the size hash.
@@ -23,10 +21,8 @@ const redisEntryOverhead = 200
 // trimRounds bounds how many principals one Put trims to keep the store within MaxBytes.
 const trimRounds = 8
 
-// RedisAnswersOptions configure a RedisAnswers. The zero value is useful.
-type RedisAnswersOptions struct {
-	// Prefix starts every key. It must not contain '{'. Empty: "specgate:".
-	Prefix string
+// AnswersOptions configure Answers. The zero value is useful.
+type AnswersOptions struct {
 	// TTL is how long an answer is kept after it was stored or last read. Zero or less:
 	// 15m.
 	TTL time.Duration
@@ -41,19 +37,20 @@ type RedisAnswersOptions struct {
 	Now func() time.Time
 }
 
-// RedisAnswers is the AnswerStore that several replicas share through one Redis or Redis
-// Cluster, so any replica can serve read_response. Answers are stored deflated, as the
-// memory store holds them. Keys (after the prefix), where h is the first 128 bits of the
-// SHA-256 of the principal, in hex, and is the Redis Cluster hash tag:
+// Answers is the answer.AnswerStore that several replicas share through one Redis or
+// Redis Cluster, so any replica can serve read_response. Answers are stored deflated, as
+// the memory store holds them (answer.EncodeStored). Keys (after the Client's prefix, in
+// the scheme of the limiter's keys), where h is the first 128 bits of the SHA-256 of the
+// principal, in hex, and ans:h the Redis Cluster hash tag:
 //
-//	ans:{h}:<id>     an answer's stored form; its TTL starts again on each read
-//	ans:{h}:lru      sorted set of the principal's ids by last use (ms)
-//	ans:{h}:size     hash of id to the bytes counted for it
-//	ans:{h}:bytes    the bytes the principal holds
-//	ans:{h}:gone     sorted set of its last 256 evicted ("v" + id) and expired ("x" + id) ids
-//	ans:{all}:heavy  sorted set of principals (h) by bytes held
-//	ans:{all}:seen   sorted set of principals (h) by last use (ms)
-//	ans:{all}:total  the bytes all principals hold
+//	{ans:h}:<id>     an answer's stored form; its TTL starts again on each read
+//	{ans:h}:lru      sorted set of the principal's ids by last use (ms)
+//	{ans:h}:size     hash of id to the bytes counted for it
+//	{ans:h}:bytes    the bytes the principal holds
+//	{ans:h}:gone     sorted set of its last 256 evicted ("v" + id) and expired ("x" + id) ids
+//	{ans:all}:heavy  sorted set of principals (h) by bytes held
+//	{ans:all}:seen   sorted set of principals (h) by last use (ms)
+//	{ans:all}:total  the bytes all principals hold
 //
 // Each Put and Get is one script on the principal's slot, so the per-principal bound,
 // the LRU order and the record of gone ids change atomically. The bound over all
@@ -65,9 +62,9 @@ type RedisAnswersOptions struct {
 // remains reads as "expired"; once the principal's records expire too (idle for twice
 // the TTL), its old ids read as "unknown".
 //
-// A RedisAnswers is safe for concurrent use; it starts no goroutine and does not close
-// the client.
-type RedisAnswers struct {
+// Answers are safe for concurrent use; they start no goroutine and do not close the
+// client.
+type Answers struct {
 	c      redis.UniversalClient
 	prefix string
 	ttl    time.Duration
@@ -76,19 +73,16 @@ type RedisAnswers struct {
 	now    func() time.Time
 }
 
-var _ AnswerStore = (*RedisAnswers)(nil)
+var _ answer.AnswerStore = (*Answers)(nil)
 
-// NewRedisAnswers returns a store on c.
-func NewRedisAnswers(c redis.UniversalClient, opts RedisAnswersOptions) *RedisAnswers {
-	s := &RedisAnswers{c: c, prefix: opts.Prefix, ttl: opts.TTL, per: opts.PerPrincipalBytes, max: opts.MaxBytes, now: opts.Now}
-	if s.prefix == "" {
-		s.prefix = DefaultAnswerKeyPrefix
-	}
+// NewAnswers returns an answer store on c.
+func NewAnswers(c *Client, opts AnswersOptions) *Answers {
+	s := &Answers{c: c.rdb, prefix: c.prefix, ttl: opts.TTL, per: opts.PerPrincipalBytes, max: opts.MaxBytes, now: opts.Now}
 	if s.ttl <= 0 {
-		s.ttl = DefaultAnswerTTL
+		s.ttl = answer.DefaultAnswerTTL
 	}
 	if s.max <= 0 {
-		s.max = DefaultAnswerBytes
+		s.max = answer.DefaultAnswerBytes
 	}
 	if s.per <= 0 || s.per > s.max {
 		s.per = s.max
@@ -106,19 +100,18 @@ type redisShelf struct {
 	keys []string // lru, size, bytes, gone
 }
 
-func (s *RedisAnswers) shelf(principal string) redisShelf {
+func (s *Answers) shelf(principal string) redisShelf {
 	sum := sha256.Sum256([]byte(principal))
 	return s.shelfOf(hex.EncodeToString(sum[:16]))
 }
 
-func (s *RedisAnswers) shelfOf(h string) redisShelf {
-	base := s.prefix + "ans:{" + h + "}:"
+func (s *Answers) shelfOf(h string) redisShelf {
+	base := key(s.prefix, "ans:"+h, "")
 	return redisShelf{h: h, base: base, keys: []string{base + "lru", base + "size", base + "bytes", base + "gone"}}
 }
 
-func (s *RedisAnswers) indexKeys() []string {
-	all := s.prefix + "ans:{all}:"
-	return []string{all + "heavy", all + "seen", all + "total"}
+func (s *Answers) indexKeys() []string {
+	return []string{key(s.prefix, "ans:all", "heavy"), key(s.prefix, "ans:all", "seen"), key(s.prefix, "ans:all", "total")}
 }
 
 // ms is t in milliseconds since the epoch; d in whole milliseconds, at least 1.
@@ -128,26 +121,26 @@ func msOf(d time.Duration) int64 { return max(1, d.Milliseconds()) }
 
 // keep is how long a principal's records live after its last Put or Get: long enough to
 // tell an expired id from an unknown one for a while.
-func (s *RedisAnswers) keep() int64 { return 2 * msOf(s.ttl) }
+func (s *Answers) keep() int64 { return 2 * msOf(s.ttl) }
 
 // Put stores a for principal, evicting the principal's oldest answers past
 // PerPrincipalBytes and then, past MaxBytes, the oldest of the principals holding the
-// most. An answer larger than PerPrincipalBytes is refused with ErrAnswerTooLarge. Once
+// most. An answer larger than PerPrincipalBytes is refused with answer.ErrAnswerTooLarge. Once
 // the answer is stored, Put returns its id even when keeping MaxBytes failed.
-func (s *RedisAnswers) Put(ctx context.Context, principal string, a *Answer) (string, error) {
-	blob, err := encodeAnswer(a)
+func (s *Answers) Put(ctx context.Context, principal string, a *answer.Answer) (string, error) {
+	blob, err := answer.EncodeStored(a)
 	if err != nil {
 		return "", err
 	}
 	cost := int64(len(blob)) + redisEntryOverhead
 	if cost > s.per {
-		return "", fmt.Errorf("%w: %d bytes compressed, a principal may hold %d", ErrAnswerTooLarge, cost, s.per)
+		return "", fmt.Errorf("%w: %d bytes compressed, a principal may hold %d", answer.ErrAnswerTooLarge, cost, s.per)
 	}
-	id, _ := newAnswerID()
+	id := answer.NewID()
 	sh := s.shelf(principal)
 	now := ms(s.now())
 	held, err := answerPutScript.Run(ctx, s.c, append(sh.keys, sh.base+id),
-		sh.base, now, msOf(s.ttl), s.keep(), goneIDs, id, blob, cost, s.per).Int64()
+		sh.base, now, msOf(s.ttl), s.keep(), answer.GoneIDs, id, blob, cost, s.per).Int64()
 	if err != nil {
 		return "", fmt.Errorf("response store: %w", err)
 	}
@@ -157,7 +150,7 @@ func (s *RedisAnswers) Put(ctx context.Context, principal string, a *Answer) (st
 
 // balance records that principal h holds held bytes and, while all principals hold more
 // than MaxBytes, trims the one holding the most, never evicting keepID.
-func (s *RedisAnswers) balance(ctx context.Context, h string, held, now int64, keepID string) error {
+func (s *Answers) balance(ctx context.Context, h string, held, now int64, keepID string) error {
 	for round := 0; ; round++ {
 		v, err := answerIndexScript.Run(ctx, s.c, s.indexKeys(), h, held, now, s.keep()).Slice()
 		if err != nil {
@@ -174,7 +167,7 @@ func (s *RedisAnswers) balance(ctx context.Context, h string, held, now int64, k
 		}
 		sh := s.shelfOf(top)
 		after, err := answerTrimScript.Run(ctx, s.c, sh.keys,
-			sh.base, now, msOf(s.ttl), s.keep(), goneIDs, max(topHeld-(total-s.max), 0), keepID).Int64()
+			sh.base, now, msOf(s.ttl), s.keep(), answer.GoneIDs, max(topHeld-(total-s.max), 0), keepID).Int64()
 		if err != nil {
 			return err
 		}
@@ -186,14 +179,14 @@ func (s *RedisAnswers) balance(ctx context.Context, h string, held, now int64, k
 }
 
 // Get returns principal's answer with id and counts it as used: its TTL starts again.
-func (s *RedisAnswers) Get(ctx context.Context, principal, id string) (*Answer, error) {
-	if _, ok := parseAnswerID(id); !ok {
-		return nil, notFound(id, AnswerUnknown)
+func (s *Answers) Get(ctx context.Context, principal, id string) (*answer.Answer, error) {
+	if !answer.ValidID(id) {
+		return nil, answer.NotFound(id, answer.AnswerUnknown)
 	}
 	sh := s.shelf(principal)
 	now := ms(s.now())
 	v, err := answerGetScript.Run(ctx, s.c, append(sh.keys, sh.base+id),
-		sh.base, now, msOf(s.ttl), s.keep(), goneIDs, id).Slice()
+		sh.base, now, msOf(s.ttl), s.keep(), answer.GoneIDs, id).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("response store: %w", err)
 	}
@@ -206,20 +199,20 @@ func (s *RedisAnswers) Get(ctx context.Context, principal, id string) (*Answer, 
 		blob, _ := v[1].(string)
 		// the principal is still active: keep it in the index
 		_ = s.c.ZAddXX(ctx, s.indexKeys()[1], redis.Z{Score: float64(now), Member: sh.h}).Err()
-		return decodeAnswer([]byte(blob))
+		return answer.DecodeStored([]byte(blob))
 	case "expired":
 		_ = s.balance(ctx, sh.h, held, now, "") // its bytes were dropped
-		return nil, notFound(id, AnswerExpired)
+		return nil, answer.NotFound(id, answer.AnswerExpired)
 	case "evicted":
-		return nil, notFound(id, AnswerEvicted)
+		return nil, answer.NotFound(id, answer.AnswerEvicted)
 	case "unknown":
-		return nil, notFound(id, AnswerUnknown)
+		return nil, answer.NotFound(id, answer.AnswerUnknown)
 	}
 	return nil, errors.New("response store: unexpected reply")
 }
 
 // Bytes reports the bytes all principals hold, as the store counts them.
-func (s *RedisAnswers) Bytes(ctx context.Context) (int64, error) {
+func (s *Answers) Bytes(ctx context.Context) (int64, error) {
 	n, err := s.c.Get(ctx, s.indexKeys()[2]).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil

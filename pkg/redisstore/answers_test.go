@@ -1,4 +1,4 @@
-package invoke
+package redisstore
 
 import (
 	"bytes"
@@ -13,17 +13,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/specgate/specgate/internal/redistest"
+	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/answer/answertest"
 )
 
 // redisHarness opens stores on one redis-server, each under its own prefix.
-func redisHarness(t *testing.T) answerHarness {
+func redisHarness(t *testing.T) answertest.Harness {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
 	var n atomic.Int64
 	// 8 goroutines of the Concurrent test, each with one answer of at most 3 KB in flight
-	return answerHarness{name: "redis", overshoot: 8 << 12, open: func(t *testing.T, maxBytes int64, ttl time.Duration, now func() time.Time) (AnswerStore, func() int64) {
-		s := NewRedisAnswers(c, RedisAnswersOptions{Prefix: fmt.Sprintf("t%d:", n.Add(1)), MaxBytes: maxBytes, TTL: ttl, Now: now})
+	return answertest.Harness{Name: "redis", Overshoot: 8 << 12, Open: func(t *testing.T, maxBytes int64, ttl time.Duration, now func() time.Time) (answer.AnswerStore, func() int64) {
+		s := NewAnswers(NewClient(c, fmt.Sprintf("t%d:", n.Add(1))), AnswersOptions{MaxBytes: maxBytes, TTL: ttl, Now: now})
 		return s, func() int64 {
 			b, err := s.Bytes(t.Context())
 			if err != nil {
@@ -35,7 +37,7 @@ func redisHarness(t *testing.T) answerHarness {
 }
 
 func TestAnswerStoreRedis(t *testing.T) {
-	runAnswerConformance(t, redisHarness(t))
+	answertest.RunConformance(t, redisHarness(t))
 }
 
 func newTestRedis(t testing.TB) *redis.Client {
@@ -48,10 +50,10 @@ func newTestRedis(t testing.TB) *redis.Client {
 func TestAnswerRedisKeys(t *testing.T) {
 	c := newTestRedis(t)
 	const ttl = 5 * time.Minute
-	s := NewRedisAnswers(c, RedisAnswersOptions{TTL: ttl})
+	s := NewAnswers(NewClient(c, ""), AnswersOptions{TTL: ttl})
 	principal := "sub|alice@example.com org:{acme}"
-	body := githubPage(30, 9)
-	id := mustPut(t, s, principal, sampleAnswer(body))
+	body := answertest.GithubPage(30, 9)
+	id := answertest.MustPut(t, s, principal, answertest.Sample(body))
 	if _, err := s.Get(t.Context(), principal, id); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestAnswerRedisKeys(t *testing.T) {
 	tags := map[string]bool{}
 	var answerKey string
 	for _, k := range keys {
-		if !strings.HasPrefix(k, DefaultAnswerKeyPrefix+"ans:{") {
+		if !strings.HasPrefix(k, DefaultKeyPrefix+"{ans:") {
 			t.Errorf("key %q lacks the prefix", k)
 		}
 		if strings.Contains(k, "alice") || strings.Contains(k, "acme") {
@@ -83,8 +85,8 @@ func TestAnswerRedisKeys(t *testing.T) {
 		}
 	}
 	// one hash tag for the principal's keys, one for the index over principals
-	if len(tags) != 2 || !tags["{all}"] {
-		t.Errorf("hash tags %v, want the principal's and {all}", tags)
+	if len(tags) != 2 || !tags["{ans:all}"] {
+		t.Errorf("hash tags %v, want the principal's and {ans:all}", tags)
 	}
 	if answerKey == "" {
 		t.Fatalf("no key holds answer %s among %q", id, keys)
@@ -103,10 +105,10 @@ func TestAnswerRedisKeys(t *testing.T) {
 
 func TestAnswerRedisSharedByReplicas(t *testing.T) {
 	c := newTestRedis(t)
-	one := NewRedisAnswers(c, RedisAnswersOptions{})
-	two := NewRedisAnswers(c, RedisAnswersOptions{})
-	body := githubPage(3, 4)
-	id := mustPut(t, one, "alice", sampleAnswer(body))
+	one := NewAnswers(NewClient(c, ""), AnswersOptions{})
+	two := NewAnswers(NewClient(c, ""), AnswersOptions{})
+	body := answertest.GithubPage(3, 4)
+	id := answertest.MustPut(t, one, "alice", answertest.Sample(body))
 	got, err := two.Get(t.Context(), "alice", id)
 	if err != nil {
 		t.Fatal(err)
@@ -119,10 +121,10 @@ func TestAnswerRedisSharedByReplicas(t *testing.T) {
 func TestAnswerRedisPerPrincipalBound(t *testing.T) {
 	c := newTestRedis(t)
 	const per = 32 << 10
-	s := NewRedisAnswers(c, RedisAnswersOptions{PerPrincipalBytes: per, MaxBytes: 1 << 20})
+	s := NewAnswers(NewClient(c, ""), AnswersOptions{PerPrincipalBytes: per, MaxBytes: 1 << 20})
 	var ids []string
 	for i := range 20 {
-		ids = append(ids, mustPut(t, s, "alice", sampleAnswer(randomBody(4000, uint64(i)))))
+		ids = append(ids, answertest.MustPut(t, s, "alice", answertest.Sample(answertest.RandomBody(4000, uint64(i)))))
 		held, err := c.Get(t.Context(), s.shelf("alice").keys[2]).Int64()
 		if err != nil {
 			t.Fatal(err)
@@ -132,11 +134,11 @@ func TestAnswerRedisPerPrincipalBound(t *testing.T) {
 		}
 	}
 	_, err := s.Get(t.Context(), "alice", ids[0])
-	wantNotFound(t, err, AnswerEvicted)
+	answertest.WantNotFound(t, err, answer.AnswerEvicted)
 	if _, err := s.Get(t.Context(), "alice", ids[19]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Put(t.Context(), "bob", sampleAnswer(randomBody(per, 1))); !errors.Is(err, ErrAnswerTooLarge) {
+	if _, err := s.Put(t.Context(), "bob", answertest.Sample(answertest.RandomBody(per, 1))); !errors.Is(err, answer.ErrAnswerTooLarge) {
 		t.Errorf("an answer over the per-principal bound: err = %v", err)
 	}
 }
@@ -144,13 +146,13 @@ func TestAnswerRedisPerPrincipalBound(t *testing.T) {
 // An answer whose key Redis expired by itself (its TTL is real time) reads as expired.
 func TestAnswerRedisKeyExpiredByRedis(t *testing.T) {
 	c := newTestRedis(t)
-	s := NewRedisAnswers(c, RedisAnswersOptions{})
-	id := mustPut(t, s, "alice", sampleAnswer([]byte(`{"a":1}`)))
+	s := NewAnswers(NewClient(c, ""), AnswersOptions{})
+	id := answertest.MustPut(t, s, "alice", answertest.Sample([]byte(`{"a":1}`)))
 	if err := c.Del(t.Context(), s.shelf("alice").base+id).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Get(t.Context(), "alice", id)
-	wantNotFound(t, err, AnswerExpired)
+	answertest.WantNotFound(t, err, answer.AnswerExpired)
 	if n, _ := s.Bytes(t.Context()); n != 0 {
 		t.Errorf("the store still counts %d bytes", n)
 	}
@@ -158,8 +160,8 @@ func TestAnswerRedisKeyExpiredByRedis(t *testing.T) {
 
 func BenchmarkAnswerRedis(b *testing.B) {
 	c := newTestRedis(b)
-	s := NewRedisAnswers(c, RedisAnswersOptions{MaxBytes: 1 << 30})
-	benchAnswerStore(b, s, func() int64 {
+	s := NewAnswers(NewClient(c, ""), AnswersOptions{MaxBytes: 1 << 30})
+	answertest.Bench(b, s, func() int64 {
 		n, err := s.Bytes(context.Background())
 		if err != nil {
 			b.Fatal(err)

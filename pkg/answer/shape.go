@@ -1,11 +1,13 @@
-package invoke
+package answer
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -154,7 +156,7 @@ func mainArray(v any) ([]string, []any, bool) {
 		var path []string
 		var items []any
 		found := false
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			m, isMap := t[k].(map[string]any)
 			if !isMap || len(k) > maxKeyBytes || len(m) > envelopeMaxKeys {
 				continue
@@ -566,7 +568,7 @@ func (p *previewer) keysOf(m map[string]any) []string {
 	if keys, ok := p.sorted[id]; ok && len(keys) == len(m) {
 		return keys
 	}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	p.sorted[id] = keys
 	return keys
 }
@@ -820,7 +822,7 @@ func cutName(s string) string {
 	if len(s) <= maxNameBytes {
 		return s
 	}
-	return s[:runeCut(s, maxNameBytes)] + "…"
+	return s[:RuneCut(s, maxNameBytes)] + "…"
 }
 
 func (p *previewer) object(m map[string]any, depth, on int) {
@@ -990,9 +992,9 @@ func textRuneLen(r rune) int {
 	}
 }
 
-// runeCut returns the largest index ≤ n that does not split a UTF-8
+// RuneCut returns the largest index ≤ n that does not split a UTF-8
 // sequence of s (an invalid byte is its own sequence).
-func runeCut(s string, n int) int {
+func RuneCut(s string, n int) int {
 	if n >= len(s) {
 		return len(s)
 	}
@@ -1010,7 +1012,7 @@ func appendStringCut(dst []byte, s string, n int) []byte {
 	if len(s) <= n {
 		return appendJSONString(dst, s)
 	}
-	cut := runeCut(s, n)
+	cut := RuneCut(s, n)
 	dst = append(dst, '"')
 	dst = appendEscaped(dst, s[:cut])
 	dst = append(dst, "…[+"...)

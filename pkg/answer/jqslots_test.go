@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"context"
@@ -23,48 +23,48 @@ func ended(ctx context.Context) context.Context {
 // theirs and more of hers wait.
 func TestOnePrincipalsJQFiltersLeaveSlotsForAnother(t *testing.T) {
 	slots := NewJQSlots(8)
-	ada := WithPrincipal(t.Context(), Principal{Subject: "ada", Org: "acme"})
-	bob := WithPrincipal(t.Context(), Principal{Subject: "bob", Org: "acme"})
+	const ada, bob = "ada/acme", "bob/acme"
+	ctx := t.Context()
 
 	// Ada's 8 heavy filters: the first half take slots and hold them, the
 	// rest wait until ada's context ends.
 	var held []func()
 	for range slots.Share() {
-		release, err := slots.Acquire(ended(ada))
+		release, err := slots.Acquire(ended(ctx), ada)
 		if err != nil {
 			t.Fatalf("ada's filter %d found no free slot: %v", len(held)+1, err)
 		}
 		held = append(held, release)
 	}
-	adaWaits, stopAda := context.WithCancel(ada)
+	adaWaits, stopAda := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	waited := make(chan error, 8-slots.Share())
 	for range 8 - slots.Share() {
 		wg.Go(func() {
-			release, err := slots.Acquire(adaWaits)
+			release, err := slots.Acquire(adaWaits, ada)
 			if err == nil {
 				release()
 			}
 			waited <- err
 		})
 	}
-	if _, err := slots.Acquire(ended(ada)); err == nil {
+	if _, err := slots.Acquire(ended(ctx), ada); err == nil {
 		t.Fatalf("ada took more than her share of %d of %d slots", slots.Share(), slots.Size())
 	}
 
 	// Bob runs at once: a slot is free for him with no wait.
-	release, err := slots.Acquire(ended(bob))
+	release, err := slots.Acquire(ended(ctx), bob)
 	if err != nil {
 		t.Fatalf("bob waits behind ada's filters: %v", err)
 	}
 	release()
-	got, err := compileJQ(t, "length").Run(bob, []any{1, 2, 3}, JQLimits{Slots: slots, Timeout: time.Minute})
+	got, err := compileJQ(t, "length").Run(ctx, []any{1, 2, 3}, JQLimits{Slots: slots, Owner: bob, Timeout: time.Minute})
 	if err != nil || fmt.Sprint(got) != "3" {
 		t.Fatalf("bob's length: %v, %v", got, err)
 	}
 
 	// Ada's own next filter waits for one of hers and says why.
-	_, err = compileJQ(t, "length").Run(ada, []any{1}, JQLimits{Slots: slots, Timeout: 10 * time.Millisecond})
+	_, err = compileJQ(t, "length").Run(ctx, []any{1}, JQLimits{Slots: slots, Owner: ada, Timeout: 10 * time.Millisecond})
 	if je := asJQError(t, err, JQTimeout); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("ada past her share: %q", je.Msg)
 	}

@@ -1,9 +1,10 @@
-package invoke
+package answer
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,7 +169,7 @@ func TestShapePreviewGitHubPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prFields := sortedKeys(pullRequest(t))
+	prFields := slices.Sorted(maps.Keys(pullRequest(t)))
 	shown := map[int]int{}
 	for _, budget := range []int{1024, 4096, 16 * 1024, 48_000} {
 		t.Run(strconv.Itoa(budget), func(t *testing.T) {
@@ -191,7 +192,7 @@ func TestShapePreviewGitHubPage(t *testing.T) {
 				// Each shown item has every top-level field, its own id.
 				for i, it := range got[:sh.Shown] {
 					pr := it.(map[string]any)
-					if keys := sortedKeys(pr); !slices.Equal(keys, prFields) {
+					if keys := slices.Sorted(maps.Keys(pr)); !slices.Equal(keys, prFields) {
 						t.Errorf("item %d keys %v, want %v", i, keys, prFields)
 					}
 					if want := json.Number(strconv.Itoa(1000 + i)); pr["id"] != want {

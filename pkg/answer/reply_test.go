@@ -1,4 +1,4 @@
-package invoke
+package answer
 
 import (
 	"encoding/json"
@@ -139,4 +139,19 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// A fresh answer's body was decoded by the call already: the view renders
+// that value rather than decoding the bytes again.
+func TestNewViewRendersTheDecodedBody(t *testing.T) {
+	a := &Answer{Endpoint: "x.get", StatusCode: 200, ContentType: "application/json", Body: []byte(`{"n":1}`),
+		Decoded: map[string]any{"n": json.Number("2")}}
+	w, err := NewView(t.Context(), a, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, r := w.Fit(DefaultResultBytes, func(r *Reply) []byte { b, _ := json.Marshal(r); return b })
+	if body, _ := r.Body.(json.RawMessage); string(body) != `{"n":2}` {
+		t.Errorf("body %s, want the decoded value {\"n\":2}", body)
+	}
 }

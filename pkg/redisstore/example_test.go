@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/ratelimit"
-	"github.com/specgate/specgate/pkg/ratelimit/redisstore"
+	"github.com/specgate/specgate/pkg/redisstore"
 )
 
 // Three replicas each run this against one Redis Cluster: the upstream's budget holds for
