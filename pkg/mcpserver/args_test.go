@@ -152,7 +152,7 @@ func TestDecodeArgsRefusesKeysTwoReadersDisagreeOn(t *testing.T) {
 func TestEveryToolNamesKnownCodes(t *testing.T) {
 	known := map[string]bool{CodeRateLimit: true, CodeUpstreamRateLimit: true, CodeQueueFull: true, CodeQueueTimeout: true,
 		CodeTimeout: true, CodeCancelled: true, CodeValidationFailed: true, CodeNotFound: true, CodeHTTPError: true,
-		CodeUnreachable: true, CodeAuthError: true, CodeScriptError: true}
+		CodeUnreachable: true, CodeAuthError: true, CodeScriptError: true, CodeInternal: true}
 	s := New(Options{AllowRuntimeTuning: true})
 	for _, tl := range s.tools() {
 		for _, c := range tl.codes {

@@ -119,7 +119,7 @@ func (s *Server) tools() []tool {
 			"arguments. Use jq to pick fields.",
 			[]string{CodeRateLimit + " (specgate's limit, scope proxy)", CodeUpstreamRateLimit + " (the API's, scope upstream)",
 				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
-				CodeNotFound, CodeHTTPError + " (upstream 4xx/5xx)", CodeUnreachable, CodeAuthError, CodeInternal + " (specgate's own fault: tell the user its requestId)"},
+				CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal},
 			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
 			inputSchema[InvokeArgs](), outputSchema[InvokeResult](), hints(false, true, false, true)),
 
