@@ -4,21 +4,43 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
 
 // Principal is who a call is made for: the subject and organisation the
-// MCP client's token named. It chooses by_principal credentials; the
-// client's token itself never goes upstream.
+// MCP client's token named, and the scopes it carries. It chooses
+// by_principal credentials, owns stored answers and cached results, and
+// takes its turn in the wait queue; the client's token itself never goes
+// upstream. It is the one type of a caller, carried in the context once
+// (WithPrincipal) by the HTTP transport.
 type Principal struct {
 	Subject string
 	Org     string
+	// Scopes the caller's token carries; checked only when HTTP serving
+	// names scopes.
+	Scopes []string
+}
+
+// Key returns an unambiguous key for what belongs to the principal: subject
+// "ada@acme" without an org and subject "ada" of org "acme" are both named
+// ada@acme, but their keys differ.
+func (p Principal) Key() string {
+	return url.PathEscape(p.Org) + "/" + url.PathEscape(p.Subject)
+}
+
+// String names the principal for logs: subject, or subject@org.
+func (p Principal) String() string {
+	if p.Org == "" {
+		return p.Subject
+	}
+	return p.Subject + "@" + p.Org
 }
 
 type principalKey struct{}
 
-// WithPrincipal returns ctx carrying p, for Prepare to choose credentials.
+// WithPrincipal returns ctx carrying p as the caller.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }

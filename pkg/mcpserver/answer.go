@@ -23,8 +23,8 @@ const localPrincipal = "local"
 // principal (never "local": a principal's key holds a "/"), else the one
 // local user.
 func principalOf(ctx context.Context) string {
-	if c, ok := ctx.Value(principalKey{}).(caller); ok && c.key != "" {
-		return c.key
+	if p, ok := invoke.PrincipalFrom(ctx); ok {
+		return p.Key()
 	}
 	return localPrincipal
 }

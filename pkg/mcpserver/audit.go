@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/specgate/specgate/pkg/invoke"
 )
 
 // auditRecord is one line of the audit log. It never holds argument values
@@ -30,19 +32,11 @@ type auditRecord struct {
 	Approval string `json:"approval,omitempty"`
 }
 
-// principalKey is the context key of the caller, set by the HTTP
-// transport when it knows who is calling.
-type principalKey struct{}
-
-// caller is who is calling: name for the audit log, key for what belongs
-// to the caller (stored answers, cached results). The key is unambiguous
-// where the name is not: subject "ada@acme" without an org and subject
-// "ada" of org "acme" are both named ada@acme.
-type caller struct{ name, key string }
-
-// WithPrincipal returns ctx carrying p as the caller.
+// WithPrincipal returns ctx carrying p as the caller (invoke.WithPrincipal:
+// one principal in the context, for the audit log, what belongs to the
+// caller, credentials and the wait queue alike).
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, caller{name: p.String(), key: p.Key()})
+	return invoke.WithPrincipal(ctx, p)
 }
 
 func (s *Server) audit(ctx context.Context, rec auditRecord) {
@@ -50,8 +44,8 @@ func (s *Server) audit(ctx context.Context, rec auditRecord) {
 		return
 	}
 	rec.Time = s.now().UTC().Format(time.RFC3339Nano)
-	if c, ok := ctx.Value(principalKey{}).(caller); ok {
-		rec.Principal = c.name
+	if p, ok := invoke.PrincipalFrom(ctx); ok {
+		rec.Principal = p.String()
 	}
 	line, err := json.Marshal(rec)
 	if err != nil {

@@ -35,6 +35,7 @@ func TestResultCacheServesRepeats(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	f.srv.now = func() time.Time { return now }
 	f.srv.opts.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
+	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
 	audit := &lockedBuffer{}
 	f.srv.opts.Audit = audit
 
@@ -90,6 +91,7 @@ func TestResultCacheServesRepeats(t *testing.T) {
 func TestResultCacheSkipsUnsafeMethods(t *testing.T) {
 	f := newFixture(t, 0)
 	f.srv.opts.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
+	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
 	args := map[string]any{"endpointId": "petstore.addPet", "requestBody": map[string]any{"name": "rex", "photoUrls": []any{}}}
 	for range 2 {
 		if res, isErr := f.call(t, "invoke", args); isErr || res["cached"] == true {

@@ -5,34 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/specgate/specgate/pkg/invoke"
 )
 
-// Principal is who is calling: a subject in an organisation. Budgets key on
-// it, never on the token, so a rotated token keeps its budget.
-type Principal struct {
-	Subject string
-	Org     string
-	// Scopes the caller's token carries; checked only when HTTPOptions
-	// names scopes.
-	Scopes []string
-}
-
-// Key returns an unambiguous key for budgets.
-func (p Principal) Key() string {
-	return url.PathEscape(p.Org) + "/" + url.PathEscape(p.Subject)
-}
-
-// String names the principal for logs: subject, or subject@org.
-func (p Principal) String() string {
-	if p.Org == "" {
-		return p.Subject
-	}
-	return p.Subject + "@" + p.Org
-}
+// Principal is who is calling: a subject in an organisation, and its
+// token's scopes. Budgets key on it, never on the token, so a rotated token
+// keeps its budget. It is invoke's Principal: one type of caller.
+type Principal = invoke.Principal
 
 // ErrInvalidToken is the error of a bearer token that failed verification.
 // Its message never holds the token.

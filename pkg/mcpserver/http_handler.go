@@ -21,7 +21,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -302,7 +301,6 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			ctx = withGrant(ctx, h.opts.Scopes, p.Scopes)
 		}
 		ctx = WithPrincipal(ctx, p)
-		ctx = invoke.WithPrincipal(ctx, invoke.Principal{Subject: p.Subject, Org: p.Org})
 	}
 	if h.opts.ToolCallsPerWindow > 0 {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})

@@ -135,7 +135,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 		return s.notFound(st, a.id), nil
 	}
 	if a.nextPageOf != "" {
-		if a.in, err = s.caller().NextPageArgs(ctx, principalOf(ctx), e, a.nextPageOf, a.in); err != nil {
+		if a.in, err = s.call.NextPageArgs(ctx, principalOf(ctx), e, a.nextPageOf, a.in); err != nil {
 			return errorResult(s.mapError(err)), nil
 		}
 	}
@@ -193,7 +193,7 @@ type callOptions struct {
 // the metrics. On failure it returns the error object the model reads; the
 // result then still holds the call's trace.
 func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
-	c := s.caller()
+	c := s.call // a copy: the flags below are this call's
 	c.CooldownByArgs, c.WaitUnderCaller = opt.byArgs, opt.waitUnderCaller
 	c.Background = opt.runID != "" // a script's call waits behind its principal's direct ones
 	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
@@ -284,10 +284,12 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 	return snap
 }
 
-// caller returns the call behind invoke, built from the options; the
-// result cache is the server's.
-func (s *Server) caller() *invoke.Caller {
-	return &invoke.Caller{
+// newCaller builds, once, the call behind invoke and run_script from the
+// options: the client, limiter, upstream keys, retries, answer store and
+// cache TTL, with the server's own result cache, validators, observer and
+// clock. Each call takes a copy and sets what differs for it.
+func (s *Server) newCaller() invoke.Caller {
+	return invoke.Caller{
 		Governed: invoke.Governed{
 			Client: s.opts.Client, Limiter: s.opts.Limiter, Upstream: s.upstreamOf,
 			MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,

@@ -90,6 +90,7 @@ func TestRetryIdempotentGET(t *testing.T) {
 		t.Errorf("%d attempts, %d requests; want 3 and 3", got, n.Load())
 	}
 	f.srv.opts.MaxRetries = 1
+	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
 	n.Store(0)
 	res, isErr = f.call(t, "invoke", map[string]any{"endpointId": "pay.listCharges"})
 	if !isErr || errorOf(t, res)["code"] != "upstream_rate_limit" || errorOf(t, res)["retryAfterSeconds"] != 0.03 {

@@ -133,6 +133,9 @@ type Server struct {
 	// validators keep the ETag or Last-Modified of GET answers, for
 	// conditional requests
 	validators answer.ResultCache
+	// call is the governed call behind invoke and run_script, built once
+	// (newCaller); each call copies it
+	call invoke.Caller
 	// answers holds stored upstream answers.
 	answers answer.AnswerStore
 	audMu   sync.Mutex
@@ -172,6 +175,7 @@ func New(opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
+	s.call = s.newCaller()
 	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
 	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
