@@ -15,11 +15,14 @@ import (
 // upstream answers is learned by the upstream, and an adaptive class limit hears of
 // rate-limited answers and clean ones as its upstream does.
 
-// classesOf returns the class budgets req's endpoint pays; nil when none.
-func (l *Limiter) classesOf(req Request) []string {
-	ep := l.lookupEndpoint(req.Endpoint)
+// classNames returns the class budgets ep pays (an argument-keyed endpoint, those of the
+// endpoint it stands for); nil when none, or for no endpoint.
+func (ep *endpoint) classNames() []string {
 	if ep == nil {
 		return nil
+	}
+	if ep.base != nil {
+		ep = ep.base
 	}
 	if c := ep.classes.Load(); c != nil {
 		return *c
@@ -27,27 +30,19 @@ func (l *Limiter) classesOf(req Request) []string {
 	return nil
 }
 
-// acquireClasses admits req in each of its classes, in order, after checking the
-// endpoint's cooldown; on a refusal it releases what it admitted.
-func (l *Limiter) acquireClasses(ctx context.Context, req Request, classes []string) ([]Ticket, error) {
-	if !req.Retry {
-		if ep := l.lookupEndpoint(req.Endpoint); ep != nil {
-			key := ep
-			if req.CooldownKey != "" {
-				key = l.argCooldowns.of(ep, req.CooldownKey)
-			}
-			now := time.Now()
-			if w := key.cd.wait(key.cd.last.Load(), now.UnixNano()); w > 0 {
-				var rf refusal
-				rf.cooldownOf(key, w)
-				key.cd.refused.Add(1)
-				return nil, rf.err(key, nil, now)
-			}
-		}
+// acquireClasses admits req in each of the classes of ep, in order, after checking ep's
+// cooldown (charging nothing); on a refusal it releases what it admitted.
+func (l *Limiter) acquireClasses(ctx context.Context, ep *endpoint, req Request, classes []string) ([]Ticket, error) {
+	now := time.Now()
+	if _, rf, ok := admitCooldown(ep, req, now.UnixNano(), false, 1); !ok { // the plain interval: the admission itself stretches it on a fallback share
+		ep.cd.refused.Add(1)
+		return nil, rf.err(ep, nil, now)
 	}
 	out := make([]Ticket, 0, len(classes))
 	for _, c := range classes {
-		t, err := l.acquire(ctx, Request{Upstream: c, Principal: req.Principal, Background: req.Background, Progress: req.Progress})
+		cr := Request{Upstream: c, Principal: req.Principal, Background: req.Background, Progress: req.Progress}
+		cep, cup := l.resolve(cr)
+		t, err := l.acquire(ctx, cep, cup, cr)
 		if err != nil {
 			releaseAll(out)
 			return nil, err

@@ -519,7 +519,6 @@ func (l *Limiter) AdmitAt(req Request, now time.Time) (Ticket, error) {
 	if !ok {
 		return Ticket{}, rf.err(ep, up, now)
 	}
-	t.countShadow(now.UnixNano())
 	return t, nil
 }
 

@@ -43,40 +43,37 @@ func (w *waiter) nudge() {
 // While the call waits, req.Progress is called with the time waited and an estimate. An
 // endpoint registered with classes waits for each of them first (see classes.go).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
-	if req.Principal != "" {
-		if _, up := l.resolve(req); up != nil {
-			if err := l.admitPrincipal(ctx, up, req); err != nil {
-				return Ticket{}, err
-			}
-		}
-	}
-	var classes []Ticket
-	if names := l.classesOf(req); len(names) > 0 {
-		var err error
-		if classes, err = l.acquireClasses(ctx, req, names); err != nil {
+	ep, up := l.resolve(req)
+	if req.Principal != "" && up != nil {
+		if err := l.admitPrincipal(ctx, up, req); err != nil {
 			return Ticket{}, err
 		}
 	}
-	t, err := l.acquire(ctx, req)
+	var classes []Ticket
+	if names := ep.classNames(); len(names) > 0 {
+		var err error
+		if classes, err = l.acquireClasses(ctx, ep, req, names); err != nil {
+			return Ticket{}, err
+		}
+	}
+	t, err := l.acquire(ctx, ep, up, req)
 	if err != nil {
 		releaseAll(classes)
 		return t, err
 	}
-	now := time.Now().UnixNano()
-	t.countShadow(now)
 	for i := range classes {
-		classes[i].countShadow(now)
 		t.QueueWait += classes[i].QueueWait
 	}
 	t.classes = classes
 	return t, nil
 }
 
-func (l *Limiter) acquire(ctx context.Context, req Request) (Ticket, error) {
+// acquire is Acquire for ep and up, req's endpoint and upstream, once the principal's
+// share and the classes have admitted it.
+func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req Request) (Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err
 	}
-	ep, up := l.resolve(req)
 	start := time.Now()
 	if up == nil {
 		t, rf, ok := l.admit(ctx, ep, nil, req, start.UnixNano(), true)

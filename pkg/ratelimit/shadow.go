@@ -54,14 +54,9 @@ func (u *upstream) setShadow(b Budget) {
 	}
 }
 
-// countShadow counts an admitted call against the shadow budget at now.
-func (t *Ticket) countShadow(now int64) {
-	u := t.up
-	if u == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
+// countShadowLocked counts the call t admits at now against the shadow budget, when
+// there is one. The caller holds u.mu, charging t.
+func (u *upstream) countShadowLocked(t *Ticket, now int64) {
 	sh := u.shadow
 	if sh == nil {
 		return

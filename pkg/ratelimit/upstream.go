@@ -247,6 +247,7 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 			}
 		}
 	}
+	u.countShadowLocked(&t, now)
 	u.lastAdmit = max(u.lastAdmit, now)
 	u.inflight++
 	if ep != nil {
