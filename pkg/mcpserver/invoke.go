@@ -157,7 +157,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if s.opts.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
-	r, snap, obj := s.invokeCall(ctx, st, e, a.in, a.pages, callOptions{progress: progressFunc(ctx, req), suggest: true})
+	r, snap, obj := s.invokeCall(ctx, st, e, a.in, a.pages, callOptions{progress: s.progressFunc(ctx, req), suggest: true})
 	if obj != nil {
 		return errorResult(obj), nil
 	}
@@ -314,7 +314,7 @@ func (o *observer) Refused(ctx context.Context, e *spec.Endpoint, err error) {
 
 // progressSender sends MCP progress notifications with the request's
 // progress token; nil when the client asked for none.
-func progressSender(ctx context.Context, req mcp.CallToolRequest) func(params map[string]any) {
+func (s *Server) progressSender(ctx context.Context, req mcp.CallToolRequest) func(params map[string]any) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return nil
 	}
@@ -325,14 +325,16 @@ func progressSender(ctx context.Context, req mcp.CallToolRequest) func(params ma
 	}
 	return func(params map[string]any) {
 		params["progressToken"] = token
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
+		if srv.SendNotificationToClient(ctx, "notifications/progress", params) == nil {
+			s.order.queued()
+		}
 	}
 }
 
 // progressFunc sends MCP progress notifications while a call waits in a
 // queue, when the client asked for them with a progress token.
-func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.Progress) {
-	send := progressSender(ctx, req)
+func (s *Server) progressFunc(ctx context.Context, req mcp.CallToolRequest) func(ratelimit.Progress) {
+	send := s.progressSender(ctx, req)
 	if send == nil {
 		return nil
 	}

@@ -182,7 +182,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	runID := newRunID()
 	c := &scriptCaller{s: s, st: st, runID: runID, allowWrites: o.AllowWrites}
 	opts := script.Options{Timeout: timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent, MaxMemory: o.MaxMemory,
-		Progress: scriptProgress(ctx, req)}
+		Progress: s.scriptProgress(ctx, req)}
 	runner := o.Runner
 	if runner == nil {
 		runner = script.InProcess{}
@@ -268,8 +268,8 @@ func newRunID() string {
 
 // scriptProgress sends a progress notification after each call of a run,
 // when the client asked for them with a progress token.
-func scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
-	send := progressSender(ctx, req)
+func (s *Server) scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
+	send := s.progressSender(ctx, req)
 	if send == nil {
 		return nil
 	}

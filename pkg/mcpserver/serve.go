@@ -13,7 +13,8 @@ import (
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	std := server.NewStdioServer(s.mcp)
 	std.SetErrorLogger(log.New(slogWriter{s}, "", 0))
-	return std.Listen(ctx, newLineRewriter(in), out)
+	s.order.start()
+	return std.Listen(ctx, newLineRewriter(in), orderedWriter{w: out, order: &s.order})
 }
 
 type slogWriter struct{ s *Server }

@@ -147,6 +147,8 @@ type Server struct {
 	scripts scriptRuns
 	// approvals signs and checks approval requestStates.
 	approvals *approvals
+	// order keeps progress notifications ahead of answers on stdio.
+	order notifyOrder
 }
 
 // New returns a Server with its tools registered. Call Publish when the

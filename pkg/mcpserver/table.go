@@ -227,6 +227,7 @@ func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
 		}
 		s.countCall(t.name, args, res, err)
 		s.endToolSpan(ctx, span, t.name, args, res, err)
+		s.order.await(ctx)
 		return res, err
 	}
 }
