@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/mcpserver"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/redisstore"
@@ -84,8 +85,16 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		// The file stays open for the life of the process.
 		audit = f
 	}
-	// The answer store, like the limiter store, lives as long as the process.
-	answers := newAnswers(cfg, rc)
+	// The one governed call behind invoke and run_script. The answer store,
+	// like the limiter store, lives as long as the process.
+	call := invoke.Caller{
+		Governed: invoke.Governed{Client: newClient(cfg), Limiter: limiter, Upstream: upstream,
+			MaxRetries: cfg.MaxRetries, MaxRetryWait: time.Duration(cfg.MaxRetryWait)},
+		Answers: newAnswers(cfg, rc),
+		CacheTTL: func(e *spec.Endpoint) time.Duration {
+			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
+		},
+	}
 	tracer, stopTracing, err := newTracing(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
@@ -100,24 +109,15 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		approvalSigner, approvalSpend = approvalStore(ctx, cfg, rc, log)
 	}
 	srv := mcpserver.New(mcpserver.Options{
-		Audit:       audit,
-		Answers:     answers,
-		ResultBytes: int(cfg.ResultBytes),
-		JQTimeout:   time.Duration(cfg.JQTimeout),
-		CacheTTL: func(e *spec.Endpoint) time.Duration {
-			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
-		},
+		Audit:              audit,
+		ResultBytes:        int(cfg.ResultBytes),
+		JQTimeout:          time.Duration(cfg.JQTimeout),
 		Version:            buildVersion(),
 		Tracer:             tracer,
 		SpecNames:          names,
-		Client:             newClient(cfg),
-		Limiter:            limiter,
 		Logger:             log,
 		AllowRuntimeTuning: cfg.AllowRuntimeTuning,
-		Upstream:           upstream,
 		Credentials:        credentialsFunc(cfg),
-		MaxRetries:         cfg.MaxRetries,
-		MaxRetryWait:       time.Duration(cfg.MaxRetryWait),
 		ReadOnly:           allReadOnly(cfg),
 		Metrics:            metrics,
 		Scripts:            scriptOptions(cfg, log),
@@ -125,6 +125,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		ApprovalKey:        approvalSigner,
 		ApprovalSpend:      approvalSpend,
 		ApprovalTTL:        cfg.ApprovalTTL(),
+		Caller:             call,
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing}
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/invoke"
 )
 
 // BenchmarkMemory100LargeAnswers makes 100 invoke calls that each return
@@ -44,7 +45,7 @@ func BenchmarkMemory100LargeAnswers(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
-				f := newPagingFixture(b, pagingOptions{items: 30, server: Options{Answers: store},
+				f := newPagingFixture(b, pagingOptions{items: 30, server: Options{Caller: invoke.Caller{Answers: store}},
 					odd: map[string]func(http.ResponseWriter, *http.Request){"random": random}})
 				runtime.GC()
 				var before runtime.MemStats

@@ -75,7 +75,7 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 	cl := invoke.New(o.client)
 	t.Cleanup(cl.Close)
 	opts := o.server
-	opts.SpecNames, opts.Client = []string{"paging", "petstore"}, cl
+	opts.SpecNames, opts.Caller.Client = []string{"paging", "petstore"}, cl
 	if o.cooldown > 0 || len(o.budgets) > 0 {
 		for i := range o.budgets {
 			o.budgets[i].Match = HostKey(up.URL)
@@ -84,7 +84,7 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Limiter = l
+		opts.Caller.Limiter = l
 	}
 	srv := New(opts)
 	srv.Publish(cat, ix, nil)
@@ -497,7 +497,7 @@ func TestE2EAnswersBelongToTheirPrincipal(t *testing.T) {
 func TestE2EEvictedAnswerSaysSo(t *testing.T) {
 	// A GitHub page deflates to a few KB (its 30 items are copies); room
 	// for a handful.
-	f := newPagingFixture(t, pagingOptions{server: Options{Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{MaxBytes: 96 << 10})}})
+	f := newPagingFixture(t, pagingOptions{server: Options{Caller: invoke.Caller{Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{MaxBytes: 96 << 10})}}})
 	var ids []string
 	for page := 1; page <= 40; page++ {
 		a := callText(t, f.client, "invoke", map[string]any{"endpointId": "paging.listPulls",
@@ -805,7 +805,7 @@ func TestE2EMaxBytesBoundsTheWholeAnswer(t *testing.T) {
 // A cache hit is the stored answer rendered again: the next page and the
 // rest of what the first answer said come with it.
 func TestE2ECacheHitKeepsNextPage(t *testing.T) {
-	f := newPagingFixture(t, pagingOptions{server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}})
+	f := newPagingFixture(t, pagingOptions{server: Options{Caller: invoke.Caller{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}}})
 	first := callText(t, f.client, "invoke", listPulls).ok(t)
 	hit := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "[.[].number]")).ok(t)
 	if hit.m["cached"] != true {
@@ -826,7 +826,7 @@ func TestE2ECacheHitKeepsNextPage(t *testing.T) {
 // goes to the upstream, and its answer is its own.
 func TestE2ECacheKeysOnPrincipal(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{
-		server: Options{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }},
+		server: Options{Caller: invoke.Caller{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}},
 		http: &HTTPOptions{Tokens: map[string]Principal{
 			"tok-a": {Subject: "ada", Org: "acme"},
 			"tok-b": {Subject: "bob", Org: "acme"},
@@ -868,7 +868,7 @@ func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
 	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
 	t.Cleanup(cl.Close)
 	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Answers: store})
+	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl}, Answers: store}})
 	srv.Publish(cat, ix, nil)
 	c := connectTB(t, srv, nil)
 
@@ -1072,7 +1072,7 @@ func TestE2EExpiredAnswerSaysSo(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
 	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{TTL: 15 * time.Minute, Now: clock})
-	f := newPagingFixture(t, pagingOptions{server: Options{Answers: store}})
+	f := newPagingFixture(t, pagingOptions{server: Options{Caller: invoke.Caller{Answers: store}}})
 	idle := callText(t, f.client, "invoke", listPulls).ok(t).m["responseId"]
 	read := callText(t, f.client, "invoke", withArgs(listPulls, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": 2})).ok(t).m["responseId"]
 	advance(10 * time.Minute)

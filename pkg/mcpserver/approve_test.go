@@ -67,11 +67,13 @@ func newApprovalFixture(t *testing.T) *approvalFixture {
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
 	f := &approvalFixture{upstream: rec, audit: &syncBuffer{}, now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
-	f.srv = New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Audit: f.audit,
+	f.srv = New(Options{SpecNames: []string{"petstore"}, Audit: f.audit,
 		Now:         func() time.Time { return f.now },
 		Approve:     func(e *spec.Endpoint) bool { return !e.Safe() },
 		ApprovalKey: []byte(strings.Repeat("k", 32)),
-		Scripts:     ScriptOptions{AllowWrites: true}})
+		Scripts:     ScriptOptions{AllowWrites: true},
+		Caller:      invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}},
+	})
 	f.srv.Publish(cat, ix, nil)
 	return f
 }

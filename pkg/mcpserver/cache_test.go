@@ -34,8 +34,8 @@ func TestResultCacheServesRepeats(t *testing.T) {
 	f := newFixture(t, time.Hour)
 	now := time.Unix(1_800_000_000, 0)
 	f.srv.now = func() time.Time { return now }
-	f.srv.opts.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
-	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
+	f.srv.call.Now = f.srv.now
+	f.srv.call.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
 	audit := &lockedBuffer{}
 	f.srv.opts.Audit = audit
 
@@ -90,8 +90,7 @@ func TestResultCacheServesRepeats(t *testing.T) {
 // Non-idempotent calls are never served from the cache.
 func TestResultCacheSkipsUnsafeMethods(t *testing.T) {
 	f := newFixture(t, 0)
-	f.srv.opts.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
-	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
+	f.srv.call.CacheTTL = func(e *spec.Endpoint) time.Duration { return time.Minute }
 	args := map[string]any{"endpointId": "petstore.addPet", "requestBody": map[string]any{"name": "rex", "photoUrls": []any{}}}
 	for range 2 {
 		if res, isErr := f.call(t, "invoke", args); isErr || res["cached"] == true {

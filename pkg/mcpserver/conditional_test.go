@@ -42,7 +42,7 @@ func TestConditionalRequestsRevalidate(t *testing.T) {
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: cat.SpecNames(), Client: cl, Limiter: l})
+	srv := New(Options{SpecNames: cat.SpecNames(), Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	c := connectTB(t, srv, nil)
 	call := func() map[string]any {

@@ -35,7 +35,7 @@ func curatedFixture(t *testing.T, c spec.Curation, readOnly bool) (*client.Clien
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, ReadOnly: readOnly})
+	srv := New(Options{SpecNames: []string{"petstore"}, ReadOnly: readOnly, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	return connectTB(t, srv, nil), rec, srv
 }

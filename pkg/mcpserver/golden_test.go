@@ -88,7 +88,7 @@ func goldenClient(t *testing.T) (*client.Client, *mcp.InitializeResult) {
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{Version: "golden", SpecNames: []string{"petstore"}, Client: cl, Limiter: l, AllowRuntimeTuning: true})
+	srv := New(Options{Version: "golden", SpecNames: []string{"petstore"}, AllowRuntimeTuning: true, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {

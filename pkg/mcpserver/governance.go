@@ -44,10 +44,10 @@ func HostKey(base string) string {
 // readyIn returns how long a call to the endpoint would wait now; zero when
 // it could go.
 func (s *Server) readyIn(id string, now time.Time) time.Duration {
-	if s.opts.Limiter == nil {
+	if s.call.Limiter == nil {
 		return 0
 	}
-	return s.opts.Limiter.ReadyAt(id, now)
+	return s.call.Limiter.ReadyAt(id, now)
 }
 
 // EndpointNow is an endpoint's rate-limit state for inspect.
@@ -60,15 +60,15 @@ type EndpointNow struct {
 
 func (s *Server) limitsOf(e *spec.Endpoint) *EndpointNow {
 	out := &EndpointNow{Ready: true, Upstream: s.upstreamOf(e)}
-	if s.opts.Limiter == nil {
+	if s.call.Limiter == nil {
 		return out
 	}
 	now := s.now()
-	if w := s.opts.Limiter.ReadyAt(e.ID, now); w > 0 {
+	if w := s.call.Limiter.ReadyAt(e.ID, now); w > 0 {
 		out.Ready = false
 		out.RetryAfterSeconds = retrySeconds(w)
 	}
-	st := s.opts.Limiter.StatusAt(now, func(id string) bool { return id == e.ID })
+	st := s.call.Limiter.StatusAt(now, func(id string) bool { return id == e.ID })
 	if len(st.Endpoints) == 1 && st.Endpoints[0].Interval > 0 {
 		out.Cooldown = st.Endpoints[0].Interval.String()
 	}

@@ -92,8 +92,9 @@ func newGovFixture(t testing.TB, cfg govConfig) *govFixture {
 	}
 	cl := invoke.New(invoke.Options{Timeout: cfg.timeout})
 	t.Cleanup(cl.Close)
-	f.srv = New(Options{SpecNames: cat.SpecNames(), Client: cl, Limiter: f.limiter, AllowRuntimeTuning: cfg.tuning,
-		MaxRetries: cfg.maxRetries, MaxRetryWait: cfg.maxRetryWait})
+	f.srv = New(Options{SpecNames: cat.SpecNames(), AllowRuntimeTuning: cfg.tuning,
+		Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: f.limiter, MaxRetries: cfg.maxRetries, MaxRetryWait: cfg.maxRetryWait}},
+	})
 	f.srv.Publish(cat, ix, nil)
 	f.client = connectTB(t, f.srv, nil)
 	return f

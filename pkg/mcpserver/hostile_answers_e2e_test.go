@@ -122,7 +122,7 @@ func newHostileServer(t testing.TB, u *hostileUpstream, opts Options) *Server {
 	cat, ix, _ := servedCatalog(t, 0, s)
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	opts.SpecNames, opts.Client = []string{"hostile"}, cl
+	opts.SpecNames, opts.Caller.Client = []string{"hostile"}, cl
 	srv := New(opts)
 	srv.Publish(cat, ix, nil)
 	return srv

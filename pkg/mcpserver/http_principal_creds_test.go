@@ -50,8 +50,9 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 		}}},
 	}}})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l,
-		CacheTTL: func(*spec.Endpoint) time.Duration { return time.Hour }})
+	srv := New(Options{SpecNames: []string{"petstore"},
+		Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}, CacheTTL: func(*spec.Endpoint) time.Duration { return time.Hour }},
+	})
 	srv.Publish(cat, ix, nil)
 	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
 		"mcp-token-ada":   {Subject: "ada", Org: "acme"},

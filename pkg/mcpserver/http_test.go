@@ -90,7 +90,7 @@ func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, st
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
 	audit := &lockedBuffer{}
-	so := Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Audit: audit}
+	so := Options{SpecNames: []string{"petstore"}, Audit: audit, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}}
 	for _, f := range server {
 		f(&so)
 	}

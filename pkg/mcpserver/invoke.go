@@ -142,9 +142,9 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if a.pages > 1 && e.Method != "GET" {
 		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
 	}
-	if s.needsApproval(e) && s.opts.Client != nil {
+	if s.needsApproval(e) && s.call.Client != nil {
 		// The user is asked only about a call that would go.
-		if _, err := s.opts.Client.Prepare(ctx, e, a.in); err != nil {
+		if _, err := s.call.Client.Prepare(ctx, e, a.in); err != nil {
 			return errorResult(s.mapError(err)), nil
 		}
 		if ask, obj := s.approveCall(ctx, &req, e, a.in, ""); ask != nil || obj != nil {
@@ -154,7 +154,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 			return ask, nil
 		}
 	}
-	if s.opts.Client == nil {
+	if s.call.Client == nil {
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
 	}
 	r, snap, obj := s.invokeCall(ctx, st, e, a.in, a.pages, callOptions{progress: s.progressFunc(ctx, req), suggest: true})
@@ -288,14 +288,42 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 // options: the client, limiter, upstream keys, retries, answer store and
 // cache TTL, with the server's own result cache, validators, observer and
 // clock. Each call takes a copy and sets what differs for it.
-func (s *Server) newCaller() invoke.Caller {
-	return invoke.Caller{
-		Governed: invoke.Governed{
-			Client: s.opts.Client, Limiter: s.opts.Limiter, Upstream: s.upstreamOf,
-			MaxRetries: s.opts.MaxRetries, MaxRetryWait: s.opts.MaxRetryWait,
-			Observer: (*observer)(s), Now: s.now,
-		},
-		Answers: s.answers, Cache: &s.cache, CacheTTL: s.opts.CacheTTL, Validators: &s.validators,
+func (s *Server) newCaller(c invoke.Caller) invoke.Caller {
+	if c.Upstream == nil {
+		c.Upstream = func(e *spec.Endpoint) string { return HostKey(e.BaseURL) }
+	}
+	if c.Now == nil {
+		c.Now = s.now
+	}
+	if c.Answers == nil {
+		c.Answers = answer.NewMemoryAnswers(answer.MemoryAnswersOptions{Now: s.now})
+	}
+	if c.Cache == nil {
+		c.Cache = &s.cache
+	}
+	if c.Validators == nil {
+		c.Validators = &s.validators
+	}
+	if c.Observer == nil {
+		c.Observer = (*observer)(s)
+	} else {
+		c.Observer = observers{(*observer)(s), c.Observer}
+	}
+	return c
+}
+
+// observers hears each attempt and refusal in turn.
+type observers []invoke.Observer
+
+func (obs observers) Attempted(ctx context.Context, e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
+	for _, o := range obs {
+		o.Attempted(ctx, e, up, queueWait, latency, tokens, res)
+	}
+}
+
+func (obs observers) Refused(ctx context.Context, e *spec.Endpoint, err error) {
+	for _, o := range obs {
+		o.Refused(ctx, e, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -25,7 +26,7 @@ func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Options{Metrics: m, Limiter: l})
+	srv := New(Options{Metrics: m, Caller: invoke.Caller{Governed: invoke.Governed{Limiter: l}}})
 	if srv.Registry() != m.Registry() {
 		t.Fatal("the server does not use the metrics it was given")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -103,7 +104,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Options{Limiter: l})
+	srv := New(Options{Caller: invoke.Caller{Governed: invoke.Governed{Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	text, err := getPrompt(t, connectTB(t, srv, nil), "setup_limits", map[string]string{"spec": "limited"})
 	if err != nil {

@@ -44,7 +44,7 @@ func retryFixture(t *testing.T, base string) *fixture {
 	cat, ix, _ := servedCatalog(t, 0, s)
 	// No limiter: this is the retry policy alone, waiting the upstream's
 	// 30 ms (a limiter would hold every call for at least a second).
-	srv := New(Options{Client: invoke.New(invoke.Options{}), MaxRetries: 2, MaxRetryWait: 5 * time.Second})
+	srv := New(Options{Caller: invoke.Caller{Governed: invoke.Governed{Client: invoke.New(invoke.Options{}), MaxRetries: 2, MaxRetryWait: 5 * time.Second}}})
 	srv.Publish(cat, ix, nil)
 	return &fixture{srv: srv, client: connectTB(t, srv, nil), cat: cat}
 }
@@ -89,8 +89,7 @@ func TestRetryIdempotentGET(t *testing.T) {
 	if got := len(res["rateLimit"].(map[string]any)["attempts"].([]any)); got != 3 || n.Load() != 3 {
 		t.Errorf("%d attempts, %d requests; want 3 and 3", got, n.Load())
 	}
-	f.srv.opts.MaxRetries = 1
-	f.srv.call = f.srv.newCaller() // the call is built once: again with the new option
+	f.srv.call.MaxRetries = 1
 	n.Store(0)
 	res, isErr = f.call(t, "invoke", map[string]any{"endpointId": "pay.listCharges"})
 	if !isErr || errorOf(t, res)["code"] != "upstream_rate_limit" || errorOf(t, res)["retryAfterSeconds"] != 0.03 {

@@ -329,12 +329,12 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	if obj := s.requireScope(ctx, endpointScope(e)); obj != nil {
 		return nil, callError(obj)
 	}
-	if s.opts.Client == nil {
+	if s.call.Client == nil {
 		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
 	}
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
 	if s.needsApproval(e) {
-		if _, err := s.opts.Client.Prepare(ctx, e, in); err != nil {
+		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))
 		}
 		if _, obj := s.approveCall(ctx, nil, e, in, c.runID); obj != nil {

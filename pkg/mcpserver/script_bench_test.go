@@ -200,8 +200,10 @@ func scriptBenchFixture(tb testing.TB, limit int, served *scriptBenchServed) (*c
 	tb.Cleanup(cl.Close)
 	// jq slots of its own: the package's default ones, touched in a bubble,
 	// would be the bubble's for every test after it.
-	srv := New(Options{SpecNames: served.cat.SpecNames(), Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second,
-		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: answer.NewJQSlots(4)})
+	srv := New(Options{SpecNames: served.cat.SpecNames(),
+		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: answer.NewJQSlots(4),
+		Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second}},
+	})
 	srv.Publish(served.cat, served.ix, nil)
 	return connectTB(tb, srv, nil), up
 }

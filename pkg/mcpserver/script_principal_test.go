@@ -49,7 +49,7 @@ func TestRunScriptPerPrincipal(t *testing.T) {
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, Scripts: ScriptOptions{PerPrincipal: 2}})
+	srv := New(Options{SpecNames: []string{"petstore"}, Scripts: ScriptOptions{PerPrincipal: 2}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
 		"mcp-token-ada": {Subject: "ada", Org: "acme"},

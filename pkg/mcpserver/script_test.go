@@ -133,7 +133,7 @@ func TestRunScriptCooldownByArgumentsOnRedis(t *testing.T) {
 	if err != nil || len(keys) != 7 {
 		t.Errorf("argument-keyed cooldowns in Redis: %d (%v), want 7: %q", len(keys), err, keys)
 	}
-	if d, _, why := f.srv.opts.Limiter.Degraded(); d || !store.Available("") {
+	if d, _, why := f.srv.opts.Caller.Limiter.Degraded(); d || !store.Available("") {
 		t.Errorf("the Redis store was degraded (%s): the run was governed by the fallback", why)
 	}
 }

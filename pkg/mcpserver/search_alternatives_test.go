@@ -71,7 +71,7 @@ func TestSearchAlternativesAnswerFits(t *testing.T) {
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"github-full"}, Client: cl, Limiter: l})
+	srv := New(Options{SpecNames: []string{"github-full"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
 	c := connectTB(t, srv, nil)
 	for _, args := range []map[string]any{

@@ -19,7 +19,6 @@ import (
 
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
-	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -40,35 +39,26 @@ type Options struct {
 	// SpecNames are the specs being loaded, listed in the instructions
 	// before loading finishes.
 	SpecNames []string
-	// Client sends the calls. If nil, invoke answers every call with an
-	// error saying calls are disabled.
-	Client *invoke.Client
-	// Limiter governs calls. If nil, calls are not limited.
-	Limiter *ratelimit.Limiter
+	// Caller makes the calls of invoke and run_script, built once by the
+	// program: its Client sends them (if nil, every call is answered with
+	// an error saying calls are disabled), its Limiter governs them (if
+	// nil, they are not limited), its Upstream keys an endpoint's upstream
+	// (if nil, the host of the endpoint's base URL), and its Answers keep
+	// upstream answers for read_response, per principal (if nil, an
+	// in-memory store with its defaults, 64 MiB and 15m idle). Where unset,
+	// the server gives it its clock, its result cache and its validators;
+	// its Observer is the server's statistics and metrics, and one given
+	// here hears every attempt after them.
+	Caller invoke.Caller
 	// Logger receives operational logs. If nil, slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for retry times. If nil, time.Now.
 	Now func() time.Time
 	// AllowRuntimeTuning registers set_rate_limit.
 	AllowRuntimeTuning bool
-	// Upstream maps an endpoint to its upstream key (host:port or group). If
-	// nil, the host of the endpoint's base URL.
-	Upstream func(*spec.Endpoint) string
-	// MaxRetries bounds retries of an idempotent call the upstream refused
-	// for its rate limit or with 502/503/504. Zero: no retries.
-	MaxRetries int
-	// MaxRetryWait caps the wait before one retry. Zero: no cap beyond the
-	// call's deadline.
-	MaxRetryWait time.Duration
-	// CacheTTL gives, per idempotent endpoint, how long an identical call is
-	// answered from the last successful result. If nil, never.
-	CacheTTL func(*spec.Endpoint) time.Duration
 	// Audit receives one JSON line per invoke (no argument values, no
 	// secrets). If nil, nothing is written.
 	Audit io.Writer
-	// Answers keeps upstream answers for read_response, per principal. If
-	// nil, an in-memory store with its defaults (64 MiB, 15m idle).
-	Answers answer.AnswerStore
 	// ResultBytes bounds the JSON text of one invoke or read_response
 	// answer; larger bodies come back previewed. If zero, 16 KiB.
 	ResultBytes int
@@ -158,12 +148,8 @@ func New(opts Options) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	if opts.Limiter != nil {
-		s.metrics.limiter.Store(opts.Limiter)
-	}
-	s.answers = opts.Answers
-	if s.answers == nil {
-		s.answers = answer.NewMemoryAnswers(answer.MemoryAnswersOptions{Now: opts.Now})
+	if opts.Caller.Limiter != nil {
+		s.metrics.limiter.Store(opts.Caller.Limiter)
 	}
 	s.log = opts.Logger
 	if s.log == nil {
@@ -177,7 +163,8 @@ func New(opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.call = s.newCaller()
+	s.call = s.newCaller(opts.Caller)
+	s.answers = s.call.Answers
 	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
 	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
@@ -269,8 +256,5 @@ func instructions(specs []string) string {
 
 // upstreamOf returns the upstream key of an endpoint.
 func (s *Server) upstreamOf(e *spec.Endpoint) string {
-	if s.opts.Upstream != nil {
-		return s.opts.Upstream(e)
-	}
-	return HostKey(e.BaseURL)
+	return s.call.Upstream(e)
 }

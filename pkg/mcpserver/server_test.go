@@ -74,7 +74,7 @@ func newFixture(t *testing.T, interval time.Duration, budgets ...ratelimit.Budge
 	}
 	cl := invoke.New(invoke.Options{})
 	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: []string{"petstore"}, Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 5 * time.Second})
+	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 5 * time.Second}}})
 	srv.Publish(cat, ix, nil)
 	c := connectTB(t, srv, nil)
 	return &fixture{srv: srv, client: c, upstream: rec, limiter: l, cat: cat}

@@ -84,7 +84,7 @@ type ShadowBudget struct {
 }
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *StatusArgs) (*mcp.CallToolResult, error) {
-	if s.opts.Limiter == nil {
+	if s.call.Limiter == nil {
 		return jsonResult(StatusResult{At: s.now().UTC().Format(time.RFC3339Nano), Upstreams: []UpstreamStatus{}, Note: "rate governance is off"}), nil
 	}
 	endpointID, specName := a.EndpointID, a.Spec
@@ -107,14 +107,14 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 		match = func(id string) bool { return strings.HasPrefix(id, specName+".") }
 	}
 	now := s.now()
-	ls := s.opts.Limiter.StatusAt(now, match)
+	ls := s.call.Limiter.StatusAt(now, match)
 	out := StatusResult{At: now.UTC().Format(time.RFC3339Nano), Store: &StoreStatus{Backend: ls.Store},
 		Note: "proxy refusals are specgate's own limits (raising them helps); upstream refusals are the API's (raising specgate's limits does not help)."}
 	out.SemanticSearch = st.ix.Semantic()
 	if ls.Degraded {
 		out.Store.Degraded, out.Store.Reason = true, ls.DegradedReason
 		out.Store.Since = ls.DegradedSince.UTC().Format(time.RFC3339Nano)
-		out.Store.FallbackShare = s.opts.Limiter.FallbackShare()
+		out.Store.FallbackShare = s.call.Limiter.FallbackShare()
 	}
 	if match != nil {
 		for _, e := range ls.Endpoints {

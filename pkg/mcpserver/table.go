@@ -145,7 +145,7 @@ func (s *Server) tools() []tool {
 			"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent).",
 			[]string{CodeValidationFailed, CodeNotFound}, ScopeAdmin, nil, (*Server).handleSetRateLimit,
 			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](), hints(false, false, true, false)),
-			func(s *Server) bool { return s.opts.AllowRuntimeTuning && s.opts.Limiter != nil }),
+			func(s *Server) bool { return s.opts.AllowRuntimeTuning && s.call.Limiter != nil }),
 
 		newTool("begin_task", "Start measuring a long task; returns a taskId for end_task.",
 			nil, ScopeRead, nil, (*Server).handleBeginTask,

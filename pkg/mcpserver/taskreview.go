@@ -89,7 +89,7 @@ func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest, a *
 		mean = t.upstream / time.Duration(t.calls)
 		r.SerialEstimateS = (time.Duration(t.calls) * mean).Seconds()
 	}
-	if s.opts.Limiter != nil {
+	if s.call.Limiter != nil {
 		r.LimitHitAtRound = s.roundsToLimits(t, conc, mean)
 	}
 	return jsonResult(r), nil
@@ -103,7 +103,7 @@ func (s *Server) roundsToLimits(t *task, conc int, mean time.Duration) map[strin
 	if mean <= 0 {
 		mean = 100 * time.Millisecond
 	}
-	ls := s.opts.Limiter.StatusAt(s.now(), func(id string) bool { return t.eps[id] })
+	ls := s.call.Limiter.StatusAt(s.now(), func(id string) bool { return t.eps[id] })
 	for _, e := range ls.Endpoints {
 		if e.Interval > 0 {
 			out["cooldown "+e.ID] = spacingRound(conc, e.Interval, mean)

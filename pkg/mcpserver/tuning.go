@@ -54,7 +54,7 @@ func (s *Server) setCooldown(st *state, a *SetRateLimitArgs) *mcp.CallToolResult
 	if !ok {
 		return argError("rateLimitInterval is required with endpointId")
 	}
-	if err := s.opts.Limiter.SetCooldown(id, d); err != nil {
+	if err := s.call.Limiter.SetCooldown(id, d); err != nil {
 		return argError("%s", err.Error())
 	}
 	return jsonResult(SetRateLimitResult{EndpointID: id, Cooldown: d.String()})
@@ -67,7 +67,7 @@ func (s *Server) setBudget(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
 	if a.RateLimitInterval != nil {
 		return argError("rateLimitInterval applies to an endpoint: give endpointId")
 	}
-	b, ok := s.opts.Limiter.Budget(up)
+	b, ok := s.call.Limiter.Budget(up)
 	if !ok {
 		known := false
 		for _, e := range st.cat.Endpoints() {
@@ -106,7 +106,7 @@ func (s *Server) setBudget(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
 	if !changed {
 		return argError("give at least one of requestsPerWindow, window, minInterval, maxConcurrent with upstream")
 	}
-	if err := s.opts.Limiter.SetBudget(b); err != nil {
+	if err := s.call.Limiter.SetBudget(b); err != nil {
 		return argError("%s", err.Error())
 	}
 	limits := budgetLimits(b)
