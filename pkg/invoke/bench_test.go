@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"context"
 	"testing"
 )
 
@@ -10,7 +9,7 @@ func BenchmarkPrepare(b *testing.B) {
 	get := endpoint(b, s, "getPet")
 	put := endpoint(b, s, "updatePet")
 	c := New(Options{})
-	ctx := context.Background()
+	ctx := b.Context()
 	b.Run("query+header+cookie", func(b *testing.B) {
 		args := Args{Parameters: map[string]any{"petId": "p1", "verbose": true, "limit": 5, "X-Trace": "abc", "session": "s"}}
 		b.ReportAllocs()

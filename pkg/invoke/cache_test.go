@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -76,7 +75,7 @@ func newCacheFixture(t *testing.T) *cacheFixture {
 
 func (f *cacheFixture) call(t *testing.T, principal, op string, in Args, pages int) *CallResult {
 	t.Helper()
-	r, err := f.caller.Call(context.Background(), principal, endpoint(t, f.spec, op), in, pages, nil)
+	r, err := f.caller.Call(t.Context(), principal, endpoint(t, f.spec, op), in, pages, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", op, err)
 	}
@@ -154,7 +153,7 @@ func TestCallerCachesOnlyWhole2xx(t *testing.T) {
 	} {
 		before := f.up.count()
 		for range 2 {
-			r, err := f.caller.Call(context.Background(), "ada", endpoint(t, f.spec, c.op), c.in, 1, nil)
+			r, err := f.caller.Call(t.Context(), "ada", endpoint(t, f.spec, c.op), c.in, 1, nil)
 			var he *HTTPError
 			if err != nil && !errors.As(err, &he) {
 				t.Fatalf("%s: %v", c.name, err)

@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -87,7 +86,7 @@ func (r *recorder) count() int {
 // parseSpec loads a spec from text with the given base URL.
 func parseSpec(t testing.TB, name, doc, baseURL string) *spec.Spec {
 	t.Helper()
-	s, err := spec.Parse(context.Background(), name+".json", []byte(doc), spec.Options{Name: name, BaseURL: baseURL})
+	s, err := spec.Parse(t.Context(), name+".json", []byte(doc), spec.Options{Name: name, BaseURL: baseURL})
 	if err != nil {
 		t.Fatalf("parse %s: %v", name, err)
 	}
@@ -117,7 +116,7 @@ func sharedSpec(t testing.TB, file, baseURL string) *spec.Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Parse(context.Background(), path, data, spec.Options{BaseURL: baseURL})
+	s, err := spec.Parse(t.Context(), path, data, spec.Options{BaseURL: baseURL})
 	if err != nil {
 		t.Fatalf("parse %s: %v", file, err)
 	}

@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -83,7 +82,7 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	s := parseSpec(t, "cursor", cursorDoc, up.URL)
 	list, other := endpoint(t, s, "listItems"), endpoint(t, s, "listOther")
 	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := c.Call(ctx, "ada", list, Args{Parameters: map[string]any{"limit": 2}}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -146,14 +145,14 @@ func TestCallerStoresAnEmptyAnswerWithANextPage(t *testing.T) {
 	})
 	s := parseSpec(t, "cursor", cursorDoc, up.URL)
 	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
-	r, err := c.Call(context.Background(), "ada", endpoint(t, s, "listItems"), Args{}, 1, nil)
+	r, err := c.Call(t.Context(), "ada", endpoint(t, s, "listItems"), Args{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Answer.Body) != 0 || r.Answer.NextPage == nil || r.ResponseID == "" {
 		t.Fatalf("body %q, next page %.60v, id %q: want an empty answer stored with its next page", r.Answer.Body, r.Answer.NextPage, r.ResponseID)
 	}
-	got, err := c.Answers.Get(context.Background(), "ada", r.ResponseID)
+	got, err := c.Answers.Get(t.Context(), "ada", r.ResponseID)
 	if err != nil || !cmp.Equal(got.NextPage, r.Answer.NextPage) {
 		t.Errorf("stored %v, %v", got, err)
 	}

@@ -15,11 +15,11 @@ func TestCredentialForPrincipal(t *testing.T) {
 		ctx  context.Context
 		want string
 	}{
-		{"exact match", WithPrincipal(context.Background(), Principal{Subject: "ada", Org: "acme"}), "ada-key"},
-		{"entry without org matches no org", WithPrincipal(context.Background(), Principal{Subject: "bob"}), "bob-key"},
-		{"org must match too", WithPrincipal(context.Background(), Principal{Subject: "ada"}), "default-key"},
-		{"entry without org does not match an org", WithPrincipal(context.Background(), Principal{Subject: "bob", Org: "acme"}), "default-key"},
-		{"no principal", context.Background(), "default-key"},
+		{"exact match", WithPrincipal(t.Context(), Principal{Subject: "ada", Org: "acme"}), "ada-key"},
+		{"entry without org matches no org", WithPrincipal(t.Context(), Principal{Subject: "bob"}), "bob-key"},
+		{"org must match too", WithPrincipal(t.Context(), Principal{Subject: "ada"}), "default-key"},
+		{"entry without org does not match an org", WithPrincipal(t.Context(), Principal{Subject: "bob", Org: "acme"}), "default-key"},
+		{"no principal", t.Context(), "default-key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestCredentialForPrincipal(t *testing.T) {
 		})
 	}
 	cr.Value = ""
-	if _, ok := cr.forPrincipal(WithPrincipal(context.Background(), Principal{Subject: "carol"})); ok {
+	if _, ok := cr.forPrincipal(WithPrincipal(t.Context(), Principal{Subject: "carol"})); ok {
 		t.Errorf("a principal with no entry and no default got a credential")
 	}
 }

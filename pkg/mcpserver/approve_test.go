@@ -121,12 +121,12 @@ func connectEra(t *testing.T, srv *Server, legacy bool, user *answerer) *client.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
+	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	res, err := c.Initialize(context.Background(), init)
+	res, err := c.Initialize(t.Context(), init)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func runGovernanceScenario(b *testing.B, headers upstreamtest.Headers, budget bo
 		clients[i] = connectTB(b, f.srv, nil)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), benchCap)
+	ctx, cancel := context.WithTimeout(b.Context(), benchCap)
 	defer cancel()
 	var (
 		next, modelErrors, noRetryAfter, failed atomic.Int64

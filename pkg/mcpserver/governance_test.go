@@ -102,7 +102,7 @@ func newGovFixture(t testing.TB, cfg govConfig) *govFixture {
 
 func parseQuotaSpec(t testing.TB, name, baseURL string) *spec.Spec {
 	t.Helper()
-	s, err := spec.Parse(context.Background(), name+".yaml", []byte(quotaSpec), spec.Options{Name: name, BaseURL: baseURL})
+	s, err := spec.Parse(t.Context(), name+".yaml", []byte(quotaSpec), spec.Options{Name: name, BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +121,13 @@ func connectTB(t testing.TB, srv *Server, onNotify func(mcp.JSONRPCNotification)
 	if onNotify != nil {
 		c.OnNotification(onNotify)
 	}
-	if err := c.Start(context.Background()); err != nil {
+	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(context.Background(), init); err != nil {
+	if _, err := c.Initialize(t.Context(), init); err != nil {
 		t.Fatal(err)
 	}
 	return c

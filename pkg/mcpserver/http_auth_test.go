@@ -407,7 +407,7 @@ func TestJWTUnknownKidSentAThousandTimes(t *testing.T) {
 	for g := range 10 {
 		wg.Go(func() {
 			for i := g; i < len(toks); i += 10 {
-				if _, err := v.Verify(context.Background(), toks[i], at); !errors.Is(err, ErrInvalidToken) {
+				if _, err := v.Verify(t.Context(), toks[i], at); !errors.Is(err, ErrInvalidToken) {
 					accepted.Add(1)
 				}
 			}
@@ -588,7 +588,7 @@ func FuzzJWTVerify(f *testing.F) {
 	f.Add("e30.e30.")
 	f.Add("..")
 	f.Fuzz(func(t *testing.T, tok string) {
-		p, err := v.Verify(context.Background(), tok, t0)
+		p, err := v.Verify(t.Context(), tok, t0)
 		if err != nil && !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("error %v does not match ErrInvalidToken", err)
 		}
@@ -606,13 +606,13 @@ func BenchmarkJWTVerifyCachedKeys(b *testing.B) {
 			kid, key = "ec-ES256", keyEC["ES256"]
 		}
 		tok := sign(b, alg, kid, key, claimsFor(ti.URL, t0))
-		if _, err := v.Verify(context.Background(), tok, t0); err != nil {
+		if _, err := v.Verify(b.Context(), tok, t0); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(alg, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := v.Verify(context.Background(), tok, t0); err != nil {
+				if _, err := v.Verify(b.Context(), tok, t0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +72,7 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "invoke"
 		req.Params.Arguments = map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}
-		res, err := c.CallTool(context.Background(), req)
+		res, err := c.CallTool(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}

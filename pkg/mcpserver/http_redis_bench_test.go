@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -15,7 +14,7 @@ import (
 // up: a degraded store would measure the fallback, not Redis.
 func newHTTPRedisFixture(b *testing.B, redisURL string, opts HTTPOptions) *httpFixture {
 	b.Helper()
-	store, err := redisstore.New(context.Background(), redisstore.Options{
+	store, err := redisstore.New(b.Context(), redisstore.Options{
 		URL:       redisURL,
 		KeyPrefix: fmt.Sprintf("bench:%s:%x:", b.Name(), rand.Uint32()),
 	})

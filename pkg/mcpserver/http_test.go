@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -194,13 +193,13 @@ func TestHTTPHandlerDefaultServesWithoutAuth(t *testing.T) {
 func initClient(t testing.TB, c *client.Client) {
 	t.Helper()
 	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
+	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(context.Background(), init); err != nil {
+	if _, err := c.Initialize(t.Context(), init); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -90,7 +89,7 @@ func TestPromptSetupLimits(t *testing.T) {
 }
 
 func TestPromptSetupLimitsQuotesTheSpec(t *testing.T) {
-	s, err := spec.Parse(context.Background(), "limited.yaml", []byte(`openapi: 3.0.3
+	s, err := spec.Parse(t.Context(), "limited.yaml", []byte(`openapi: 3.0.3
 info: {title: Limited, version: "1", description: "A small API. Clients may send 100 requests per minute."}
 servers: [{url: "https://api.limited.example"}]
 paths:

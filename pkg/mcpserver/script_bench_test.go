@@ -166,7 +166,7 @@ type scriptBenchServed struct {
 
 func scriptBenchServe(tb testing.TB, base string) *scriptBenchServed {
 	tb.Helper()
-	s, err := spec.Parse(context.Background(), "bench.yaml", []byte(scriptBenchSpec), spec.Options{Name: "bench", BaseURL: base})
+	s, err := spec.Parse(tb.Context(), "bench.yaml", []byte(scriptBenchSpec), spec.Options{Name: "bench", BaseURL: base})
 	if err != nil {
 		tb.Fatal(err)
 	}

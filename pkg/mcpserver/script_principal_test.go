@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -76,7 +75,7 @@ func TestRunScriptPerPrincipal(t *testing.T) {
 			req := mcp.CallToolRequest{}
 			req.Params.Name = "run_script"
 			req.Params.Arguments = map[string]any{"code": `return (await api.invoke("petstore.getPetById", {parameters: {petId: ` + petID + `}})).body.name;`}
-			res, err := c.CallTool(context.Background(), req)
+			res, err := c.CallTool(t.Context(), req)
 			out <- outcome{res, err}
 		}()
 		return out

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -60,7 +59,7 @@ func TestSearchAlternativesAnswerFits(t *testing.T) {
 	if _, err := os.Stat(file); err != nil {
 		t.Skipf("shared specs absent: %v", err)
 	}
-	s, err := spec.Load(context.Background(), file, spec.Options{Name: "github-full"})
+	s, err := spec.Load(t.Context(), file, spec.Options{Name: "github-full"})
 	if err != nil {
 		t.Fatal(err)
 	}

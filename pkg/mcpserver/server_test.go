@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -84,7 +83,7 @@ func newFixture(t *testing.T, interval time.Duration, budgets ...ratelimit.Budge
 // upstream (its /api/v3).
 func petstoreAt(t testing.TB, upstream string) *spec.Spec {
 	t.Helper()
-	s, err := spec.Load(context.Background(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: upstream + "/api/v3"})
+	s, err := spec.Load(t.Context(), "../../testdata/petstore-v3.yaml", spec.Options{Name: "petstore", BaseURL: upstream + "/api/v3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +391,7 @@ func TestConcurrentCallsOneOnTheWire(t *testing.T) {
 			req := mcp.CallToolRequest{}
 			req.Params.Name = "invoke"
 			req.Params.Arguments = map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": i}}
-			res, err := f.client.CallTool(context.Background(), req)
+			res, err := f.client.CallTool(t.Context(), req)
 			if err != nil {
 				t.Error(err)
 				return
