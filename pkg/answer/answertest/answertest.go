@@ -218,256 +218,273 @@ func MustPut(t *testing.T, s answer.AnswerStore, principal string, a *answer.Ans
 
 // RunConformance runs the contract of AnswerStore against the stores h opens.
 func RunConformance(t *testing.T, h Harness) {
-	t.Run("RoundTrip", func(t *testing.T) {
-		s, _ := h.Open(t, 0, 0, nil)
-		for _, tt := range []struct {
-			name string
-			a    *answer.Answer
-		}{
-			{"github page", Sample(GithubPage(30, 1))},
-			{"small json", Sample([]byte(`{"id":1}`))},
-			{"binary", &answer.Answer{Endpoint: "img.get", StatusCode: 200, ContentType: "image/png", Body: RandomBody(5000, 1), Truncated: true, Created: time.Unix(0, 0).UTC()}},
-			{"no body", &answer.Answer{Endpoint: "x.delete", StatusCode: 204, Created: time.Unix(1, 0).UTC()}},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				id := MustPut(t, s, "alice", tt.a)
-				if !answer.ValidID(id) {
-					t.Fatalf("id %q is not well formed", id)
-				}
-				got, err := s.Get(t.Context(), "alice", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got.Body, tt.a.Body) {
-					t.Fatalf("body: got %d bytes, want %d, equal prefix %v", len(got.Body), len(tt.a.Body), bytes.HasPrefix(tt.a.Body, got.Body))
-				}
-				if diff := cmp.Diff(tt.a, got, cmp.Comparer(bytes.Equal)); diff != "" {
-					t.Errorf("answer (-put +got):\n%s", diff)
-				}
-				// the store keeps its own copy
-				if len(got.Body) > 0 {
-					got.Body[0]++
-				}
-				if got.Headers != nil {
-					got.Headers["X"] = "changed"
-				}
-				again, err := s.Get(t.Context(), "alice", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, ok := again.Headers["X"]; ok || !bytes.Equal(again.Body, tt.a.Body) {
-					t.Error("a change to a returned answer reached the store")
-				}
-			})
-		}
-	})
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, Harness)
+	}{
+		{"RoundTrip", conformRoundTrip},
+		{"IDsAreDistinctAndURLSafe", conformIDsAreDistinctAndURLSafe},
+		{"OtherPrincipalsIDIsUnknown", conformOtherPrincipalsIDIsUnknown},
+		{"MalformedIDsAreUnknown", conformMalformedIDsAreUnknown},
+		{"IdleExpiry", conformIdleExpiry},
+		{"EvictsTheHeaviestPrincipalsOldest", conformEvictsTheHeaviestPrincipalsOldest},
+		{"ReadingAnAnswerKeepsIt", conformReadingAnAnswerKeepsIt},
+		{"TooLarge", conformTooLarge},
+		{"Concurrent", conformConcurrent},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
+	}
+}
 
-	t.Run("IDsAreDistinctAndURLSafe", func(t *testing.T) {
-		s, _ := h.Open(t, 0, 0, nil)
-		seen := map[string]bool{}
-		for range 200 {
-			id := MustPut(t, s, "alice", Sample([]byte(`[]`)))
-			if seen[id] {
-				t.Fatalf("id %q issued twice", id)
+func conformRoundTrip(t *testing.T, h Harness) {
+	s, _ := h.Open(t, 0, 0, nil)
+	for _, tt := range []struct {
+		name string
+		a    *answer.Answer
+	}{
+		{"github page", Sample(GithubPage(30, 1))},
+		{"small json", Sample([]byte(`{"id":1}`))},
+		{"binary", &answer.Answer{Endpoint: "img.get", StatusCode: 200, ContentType: "image/png", Body: RandomBody(5000, 1), Truncated: true, Created: time.Unix(0, 0).UTC()}},
+		{"no body", &answer.Answer{Endpoint: "x.delete", StatusCode: 204, Created: time.Unix(1, 0).UTC()}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := MustPut(t, s, "alice", tt.a)
+			if !answer.ValidID(id) {
+				t.Fatalf("id %q is not well formed", id)
 			}
-			seen[id] = true
-			if strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
-				t.Fatalf("id %q is not URL-safe", id)
+			got, err := s.Get(t.Context(), "alice", id)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			if !bytes.Equal(got.Body, tt.a.Body) {
+				t.Fatalf("body: got %d bytes, want %d, equal prefix %v", len(got.Body), len(tt.a.Body), bytes.HasPrefix(tt.a.Body, got.Body))
+			}
+			if diff := cmp.Diff(tt.a, got, cmp.Comparer(bytes.Equal)); diff != "" {
+				t.Errorf("answer (-put +got):\n%s", diff)
+			}
+			// the store keeps its own copy
+			if len(got.Body) > 0 {
+				got.Body[0]++
+			}
+			if got.Headers != nil {
+				got.Headers["X"] = "changed"
+			}
+			again, err := s.Get(t.Context(), "alice", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := again.Headers["X"]; ok || !bytes.Equal(again.Body, tt.a.Body) {
+				t.Error("a change to a returned answer reached the store")
+			}
+		})
+	}
+}
 
-	t.Run("OtherPrincipalsIDIsUnknown", func(t *testing.T) {
-		s, _ := h.Open(t, 0, 0, nil)
-		id := MustPut(t, s, "alice", Sample([]byte(`{"secret":"alice's"}`)))
-		_, errOther := s.Get(t.Context(), "bob", id)
-		nfOther := WantNotFound(t, errOther, answer.AnswerUnknown)
+func conformIDsAreDistinctAndURLSafe(t *testing.T, h Harness) {
+	s, _ := h.Open(t, 0, 0, nil)
+	seen := map[string]bool{}
+	for range 200 {
+		id := MustPut(t, s, "alice", Sample([]byte(`[]`)))
+		if seen[id] {
+			t.Fatalf("id %q issued twice", id)
+		}
+		seen[id] = true
+		if strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+			t.Fatalf("id %q is not URL-safe", id)
+		}
+	}
+}
 
-		unused := answer.NewID()
-		_, errRandom := s.Get(t.Context(), "bob", unused)
-		nfRandom := WantNotFound(t, errRandom, answer.AnswerUnknown)
-		if errOther.Error() != errRandom.Error() || nfOther.Hint() != nfRandom.Hint() {
-			t.Errorf("another principal's id reads %q / %q, an unknown one %q / %q",
-				errOther, nfOther.Hint(), errRandom, nfRandom.Hint())
-		}
-		if nfOther.ID != id {
-			t.Errorf("ID = %q, want %q", nfOther.ID, id)
-		}
-		// and it is still alice's
+func conformOtherPrincipalsIDIsUnknown(t *testing.T, h Harness) {
+	s, _ := h.Open(t, 0, 0, nil)
+	id := MustPut(t, s, "alice", Sample([]byte(`{"secret":"alice's"}`)))
+	_, errOther := s.Get(t.Context(), "bob", id)
+	nfOther := WantNotFound(t, errOther, answer.AnswerUnknown)
+
+	unused := answer.NewID()
+	_, errRandom := s.Get(t.Context(), "bob", unused)
+	nfRandom := WantNotFound(t, errRandom, answer.AnswerUnknown)
+	if errOther.Error() != errRandom.Error() || nfOther.Hint() != nfRandom.Hint() {
+		t.Errorf("another principal's id reads %q / %q, an unknown one %q / %q",
+			errOther, nfOther.Hint(), errRandom, nfRandom.Hint())
+	}
+	if nfOther.ID != id {
+		t.Errorf("ID = %q, want %q", nfOther.ID, id)
+	}
+	// and it is still alice's
+	if _, err := s.Get(t.Context(), "alice", id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func conformMalformedIDsAreUnknown(t *testing.T, h Harness) {
+	s, _ := h.Open(t, 0, 0, nil)
+	id := MustPut(t, s, "alice", Sample([]byte(`{}`)))
+	for _, tt := range []struct{ name, id string }{
+		{"empty", ""},
+		{"random", "r_" + strings.Repeat("A", 22)},
+		{"10 KB", "r_" + strings.Repeat("A", 10<<10)},
+		{"id and more", id + "x"},
+		{"id cut", id[:len(id)-1]},
+		{"no prefix", "x_" + id[2:]},
+		{"padding", id + "=="},
+		{"not base64", "r_" + strings.Repeat("!", 22)},
+		{"key injection", "r_*"},
+		{"hash tag", "r_{" + strings.Repeat("A", 20) + "}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Get(t.Context(), "alice", tt.id)
+			nf := WantNotFound(t, err, answer.AnswerUnknown)
+			if len(nf.ID) > 64 {
+				t.Errorf("the error carries %d bytes of the id", len(nf.ID))
+			}
+		})
+	}
+}
+
+func conformIdleExpiry(t *testing.T, h Harness) {
+	clock := NewClock()
+	const ttl = 10 * time.Minute
+	s, held := h.Open(t, 0, ttl, clock.Now)
+	id := MustPut(t, s, "alice", Sample(GithubPage(2, 2)))
+	other := MustPut(t, s, "alice", Sample([]byte(`{"n":2}`)))
+	for range 3 { // each read starts the idle time again
+		clock.Advance(ttl - time.Millisecond)
 		if _, err := s.Get(t.Context(), "alice", id); err != nil {
-			t.Fatal(err)
+			t.Fatalf("read within the TTL: %v", err)
 		}
-	})
+	}
+	_, err := s.Get(t.Context(), "alice", other)
+	WantNotFound(t, err, answer.AnswerExpired)
 
-	t.Run("MalformedIDsAreUnknown", func(t *testing.T) {
-		s, _ := h.Open(t, 0, 0, nil)
-		id := MustPut(t, s, "alice", Sample([]byte(`{}`)))
-		for _, tt := range []struct{ name, id string }{
-			{"empty", ""},
-			{"random", "r_" + strings.Repeat("A", 22)},
-			{"10 KB", "r_" + strings.Repeat("A", 10<<10)},
-			{"id and more", id + "x"},
-			{"id cut", id[:len(id)-1]},
-			{"no prefix", "x_" + id[2:]},
-			{"padding", id + "=="},
-			{"not base64", "r_" + strings.Repeat("!", 22)},
-			{"key injection", "r_*"},
-			{"hash tag", "r_{" + strings.Repeat("A", 20) + "}"},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				_, err := s.Get(t.Context(), "alice", tt.id)
-				nf := WantNotFound(t, err, answer.AnswerUnknown)
-				if len(nf.ID) > 64 {
-					t.Errorf("the error carries %d bytes of the id", len(nf.ID))
-				}
-			})
-		}
-	})
+	clock.Advance(ttl)
+	_, err = s.Get(t.Context(), "alice", id)
+	WantNotFound(t, err, answer.AnswerExpired)
+	_, err = s.Get(t.Context(), "alice", id)
+	WantNotFound(t, err, answer.AnswerExpired) // and again: the record keeps it
+	_, err = s.Get(t.Context(), "bob", id)
+	WantNotFound(t, err, answer.AnswerUnknown)
 
-	t.Run("IdleExpiry", func(t *testing.T) {
-		clock := NewClock()
-		const ttl = 10 * time.Minute
-		s, held := h.Open(t, 0, ttl, clock.Now)
-		id := MustPut(t, s, "alice", Sample(GithubPage(2, 2)))
-		other := MustPut(t, s, "alice", Sample([]byte(`{"n":2}`)))
-		for range 3 { // each read starts the idle time again
-			clock.Advance(ttl - time.Millisecond)
-			if _, err := s.Get(t.Context(), "alice", id); err != nil {
-				t.Fatalf("read within the TTL: %v", err)
-			}
-		}
-		_, err := s.Get(t.Context(), "alice", other)
-		WantNotFound(t, err, answer.AnswerExpired)
+	// what is left is bob's one answer, counted as a store holding only it counts it
+	MustPut(t, s, "bob", Sample([]byte(`{}`))) // sweeps
+	fresh, freshHeld := h.Open(t, 0, ttl, clock.Now)
+	MustPut(t, fresh, "bob", Sample([]byte(`{}`)))
+	if got, want := held(), freshHeld(); got != want {
+		t.Errorf("after expiry the store counts %d bytes, want %d", got, want)
+	}
+}
 
-		clock.Advance(ttl)
-		_, err = s.Get(t.Context(), "alice", id)
-		WantNotFound(t, err, answer.AnswerExpired)
-		_, err = s.Get(t.Context(), "alice", id)
-		WantNotFound(t, err, answer.AnswerExpired) // and again: the record keeps it
-		_, err = s.Get(t.Context(), "bob", id)
-		WantNotFound(t, err, answer.AnswerUnknown)
-
-		// what is left is bob's one answer, counted as a store holding only it counts it
-		MustPut(t, s, "bob", Sample([]byte(`{}`))) // sweeps
-		fresh, freshHeld := h.Open(t, 0, ttl, clock.Now)
-		MustPut(t, fresh, "bob", Sample([]byte(`{}`)))
-		if got, want := held(), freshHeld(); got != want {
-			t.Errorf("after expiry the store counts %d bytes, want %d", got, want)
-		}
-	})
-
-	t.Run("EvictsTheHeaviestPrincipalsOldest", func(t *testing.T) {
-		const max = 64 << 10
-		s, held := h.Open(t, max, 0, nil)
-		bID := MustPut(t, s, "bob", Sample(RandomBody(6000, 100)))
-		var aIDs []string
-		for i := range 30 {
-			aIDs = append(aIDs, MustPut(t, s, "alice", Sample(RandomBody(6000, uint64(i)))))
-			if got := held(); got > max {
-				t.Fatalf("after put %d the store counts %d bytes, over its %d", i, got, max)
-			}
-		}
-		if _, err := s.Get(t.Context(), "bob", bID); err != nil {
-			t.Fatalf("bob's only answer: %v", err)
-		}
-		// alice's oldest went, her newest stayed
-		_, err := s.Get(t.Context(), "alice", aIDs[0])
-		WantNotFound(t, err, answer.AnswerEvicted)
-		_, err = s.Get(t.Context(), "bob", aIDs[0])
-		WantNotFound(t, err, answer.AnswerUnknown)
-		got, err := s.Get(t.Context(), "alice", aIDs[len(aIDs)-1])
-		if err != nil {
-			t.Fatalf("alice's newest: %v", err)
-		}
-		if !bytes.Equal(got.Body, RandomBody(6000, uint64(len(aIDs)-1))) {
-			t.Error("alice's newest body differs")
-		}
-		kept := 0
-		for _, id := range aIDs {
-			if _, err := s.Get(t.Context(), "alice", id); err == nil {
-				kept++
-			} else {
-				WantNotFound(t, err, answer.AnswerEvicted)
-			}
-		}
-		if kept < 5 || kept > 10 {
-			t.Errorf("alice kept %d of 30 answers of 6 KB in a 64 KiB store", kept)
-		}
-	})
-
-	t.Run("ReadingAnAnswerKeepsIt", func(t *testing.T) {
-		const max = 64 << 10
-		s, _ := h.Open(t, max, 0, nil)
-		first := MustPut(t, s, "alice", Sample(RandomBody(6000, 1000)))
-		for i := range 30 {
-			if _, err := s.Get(t.Context(), "alice", first); err != nil {
-				t.Fatalf("after %d puts: %v", i, err)
-			}
-			MustPut(t, s, "alice", Sample(RandomBody(6000, uint64(i))))
-		}
-	})
-
-	t.Run("TooLarge", func(t *testing.T) {
-		const max = 32 << 10
-		s, held := h.Open(t, max, 0, nil)
-		id := MustPut(t, s, "alice", Sample(RandomBody(1000, 1)))
-		_, err := s.Put(t.Context(), "alice", Sample(RandomBody(max, 2)))
-		if !errors.Is(err, answer.ErrAnswerTooLarge) {
-			t.Fatalf("err = %v, want ErrAnswerTooLarge", err)
-		}
-		if _, err := s.Get(t.Context(), "alice", id); err != nil {
-			t.Fatalf("a refused answer evicted another: %v", err)
-		}
-		// a large body that compresses well fits
-		if _, err := s.Put(t.Context(), "alice", Sample(bytes.Repeat([]byte(`{"a":1},`), 16<<10))); err != nil {
-			t.Fatalf("128 KB of repeated JSON in a 32 KiB store: %v", err)
-		}
+func conformEvictsTheHeaviestPrincipalsOldest(t *testing.T, h Harness) {
+	const max = 64 << 10
+	s, held := h.Open(t, max, 0, nil)
+	bID := MustPut(t, s, "bob", Sample(RandomBody(6000, 100)))
+	var aIDs []string
+	for i := range 30 {
+		aIDs = append(aIDs, MustPut(t, s, "alice", Sample(RandomBody(6000, uint64(i)))))
 		if got := held(); got > max {
-			t.Errorf("the store counts %d bytes, over its %d", got, max)
+			t.Fatalf("after put %d the store counts %d bytes, over its %d", i, got, max)
 		}
-	})
+	}
+	if _, err := s.Get(t.Context(), "bob", bID); err != nil {
+		t.Fatalf("bob's only answer: %v", err)
+	}
+	// alice's oldest went, her newest stayed
+	_, err := s.Get(t.Context(), "alice", aIDs[0])
+	WantNotFound(t, err, answer.AnswerEvicted)
+	_, err = s.Get(t.Context(), "bob", aIDs[0])
+	WantNotFound(t, err, answer.AnswerUnknown)
+	got, err := s.Get(t.Context(), "alice", aIDs[len(aIDs)-1])
+	if err != nil {
+		t.Fatalf("alice's newest: %v", err)
+	}
+	if !bytes.Equal(got.Body, RandomBody(6000, uint64(len(aIDs)-1))) {
+		t.Error("alice's newest body differs")
+	}
+	kept := 0
+	for _, id := range aIDs {
+		if _, err := s.Get(t.Context(), "alice", id); err == nil {
+			kept++
+		} else {
+			WantNotFound(t, err, answer.AnswerEvicted)
+		}
+	}
+	if kept < 5 || kept > 10 {
+		t.Errorf("alice kept %d of 30 answers of 6 KB in a 64 KiB store", kept)
+	}
+}
 
-	t.Run("Concurrent", func(t *testing.T) {
-		const max = 128 << 10
-		s, held := h.Open(t, max, 0, nil)
-		var wg sync.WaitGroup
-		for g := range 8 {
-			wg.Go(func() {
-				principal := fmt.Sprintf("p%d", g%3)
-				var ids []string
-				var bodies [][]byte
-				for i := range 25 {
-					body := RandomBody(2000+100*g, uint64(g*1000+i))
-					id, err := s.Put(context.Background(), principal, Sample(body))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					ids, bodies = append(ids, id), append(bodies, body)
-					k := i / 2
-					got, err := s.Get(context.Background(), principal, ids[k])
-					var nf *answer.AnswerNotFoundError
-					switch {
-					case errors.As(err, &nf) && nf.Reason == answer.AnswerEvicted:
-					case err != nil:
-						t.Error(err)
-						return
-					case !bytes.Equal(got.Body, bodies[k]):
-						t.Errorf("%s read another body for %s", principal, ids[k])
-						return
-					}
-					if b := held(); b > max+h.Overshoot {
-						t.Errorf("the store counts %d bytes, over its %d", b, max)
-						return
-					}
+func conformReadingAnAnswerKeepsIt(t *testing.T, h Harness) {
+	const max = 64 << 10
+	s, _ := h.Open(t, max, 0, nil)
+	first := MustPut(t, s, "alice", Sample(RandomBody(6000, 1000)))
+	for i := range 30 {
+		if _, err := s.Get(t.Context(), "alice", first); err != nil {
+			t.Fatalf("after %d puts: %v", i, err)
+		}
+		MustPut(t, s, "alice", Sample(RandomBody(6000, uint64(i))))
+	}
+}
+
+func conformTooLarge(t *testing.T, h Harness) {
+	const max = 32 << 10
+	s, held := h.Open(t, max, 0, nil)
+	id := MustPut(t, s, "alice", Sample(RandomBody(1000, 1)))
+	_, err := s.Put(t.Context(), "alice", Sample(RandomBody(max, 2)))
+	if !errors.Is(err, answer.ErrAnswerTooLarge) {
+		t.Fatalf("err = %v, want ErrAnswerTooLarge", err)
+	}
+	if _, err := s.Get(t.Context(), "alice", id); err != nil {
+		t.Fatalf("a refused answer evicted another: %v", err)
+	}
+	// a large body that compresses well fits
+	if _, err := s.Put(t.Context(), "alice", Sample(bytes.Repeat([]byte(`{"a":1},`), 16<<10))); err != nil {
+		t.Fatalf("128 KB of repeated JSON in a 32 KiB store: %v", err)
+	}
+	if got := held(); got > max {
+		t.Errorf("the store counts %d bytes, over its %d", got, max)
+	}
+}
+
+func conformConcurrent(t *testing.T, h Harness) {
+	const max = 128 << 10
+	s, held := h.Open(t, max, 0, nil)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			principal := fmt.Sprintf("p%d", g%3)
+			var ids []string
+			var bodies [][]byte
+			for i := range 25 {
+				body := RandomBody(2000+100*g, uint64(g*1000+i))
+				id, err := s.Put(context.Background(), principal, Sample(body))
+				if err != nil {
+					t.Error(err)
+					return
 				}
-			})
-		}
-		wg.Wait()
-		if b := held(); b > max {
-			t.Errorf("once all Puts returned, the store counts %d bytes, over its %d", b, max)
-		}
-	})
+				ids, bodies = append(ids, id), append(bodies, body)
+				k := i / 2
+				got, err := s.Get(context.Background(), principal, ids[k])
+				var nf *answer.AnswerNotFoundError
+				switch {
+				case errors.As(err, &nf) && nf.Reason == answer.AnswerEvicted:
+				case err != nil:
+					t.Error(err)
+					return
+				case !bytes.Equal(got.Body, bodies[k]):
+					t.Errorf("%s read another body for %s", principal, ids[k])
+					return
+				}
+				if b := held(); b > max+h.Overshoot {
+					t.Errorf("the store counts %d bytes, over its %d", b, max)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b := held(); b > max {
+		t.Errorf("once all Puts returned, the store counts %d bytes, over its %d", b, max)
+	}
 }
 
 // BenchPage is a GitHub-shaped list of pull requests of at least 670 KB, the size of a
