@@ -366,7 +366,7 @@ func newClient(cfg *config.Config) *invoke.Client {
 	case "none":
 	default:
 		if u, err := config.ProxyURL(cfg.Proxy); err == nil { // Validate refused anything else
-			opts.Proxy = http.ProxyURL(u)
+			opts.Proxy = invoke.ProxyTo(u) // loopback (a spec's mock) goes direct
 		}
 	}
 	if cfg.BlockPrivateNetworks != nil {

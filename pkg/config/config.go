@@ -74,8 +74,8 @@ type Config struct {
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
 	// Proxy is the proxy every upstream call goes through: an http, https
 	// or socks5 URL, or "none" to go direct whatever the environment says.
-	// Default "": HTTPS_PROXY, HTTP_PROXY and NO_PROXY from the environment
-	// (loopback is never proxied).
+	// Default "": HTTPS_PROXY, HTTP_PROXY and NO_PROXY from the environment.
+	// Either way loopback (a spec's mock) is never proxied.
 	Proxy string `yaml:"proxy" json:"proxy"`
 	// BlockPrivateNetworks refuses private, loopback and link-local targets,
 	// checked on the resolved address at connect time. Unset (nil, the

@@ -422,6 +422,19 @@ func TestValidate(t *testing.T) {
 			yaml: "call_timeout: 0s\nmax_response_bytes: 0\nspec_fetch_timeout: 0s\n",
 			want: []string{"call_timeout: must be positive", "max_response_bytes: must be positive", "spec_fetch_timeout: must be positive"},
 		},
+		{name: "proxy none", yaml: "proxy: none\n"},
+		{name: "proxy URL", yaml: "proxy: http://proxy.corp:3128\n"},
+		{name: "proxy socks5", yaml: "proxy: socks5://10.0.0.2:1080\n"},
+		{
+			name: "proxy not a proxy URL",
+			yaml: "proxy: ftp://proxy.corp\n",
+			want: []string{`proxy: must be an http://, https:// or socks5:// URL with a host`},
+		},
+		{
+			name: "proxy without a host",
+			yaml: "proxy: proxy.corp:3128\n",
+			want: []string{`proxy: must be an http://, https:// or socks5:// URL with a host`},
+		},
 		{
 			name: "negative retries",
 			yaml: "max_retries: -1\n",

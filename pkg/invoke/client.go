@@ -49,7 +49,7 @@ type Options struct {
 	HTTPClient *http.Client
 	// Proxy picks the proxy of a request, as http.Transport.Proxy does:
 	// cmd passes http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY,
-	// NO_PROXY), or the config's proxy. If nil, calls go direct. With
+	// NO_PROXY), or ProxyTo the config's proxy. If nil, calls go direct. With
 	// BlockPrivateNetworks, a call that goes through a proxy has its target
 	// host resolved and checked before the request leaves: the dialer then
 	// sees only the proxy's address, which the operator chose.
@@ -210,6 +210,23 @@ func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)
 	}
 }
 
+// ProxyTo sends every request through the proxy at u except those to a
+// loopback target (localhost, 127.0.0.0/8, ::1), which go direct, as
+// http.ProxyFromEnvironment leaves them: a spec's mock listens on loopback,
+// and an egress proxy cannot reach this machine's loopback.
+func ProxyTo(u *url.URL) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		host := r.URL.Hostname()
+		if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+			return nil, nil
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+			return nil, nil
+		}
+		return u, nil
+	}
+}
+
 // checkedProxy wraps proxy: a request that goes through a proxy has its
 // target host resolved and refused (errPrivateAddress) when any address
 // is private, and the proxy's host:port is remembered in proxies as one
@@ -238,9 +255,14 @@ func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map
 		}
 		port := u.Port()
 		if port == "" {
-			port = "80"
-			if u.Scheme == "https" {
+			// the transport's defaults for a proxy URL without a port
+			switch u.Scheme {
+			case "https":
 				port = "443"
+			case "socks5", "socks5h":
+				port = "1080"
+			default:
+				port = "80"
 			}
 		}
 		proxies.Store(net.JoinHostPort(u.Hostname(), port), true)

@@ -98,3 +98,66 @@ func TestProxyDoesNotBypassPrivateNetworkBlock(t *testing.T) {
 		t.Errorf("the proxy was asked %q", got)
 	}
 }
+
+// TestConfiguredProxyLeavesLoopbackDirect: the config's proxy took every
+// call, a spec's mock on loopback included, which an egress proxy cannot
+// reach; loopback goes direct, as with HTTPS_PROXY.
+func TestConfiguredProxyLeavesLoopbackDirect(t *testing.T) {
+	pu, _ := url.Parse("http://proxy.corp.example:3128")
+	proxy := ProxyTo(pu)
+	for target, want := range map[string]*url.URL{
+		"http://127.0.0.1:8080/v1":     nil,
+		"http://127.3.4.5/v1":          nil,
+		"http://localhost:9/v1":        nil,
+		"http://mock.localhost/v1":     nil,
+		"http://[::1]:8080/v1":         nil,
+		"https://api.example.com/v1":   pu,
+		"http://203.0.113.10/v1":       pu,
+		"http://10.1.2.3/v1":           pu, // private but not loopback: the proxy, or block_private_networks, decides
+		"http://localhost.example/v1":  pu,
+		"http://[::ffff:127.0.0.1]/v1": nil,
+	} {
+		r, _ := http.NewRequest("GET", target, nil)
+		if got, err := proxy(r); err != nil || got != want {
+			t.Errorf("%s: proxy %v (%v), want %v", target, got, err, want)
+		}
+	}
+
+	// A call to a loopback upstream with the proxy configured reaches it.
+	fp := &forwardProxy{}
+	ps := httptest.NewServer(fp)
+	t.Cleanup(ps.Close)
+	pu, _ = url.Parse(ps.URL)
+	up := newRecorder(t, nil)
+	c := New(Options{Proxy: ProxyTo(pu)})
+	t.Cleanup(c.Close)
+	s := parseSpec(t, "p", proxySpec, up.URL)
+	call, err := c.Prepare(t.Context(), endpoint(t, s, "listThings"), Args{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call.Do(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if up.count() != 1 || len(fp.seen()) != 0 {
+		t.Errorf("upstream saw %d requests, the proxy %q", up.count(), fp.seen())
+	}
+}
+
+// TestCheckedProxyDefaultPorts: a proxy URL without a port is dialled on
+// its scheme's port (socks5: 1080), and that address is the one let
+// through unchecked; it was taken as :80 for socks5, so a private SOCKS
+// proxy was refused under block_private_networks.
+func TestCheckedProxyDefaultPorts(t *testing.T) {
+	for scheme, port := range map[string]string{"http": "80", "https": "443", "socks5": "1080"} {
+		pu, _ := url.Parse(scheme + "://10.9.8.7")
+		var proxies sync.Map
+		r, _ := http.NewRequest("GET", "http://203.0.113.10/v1", nil)
+		if _, err := checkedProxy(http.ProxyURL(pu), &proxies)(r); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := proxies.Load("10.9.8.7:" + port); !ok {
+			t.Errorf("%s proxy: the dialer would not let 10.9.8.7:%s through", scheme, port)
+		}
+	}
+}

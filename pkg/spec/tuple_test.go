@@ -83,3 +83,28 @@ func TestRefInExampleIsNoReference(t *testing.T) {
 		t.Errorf("warnings %q, want the schema's external $ref named", s.Warnings)
 	}
 }
+
+// TestGitHubLoadsWithoutRefWarnings: every load of GitHub's spec warned
+// "external $refs are not followed (https://api.github.com/scim/v2/…)" for
+// the "$ref" data fields of its SCIM examples.
+func TestGitHubLoadsWithoutRefWarnings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads GitHub's 13 MB spec")
+	}
+	for _, file := range []string{"github-full.json", "github-rest.json"} {
+		path := filepath.Join(sharedSpecs, file)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Skip("shared specs absent")
+		}
+		s, err := Parse(t.Context(), path, data, Options{Name: "github"})
+		if err != nil {
+			t.Fatalf("%s does not load: %v", file, err)
+		}
+		for _, w := range s.Warnings {
+			if strings.Contains(w, "$ref") {
+				t.Errorf("%s: warning %q", file, w)
+			}
+		}
+	}
+}
