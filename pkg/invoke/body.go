@@ -86,11 +86,20 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	if in.media != nil && in.media.Schema != nil {
 		schema = in.media.Schema.Value
 	}
-	if _, isString := in.value.(string); !isString && (base == "*/*" || base == "application/*") {
+	if base == "*/*" || base == "application/*" {
 		// A wildcard body with a structured value (Kubernetes declares
-		// every write */* with an object schema) goes as JSON; a string
-		// goes as it is, below.
-		base = "application/json"
+		// every write */* with an object schema) goes as JSON, and so does
+		// a string holding the JSON document a schema that takes no string
+		// asks for; any other string goes as it is, below, typed
+		// application/octet-stream: */* is no type to send.
+		s, isString := in.value.(string)
+		if !isString {
+			base = "application/json"
+		} else if schema != nil && !schemaAllows(schema, "string") {
+			if _, ok := decodeJSONNumbers([]byte(s)); ok {
+				base = "application/json"
+			}
+		}
 	}
 	switch {
 	case answer.IsJSONType(base):
@@ -136,7 +145,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		}
 		return &encodedBody{data: f.data, contentType: ct}, nil
 	case strings.HasPrefix(base, "text/") || strings.HasSuffix(base, "+xml") || base == "application/xml":
-		return &encodedBody{data: []byte(scalarString(normalize(in.value))), contentType: in.contentType,
+		return &encodedBody{data: []byte(scalarString(normalize(in.value))), contentType: concreteType(in.contentType),
 			check: scalarString(normalize(in.value)), hasCheck: schema != nil}, nil
 	}
 	// Any other type: a string goes as it is.
@@ -144,7 +153,21 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	if !ok {
 		return nil, []string{fmt.Sprintf("requestBody: give the %s body as a string", base)}
 	}
-	return &encodedBody{data: []byte(s), contentType: in.contentType}, nil
+	return &encodedBody{data: []byte(s), contentType: concreteType(in.contentType)}, nil
+}
+
+// concreteType is the Content-Type sent for a declared media type: a
+// wildcard range is no type a server can read, so text/* goes as
+// text/plain and any other range as application/octet-stream.
+func concreteType(ct string) string {
+	base := answer.MediaBase(ct)
+	switch {
+	case !strings.Contains(base, "*"):
+		return ct
+	case strings.HasPrefix(base, "text/"):
+		return "text/plain"
+	}
+	return "application/octet-stream"
 }
 
 // jsonContentType keeps the declared type but never a wildcard.

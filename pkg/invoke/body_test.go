@@ -239,3 +239,43 @@ func TestFormEscapesKeys(t *testing.T) {
 		t.Errorf("parsed %v from %s", vals, b.data)
 	}
 }
+
+// A wildcard media type is no Content-Type a server can read: a string body
+// declared */* or text/* went out as "Content-Type: */*".
+func TestWildcardStringBodyIsSentWithAConcreteType(t *testing.T) {
+	const doc = `{"openapi":"3.0.3","info":{"title":"w","version":"1"},"paths":{
+  "/obj": {"post": {"operationId":"obj","requestBody":{"content":{"*/*":{"schema":{"type":"object","properties":{"kind":{"type":"string"}}}}}},
+   "responses":{"200":{"description":"ok"}}}},
+  "/any": {"post": {"operationId":"any","requestBody":{"content":{"*/*":{"schema":{"type":"string"}}}},
+   "responses":{"200":{"description":"ok"}}}},
+  "/text": {"post": {"operationId":"text","requestBody":{"content":{"text/*":{"schema":{"type":"string"}}}},
+   "responses":{"200":{"description":"ok"}}}}
+}}`
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "w", doc, up.URL)
+	c := New(Options{})
+	for _, tt := range []struct {
+		id       string
+		body     any
+		wantType string
+		wantBody string
+	}{
+		{"obj", map[string]any{"kind": "Pod"}, "application/json", `{"kind":"Pod"}`},
+		// the JSON document a schema that takes no string asks for, given as a string
+		{"obj", `{"kind": "Pod"}`, "application/json", `{"kind":"Pod"}`},
+		{"any", "raw bytes", "application/octet-stream", "raw bytes"},
+		{"text", "hello", "text/plain", "hello"},
+	} {
+		call, err := c.Prepare(t.Context(), endpoint(t, s, tt.id), Args{RequestBody: tt.body})
+		if err != nil {
+			t.Fatalf("%s %v: %v", tt.id, tt.body, err)
+		}
+		if _, err := call.Do(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := up.last(t)
+		if ct := got.Header.Get("Content-Type"); ct != tt.wantType || string(got.Body) != tt.wantBody {
+			t.Errorf("%s %v: sent %q typed %q, want %q typed %q", tt.id, tt.body, got.Body, ct, tt.wantBody, tt.wantType)
+		}
+	}
+}
