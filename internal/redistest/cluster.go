@@ -138,6 +138,22 @@ func (c *Cluster) OwnerOf(slot int) int {
 	return -1
 }
 
+// SlotOf is the slot the cluster puts key in (CLUSTER KEYSLOT), as asked of a node that
+// answers.
+func (c *Cluster) SlotOf(key string) int {
+	c.tb.Helper()
+	for _, s := range c.nodes {
+		if !Ping(s.Addr()) {
+			continue
+		}
+		if v, err := c.do(s, "CLUSTER", "KEYSLOT", key); err == nil {
+			return int(v.(int64))
+		}
+	}
+	c.tb.Fatalf("no node answers CLUSTER KEYSLOT %s", key)
+	return -1
+}
+
 // MoveSlot migrates slot, with its keys, to node to, as redis-cli --cluster reshard
 // does: IMPORTING and MIGRATING, MIGRATE of every key, then SETSLOT NODE on every node.
 func (c *Cluster) MoveSlot(slot, to int) {

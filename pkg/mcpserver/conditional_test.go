@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +91,65 @@ func TestConditionalRequestsRevalidate(t *testing.T) {
 	// the two 200s spent the budget of 2; the three 304s gave theirs back
 	if u := l.StatusAt(time.Now(), nil).Upstreams[0]; u.RequestsUsed != 2 {
 		t.Errorf("requests used %d, want 2", u.RequestsUsed)
+	}
+}
+
+// A GET answered with Last-Modified alone is sent again with If-Modified-Since, and its
+// 304 is the stored answer, revalidated; with count_not_modified at its default each 304
+// counts against the budget as the 200 did.
+func TestConditionalRequestsLastModified(t *testing.T) {
+	const stamp = "Wed, 02 Dec 2026 15:00:00 GMT"
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Header.Get("If-Modified-Since")+"|"+r.Header.Get("If-None-Match"))
+		if r.Header.Get("If-Modified-Since") == stamp {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Last-Modified", stamp)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"items":["v1"]}`)
+	}))
+	defer up.Close()
+	cat, ix, eps := servedCatalog(t, 0, parseQuotaSpec(t, "quota", up.URL))
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{{Match: HostKey(up.URL), Requests: 10,
+		Window: time.Minute, OnLimit: ratelimit.Reject}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: cat.SpecNames(), Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+	var first map[string]any
+	for i := range 3 {
+		res, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": "quota.listItems"})
+		if isErr {
+			t.Fatalf("invoke: %v", res)
+		}
+		if i == 0 {
+			first = res
+			if res["revalidated"] != nil {
+				t.Fatalf("first call = %v", res)
+			}
+			continue
+		}
+		if res["revalidated"] != true || res["responseId"] != first["responseId"] || string(mustJSON(res["body"])) != `{"items":["v1"]}` {
+			t.Fatalf("call %d = %v, want the stored answer revalidated", i+1, res)
+		}
+	}
+	mu.Lock()
+	got := strings.Join(seen, ", ")
+	mu.Unlock()
+	if want := "|, " + stamp + "|, " + stamp + "|"; got != want {
+		t.Errorf("upstream saw If-Modified-Since|If-None-Match %q, want %q", got, want)
+	}
+	// count_not_modified (default true): the two 304s count as the 200 did
+	if u := l.StatusAt(time.Now(), nil).Upstreams[0]; u.RequestsUsed != 3 {
+		t.Errorf("requests used %d, want 3", u.RequestsUsed)
 	}
 }

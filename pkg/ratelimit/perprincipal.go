@@ -37,25 +37,30 @@ func (u *upstream) setPerPrincipal(b Budget) {
 
 // admitPrincipal counts req against its principal's share of up, waiting for room as the
 // queue would (bounded by the queue timeout and ctx's deadline) unless the budget rejects.
-func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request) error {
+// It returns how long the call waited for its share (zero when there was room at once), a
+// part of the call's QueueWait.
+func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request) (time.Duration, error) {
 	if up == nil || req.Principal == "" {
-		return nil
+		return 0, nil
 	}
 	up.mu.Lock()
 	w, b, key := up.pp, up.budget, up.key
 	up.mu.Unlock()
 	if w == nil {
-		return nil
+		return 0, nil
 	}
 	start := time.Now()
 	deadline, hasDeadline := ctx.Deadline()
-	for {
+	for waited := false; ; waited = true {
 		r := w.Allow(ctx, req.Principal)
 		if r.Allowed {
-			return nil
+			if !waited {
+				return 0, nil
+			}
+			return time.Since(start), nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		now := time.Now()
 		wait := max(r.RetryAfter, time.Millisecond)
@@ -63,14 +68,14 @@ func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request)
 			Window: time.Duration(w.window), RetryAfter: wait, RetryAt: now.Add(wait)}
 		if r.Full || b.OnLimit == Reject ||
 			now.Add(wait).Sub(start) > allowedWait(KindRequests, b.QueueTimeout, start, deadline, hasDeadline) {
-			return le
+			return 0, le
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 }

@@ -55,6 +55,10 @@ func TestPerPrincipalShareWaits(t *testing.T) {
 			if got, want := time.Since(start), time.Duration(i)*time.Minute; got != want {
 				t.Fatalf("ada's call %d admitted after %v, want %v", i, got, want)
 			}
+			// the wait for her share is part of the call's queueWaitMs
+			if want := time.Duration(i) * time.Minute; tk.QueueWait != want {
+				t.Fatalf("ada's call %d reports a queue wait of %v, want %v", i, tk.QueueWait, want)
+			}
 		}
 		// past the queue timeout: refused at once with the exact wait
 		l2 := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Hour, PerPrincipal: 1, QueueTimeout: time.Minute}}})

@@ -44,8 +44,10 @@ func (w *waiter) nudge() {
 // endpoint registered with classes waits for each of them first (see classes.go).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	ep, up := l.resolve(req)
+	var shareWait time.Duration
 	if req.Principal != "" && up != nil {
-		if err := l.admitPrincipal(ctx, up, req); err != nil {
+		var err error
+		if shareWait, err = l.admitPrincipal(ctx, up, req); err != nil {
 			return Ticket{}, err
 		}
 	}
@@ -61,6 +63,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 		releaseAll(classes)
 		return t, err
 	}
+	t.QueueWait += shareWait
 	for i := range classes {
 		t.QueueWait += classes[i].QueueWait
 	}

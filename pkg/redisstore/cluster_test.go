@@ -443,9 +443,9 @@ func TestClusterFailoverIsFollowedWhenTheReplicaTakesOver(t *testing.T) {
 	if err := admit(); err != nil {
 		t.Fatalf("after the failover: %v\nlog:\n%s", err, lb)
 	}
-	// two probe intervals and a slot-map reload after the promotion at most; the old
-	// client refresh took about 30 s
-	if lag := back - promoted; lag > 10*time.Second {
-		t.Errorf("the store followed the failover %v after the replica took the slot", lag)
+	// a few probe intervals and a slot-map reload after the promotion; the client's
+	// periodic refresh took 34.5 s under load, 57 s after the promotion in this test
+	if lag := back - promoted; lag > 5*time.Second {
+		t.Errorf("the store followed the failover %v after the replica took the slot, want within 5s", lag)
 	}
 }
