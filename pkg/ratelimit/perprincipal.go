@@ -70,12 +70,38 @@ func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request)
 			now.Add(wait).Sub(start) > allowedWait(KindRequests, b.QueueTimeout, start, deadline, hasDeadline) {
 			return 0, le
 		}
-		t := time.NewTimer(wait)
+		if err := l.waitShare(ctx, wait, start, req.Progress); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// waitShare waits d for a principal's share to have room, telling progress
+// (when not nil) at once and every progress interval how long the call has
+// waited since start and how long is left; the call holds no place in the
+// queue meanwhile, so Position is 0.
+func (l *Limiter) waitShare(ctx context.Context, d time.Duration, start time.Time, progress func(Progress)) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	end := time.Now().Add(d)
+	var tick <-chan time.Time
+	if progress != nil {
+		progress(Progress{Waited: time.Since(start), Estimate: d})
+		tk := time.NewTicker(l.progressEvery)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
 		select {
 		case <-t.C:
+			return nil
 		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
+			return ctx.Err()
+		case now := <-tick:
+			if !now.Before(end) {
+				return nil // the ticker and the timer fired together
+			}
+			progress(Progress{Waited: now.Sub(start), Estimate: end.Sub(now)})
 		}
 	}
 }

@@ -60,6 +60,27 @@ func TestPerPrincipalShareWaits(t *testing.T) {
 				t.Fatalf("ada's call %d reports a queue wait of %v, want %v", i, tk.QueueWait, want)
 			}
 		}
+		// the wait for a share is told as progress, at once and every interval
+		var told []Progress
+		lp := newLimiter(t, Options{ProgressInterval: 20 * time.Second, Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Minute,
+			WindowPad: -1, PerPrincipal: 1, QueueTimeout: 2 * time.Minute}}})
+		for range 2 {
+			tk, err := lp.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada", Progress: func(p Progress) { told = append(told, p) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Release()
+		}
+		want := []Progress{{Estimate: time.Minute}, {Waited: 20 * time.Second, Estimate: 40 * time.Second},
+			{Waited: 40 * time.Second, Estimate: 20 * time.Second}}
+		if len(told) != len(want) {
+			t.Fatalf("progress while waiting for a share: %+v, want %+v", told, want)
+		}
+		for i := range want {
+			if told[i] != want[i] {
+				t.Fatalf("progress while waiting for a share: %+v, want %+v", told, want)
+			}
+		}
 		// past the queue timeout: refused at once with the exact wait
 		l2 := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Hour, PerPrincipal: 1, QueueTimeout: time.Minute}}})
 		tk, err := l2.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
