@@ -174,3 +174,43 @@ while (true) {}`}
 		t.Errorf("calls %v, want the one call the run made", e["calls"])
 	}
 }
+
+// TestRunScriptScopesPerCall: with scripts.allow_writes on and HTTP scopes,
+// a reader's script may GET but its POST throws auth_error naming the
+// invoke scope and is not sent; an invoker's script sends both.
+func TestRunScriptScopesPerCall(t *testing.T) {
+	f := newHTTPFixtureOn(t, HTTPOptions{
+		Tokens: map[string]Principal{
+			"reader":  {Subject: "rita", Scopes: []string{"specgate:read"}},
+			"invoker": {Subject: "ivan", Scopes: []string{"specgate:invoke"}},
+		},
+		Resource: "https://mcp.example.com/mcp",
+		Scopes:   testScopes,
+	}, 0, nil, func(o *Options) { o.Scripts.AllowWrites = true })
+	code := `const out = [];
+for (const [id, args] of [["petstore.getPetById", {parameters: {petId: 1}}], ["petstore.addPet", {requestBody: {name: "rex", photoUrls: []}}]]) {
+  try { out.push((await api.invoke(id, args)).statusCode); } catch (e) { out.push(e.code + ": " + e.message); }
+}
+return out;`
+	for _, tt := range []struct {
+		token, want string
+		sent        int
+	}{
+		{"reader", `[200,"auth_error: this call needs the scope specgate:invoke"]`, 1},
+		{"invoker", `[200,200]`, 2},
+	} {
+		t.Run(tt.token, func(t *testing.T) {
+			before := f.upstream.count()
+			resp, body := f.post(t, tt.token, toolsCall(1, "run_script", map[string]any{"code": code}))
+			expectStatus(t, resp, body, http.StatusOK)
+			res, _ := rpcResult(t, body)["result"].(map[string]any)
+			sc, _ := res["structuredContent"].(map[string]any)
+			if got := string(mustJSON(sc["result"])); got != tt.want {
+				t.Errorf("result %s, want %s", got, tt.want)
+			}
+			if got := f.upstream.count() - before; got != tt.sent {
+				t.Errorf("upstream saw %d requests, want %d", got, tt.sent)
+			}
+		})
+	}
+}
