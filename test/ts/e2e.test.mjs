@@ -456,8 +456,9 @@ test("TypeScript SDK client: run_script progress, and cancellation mid-script", 
     assert.deepEqual(sent.map((m) => m.params.progress), [1, 2], JSON.stringify(wire.slice(0, answered + 1)));
     assert.match(sent[1].params.message, /2 calls done/);
     assert.ok(wire.slice(answered + 1).every((m) => m.method !== "notifications/progress"), "a progress came after the answer");
-    // What onprogress heard: those, in order, maybe without the last.
-    assert.ok(progress.length >= 1, JSON.stringify(progress));
+    // What onprogress heard: those, in order, maybe without the last ones
+    // (both and the answer can come in one chunk from a fast upstream); the
+    // cancellation below waits on onprogress for a call no answer follows.
     assert.deepEqual(progress.map((p) => p.progress), [1, 2].slice(0, progress.length), JSON.stringify(progress));
     assert.equal(upstream.received.length, 2);
 
