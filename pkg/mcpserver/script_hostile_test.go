@@ -214,3 +214,28 @@ return out;`
 		})
 	}
 }
+
+// TestRunScriptBoundsItsInputAndLogs: 10 MB of code is refused with
+// validation_failed naming the bound, before any of it runs; a script
+// logging 1 MB lines gets back at most 4 KiB of logs, marked cut.
+func TestRunScriptBoundsItsInputAndLogs(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	e := callText(t, f.client, "run_script", map[string]any{"code": strings.Repeat("1;\n", 10<<20/3)}).code(t, CodeValidationFailed)
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "a script may be at most 1048576") {
+		t.Errorf("message %q, want the code's bound", msg)
+	}
+	a := callText(t, f.client, "run_script", map[string]any{"code": `const line = "z".repeat(1 << 20);
+for (let i = 0; i < 20; i++) console.log(line, i);
+return "done";`}).ok(t)
+	logs, _ := a.m["logs"].([]any)
+	total := 0
+	for _, l := range logs {
+		total += len(l.(string))
+	}
+	if total == 0 || total > 4<<10 || a.m["logsCut"] != true || a.m["result"] != "done" {
+		t.Errorf("%d bytes of logs in %d lines, logsCut %v, result %v: want at most 4 KiB, cut, and the result", total, len(logs), a.m["logsCut"], a.m["result"])
+	}
+	if len(a.text) > 8<<10 {
+		t.Errorf("the answer is %d bytes", len(a.text))
+	}
+}
