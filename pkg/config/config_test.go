@@ -436,6 +436,22 @@ func TestValidate(t *testing.T) {
 			want: []string{`proxy: must be an http://, https:// or socks5:// URL with a host`},
 		},
 		{
+			name: "scripts: bounds out of range",
+			yaml: "scripts:\n  timeout: 6m\n  max_calls: 0\n  max_concurrent: -1\n  per_principal: 0\n  max_memory: 1MiB\n",
+			want: []string{
+				"scripts.timeout: may be at most 5m",
+				"scripts.max_calls: must be from 1 to 1048576 (got 0)",
+				"scripts.max_concurrent: must be from 1 to 1048576 (got -1)",
+				"scripts.per_principal: must be from 1 to 1048576 (got 0)",
+				"scripts.max_memory: must be at least 8MiB",
+			},
+		},
+		{
+			name: "scripts: negative timeout",
+			yaml: "scripts:\n  timeout: -1s\n",
+			want: []string{"scripts.timeout: must be positive"},
+		},
+		{
 			name: "negative retries",
 			yaml: "max_retries: -1\n",
 			want: []string{"max_retries: must not be negative"},
@@ -612,6 +628,20 @@ http:
 func TestValidateDefaultIsValid(t *testing.T) {
 	if err := Default().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScriptsDefaults: run_script's bounds default to what the issue and
+// DESIGN.md state, and a config that sets only some keeps the others.
+func TestScriptsDefaults(t *testing.T) {
+	want := Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2, MaxMemory: 64 << 20}
+	if got := Default().Scripts; got != want {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	c := mustParse(t, "scripts:\n  allow_writes: true\n  max_calls: 50\n", nil)
+	want.AllowWrites, want.MaxCalls = true, 50
+	if c.Scripts != want {
+		t.Errorf("parsed %+v, want %+v", c.Scripts, want)
 	}
 }
 

@@ -51,6 +51,13 @@ func (r *run) install() error {
 	if _, err := f(goja.Undefined(), vm.ToValue(r.opts.MaxMemory/4)); err != nil {
 		return err
 	}
+	j := vm.Get("JSON").ToObject(vm)
+	var ok1, ok2 bool
+	r.stringify, ok1 = goja.AssertFunction(j.Get("stringify"))
+	r.parse, ok2 = goja.AssertFunction(j.Get("parse"))
+	if !ok1 || !ok2 {
+		return errors.New("JSON.stringify or JSON.parse is missing")
+	}
 	console := vm.NewObject()
 	console.Set("log", r.log)
 	api := vm.NewObject()
@@ -286,8 +293,7 @@ func (r *run) toJS(out any) goja.Value {
 	if err != nil {
 		return goja.Null()
 	}
-	parse, _ := goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("parse"))
-	v, err := parse(goja.Undefined(), r.vm.ToValue(string(raw)))
+	v, err := r.parse(goja.Undefined(), r.vm.ToValue(string(raw)))
 	if err != nil {
 		return goja.Null()
 	}

@@ -175,6 +175,11 @@ type run struct {
 	res    *Result
 	logLen int
 
+	// stringify and parse are JSON's own, kept before the script runs: what
+	// crosses into a call or the answer does not go through a replacement
+	// the script made.
+	stringify, parse goja.Callable
+
 	calls    int
 	inflight int
 	sem      chan struct{}
@@ -347,8 +352,7 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
 		return json.RawMessage("null"), nil
 	}
-	stringify, _ := goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("stringify"))
-	out, err := stringify(goja.Undefined(), v)
+	out, err := r.stringify(goja.Undefined(), v)
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) {
@@ -359,7 +363,11 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 	if goja.IsUndefined(out) {
 		return json.RawMessage("null"), nil // a function, a symbol
 	}
-	return json.RawMessage(out.String()), nil
+	text := json.RawMessage(out.String())
+	if !json.Valid(text) {
+		return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON", Result: r.res}
+	}
+	return text, nil
 }
 
 // Where goja names a place in the script: "script.js:3:5" in messages and

@@ -185,6 +185,8 @@ func TestHostileScripts(t *testing.T) {
 		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
 		{"string doubled", `let s = "x"; for (;;) s += s;`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
 		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, CodeScriptError, "call stack", Options{}},
+		{"recursion 1e6 deep", `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } return f(1e6);`, CodeScriptError, "call stack", Options{}},
+		{"JSON.stringify of a cycle", "const a = {};\na.self = a;\nreturn JSON.stringify(a);", CodeScriptError, "uncaught: Converting circular structure to JSON", Options{}},
 		{"cycle returned", `const a = {}; a.self = a; return a;`, CodeScriptError, "serialised", Options{}},
 		{"BigInt returned", `return 10n;`, CodeScriptError, "serialised", Options{}},
 		{"uncaught throw with line", "const x = 1;\nthrow new Error(\"boom\");", CodeScriptError, "uncaught: boom", Options{}},
@@ -196,6 +198,8 @@ func TestHostileScripts(t *testing.T) {
 		{"no timers", `setTimeout(() => 1, 10);`, CodeScriptError, "setTimeout", Options{}},
 		{"no require", `require("fs");`, CodeScriptError, "require", Options{}},
 		{"api cannot be replaced", `"use strict"; api.invoke = () => 1;`, CodeScriptError, "read only", Options{}},
+		{"api cannot be redefined", `Object.defineProperty(api, "invoke", {value: () => 1});`, CodeScriptError, "Cannot redefine property", Options{}},
+		{"the api global cannot be replaced", `globalThis.api = {invoke: () => 1};`, CodeScriptError, "read only", Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,5 +322,34 @@ func TestCancellationLeavesTheQueue(t *testing.T) {
 	f.mu.Unlock()
 	if n != 2 {
 		t.Errorf("%d calls reached the caller, want the 2 in flight", n)
+	}
+}
+
+// TestMonkeyPatchedJSONDoesNotCross: a script that replaces JSON.stringify
+// or JSON.parse changes only what it computes itself; the arguments of its
+// calls, the answers it is handed and its return value cross as JSON's own
+// functions make them, in process and in a worker.
+func TestMonkeyPatchedJSONDoesNotCross(t *testing.T) {
+	code := `JSON.stringify = () => "not json {";
+JSON.parse = () => ({statusCode: 999});
+const r = await api.invoke("t.get", {parameters: {n: 4}});
+return {status: r.statusCode, n: r.body.number};`
+	for _, run := range []struct {
+		name string
+		r    Runner
+	}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+		t.Run(run.name, func(t *testing.T) {
+			f := &fakeCaller{}
+			res, err := run.r.Run(t.Context(), code, f, Options{})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got, want := string(res.Value), `{"status":200,"n":4}`; got != want {
+				t.Errorf("value %s, want %s", got, want)
+			}
+			if len(f.calls) != 1 || f.calls[0] != `t.get {"n":4}` {
+				t.Errorf("calls %q, want t.get with n 4", f.calls)
+			}
+		})
 	}
 }

@@ -434,16 +434,32 @@ test("TypeScript SDK client: run_script progress, and cancellation mid-script", 
   };
   try {
     await client.connect(transport);
+    // Every message the server wrote, in the order the client read them.
+    // The SDK runs a notification's handler a microtask after reading it
+    // but a response's at once, so a last progress read in the same chunk
+    // as its answer never reaches onprogress (typescript-sdk#2580, a race a
+    // server cannot avoid): the order is checked here, on the wire.
+    const wire = [];
+    const onmessage = transport.onmessage;
+    transport.onmessage = (message, extra) => { wire.push(message); onmessage?.(message, extra); };
 
-    // Progress: one notification per call, rising, with a message.
+    // Progress: one notification per call, rising, with a message, all
+    // written before the answer.
     const progress = [];
     const ok = await client.callTool({ name: "run_script", arguments: { code:
       `let names = []; for (const petId of [1, 2]) names.push((await api.invoke("${id}", {parameters: {petId}})).body.id); return names;` } },
     undefined, { onprogress: (p) => progress.push(p) });
     assert.ok(!ok.isError, JSON.stringify(ok));
     assert.deepEqual(structured(ok).result, [1, 2]);
-    assert.deepEqual(progress.map((p) => p.progress), [1, 2], JSON.stringify(progress));
-    assert.match(progress[1].message, /2 calls done/);
+    const answered = wire.findLastIndex((m) => m.id !== undefined && m.result !== undefined);
+    const sent = wire.slice(0, answered).filter((m) => m.method === "notifications/progress" && m.params.progressToken === wire[answered].id);
+    assert.deepEqual(sent.map((m) => m.params.progress), [1, 2], JSON.stringify(wire.slice(0, answered + 1)));
+    assert.match(sent[1].params.message, /2 calls done/);
+    assert.ok(wire.slice(answered + 1).every((m) => m.method !== "notifications/progress"), "a progress came after the answer");
+    // What onprogress heard: those, in order, maybe without the last ones
+    // (both and the answer can come in one chunk from a fast upstream); the
+    // cancellation below waits on onprogress for a call no answer follows.
+    assert.deepEqual(progress.map((p) => p.progress), [1, 2].slice(0, progress.length), JSON.stringify(progress));
     assert.equal(upstream.received.length, 2);
 
     // Cancellation: the third request of the window goes out, the next four
