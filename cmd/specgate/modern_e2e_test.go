@@ -386,8 +386,12 @@ func TestLegacyEraApprovals(t *testing.T) {
 		user.accept.Store(true)
 		c := connect(t, tr, user)
 		res, isErr := callJSON(t, c, "invoke", pet)
-		if e, _ := res["error"].(map[string]any); !isErr || e["code"] != "not_approved" || len(log.list()) != 0 {
-			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved", res, log.list())
+		// The client declared elicitation; the refusal says why it was not
+		// asked all the same, and what would let it be.
+		e, _ := res["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !isErr || e["code"] != "not_approved" || !strings.Contains(msg, "legacy MCP request over HTTP cannot ask") ||
+			!strings.Contains(msg, "2026-07-28") || user.asked.Load() != 0 || len(log.list()) != 0 {
+			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved saying HTTP has no session", res, log.list())
 		}
 		t.Logf("legacy HTTP: %v (asked %d)", res["error"], user.asked.Load())
 	})
