@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -386,9 +387,161 @@ func TestLegacyEraApprovals(t *testing.T) {
 		user.accept.Store(true)
 		c := connect(t, tr, user)
 		res, isErr := callJSON(t, c, "invoke", pet)
-		if e, _ := res["error"].(map[string]any); !isErr || e["code"] != "not_approved" || len(log.list()) != 0 {
-			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved", res, log.list())
+		// The client declared elicitation; the refusal says why it was not
+		// asked all the same, and what would let it be.
+		e, _ := res["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !isErr || e["code"] != "not_approved" || !strings.Contains(msg, "legacy MCP request over HTTP cannot ask") ||
+			!strings.Contains(msg, "2026-07-28") || user.asked.Load() != 0 || len(log.list()) != 0 {
+			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved saying HTTP has no session", res, log.list())
 		}
 		t.Logf("legacy HTTP: %v (asked %d)", res["error"], user.asked.Load())
 	})
+}
+
+// modernCall posts one 2026-07-28 tools/call of invoke to base as the
+// holder of token, with requestState and inputResponses as given (a client
+// may send anything there), and returns the result object.
+func modernCall(t *testing.T, base, token string, args map[string]any, state string, responses any) map[string]any {
+	t.Helper()
+	params := map[string]any{"name": "invoke", "arguments": args, "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    mcp.ProtocolVersion20260728,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-2026", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+	}}
+	if state != "" {
+		params["requestState"] = state
+	}
+	if responses != nil {
+		params["inputResponses"] = responses
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderName, "invoke")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	// The answer is one JSON object, or one SSE event carrying it.
+	text := string(raw)
+	for _, line := range strings.Split(text, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			text = d
+		}
+	}
+	var out struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(text), &out); err != nil || out.Result == nil {
+		t.Fatalf("tools/call to %s answered %d %s", base, resp.StatusCode, raw)
+	}
+	return out.Result
+}
+
+// TestModernApprovalRefusalsAcrossReplicas: the requestState refusals
+// through two `serve --http` processes sharing Redis (no approvals.key), as
+// two principals with their own tokens. A question asked on replica 0 and
+// answered on replica 1 is refused there for another principal, changed
+// arguments, a forged state and a decline, and sends nothing; the right
+// accept sends the call once; the same accepted state replayed to replica
+// 0, which did not spend it, is refused. Each refusal is an audit line with
+// its principal and reason.
+func TestModernApprovalRefusalsAcrossReplicas(t *testing.T) {
+	bin := specgateBinary(t)
+	up, log := petUpstream(t)
+	rd := redistest.Start(t)
+	dir := t.TempDir()
+	extra := fmt.Sprintf(`http:
+  auth:
+    tokens:
+      - {token: ada-token, subject: ada}
+      - {token: bob-token, subject: bob}
+  inbound: {requests_per_window: 1000000, tool_calls_per_window: 1000000}
+store:
+  backend: redis
+  redis_url: %s
+  key_prefix: "refusals:%d:"
+`, rd.URL(), os.Getpid())
+	var rs []*replica
+	var audits []string
+	for i := range 2 {
+		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up.URL, extra, "")
+		rs = append(rs, startReplica(t, bin, i, cfg))
+		audits = append(audits, audit)
+	}
+	waitReady(t, rs...)
+
+	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
+	first := modernCall(t, rs[0].base, "ada-token", pet, "", nil)
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer = %v, want input_required with a requestState", first)
+	}
+	accept := map[string]any{"approve": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	decline := map[string]any{"approve": map[string]any{"action": "decline"}}
+	kitty := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "kitty", "photoUrls": []any{"https://x.test/1.png"}}}
+	refusals := []struct {
+		name, token, state, why string
+		args                    map[string]any
+		answer                  any
+	}{
+		{"another principal", "bob-token", state, "another caller", pet, accept},
+		{"changed argument", "ada-token", state, "the arguments changed", kitty, accept},
+		{"forged", "ada-token", "v1.eyJwIjoiYWRhIn0.c2ln", "not one specgate issued", pet, accept},
+		{"declined", "ada-token", state, "the user declined", pet, decline},
+	}
+	notApproved := func(res map[string]any, why string) bool {
+		content, _ := res["content"].([]any)
+		if len(content) == 0 {
+			return false
+		}
+		text, _ := content[0].(map[string]any)["text"].(string)
+		return res["isError"] == true && strings.Contains(text, `"code":"not_approved"`) && strings.Contains(text, why)
+	}
+	for _, tt := range refusals {
+		if res := modernCall(t, rs[1].base, tt.token, tt.args, tt.state, tt.answer); !notApproved(res, tt.why) {
+			t.Errorf("%s: answer %v, want not_approved saying %q", tt.name, res, tt.why)
+		}
+	}
+	if got := log.list(); len(got) != 0 {
+		t.Fatalf("upstream got %v before the approval", got)
+	}
+	if res := modernCall(t, rs[1].base, "ada-token", pet, state, accept); res["isError"] == true || len(log.list()) != 1 {
+		t.Fatalf("approved on the other replica = %v, upstream %v", res, log.list())
+	}
+	if res := modernCall(t, rs[0].base, "ada-token", pet, state, accept); !notApproved(res, "already used") {
+		t.Errorf("replay to the replica that asked = %v, want not_approved, already used", res)
+	}
+	if got := log.list(); len(got) != 1 {
+		t.Errorf("upstream got %v, want the one approved POST", got)
+	}
+	var refused int
+	for _, f := range audits {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["outcome"] != "not_approved" {
+				continue
+			}
+			refused++
+			if rec["principal"] == nil || rec["approval"] == nil || rec["digest"] == nil || strings.Contains(line, "doggie") || strings.Contains(line, "kitty") {
+				t.Errorf("refusal audit line %s: want principal, reason and digest, no values", line)
+			}
+		}
+	}
+	if refused != len(refusals)+1 {
+		t.Errorf("%d refusals audited, want %d", refused, len(refusals)+1)
+	}
 }

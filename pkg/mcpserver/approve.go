@@ -27,6 +27,10 @@ import (
 // it: declined, cancelled, or the client cannot ask. Nothing was sent.
 const CodeNotApproved = "not_approved"
 
+// sessionlessKey marks a request that came over streamable HTTP, which
+// specgate serves without sessions.
+type sessionlessKey struct{}
+
 // approvalID keys the one question in an input_required round trip.
 const approvalID = "approve"
 
@@ -320,11 +324,15 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		return server.NewInputRequestBuilder(s.approvals.sign(want)).Elicit(approvalID, approvalQuestion(d)).ToolResult(), nil
 	}
 
+	if sessionless, _ := ctx.Value(sessionlessKey{}).(bool); sessionless {
+		// specgate serves HTTP without sessions: a legacy request has none
+		// to keep the client's capabilities, nor a stream to ask on, even
+		// when the client can ask.
+		return refuse("a legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions; a client on MCP 2026-07-28, or on stdio, can)")
+	}
 	session := server.ClientSessionFromContext(ctx)
 	withInfo, ok := session.(server.SessionWithClientInfo)
 	if !ok || withInfo.GetClientCapabilities().Elicitation == nil {
-		// A stateless legacy HTTP request has no session to keep the
-		// capability, nor a stream to ask on.
 		return refuse("the client cannot ask the user (no elicitation capability on this session)")
 	}
 	rec.Outcome = "approval_asked"

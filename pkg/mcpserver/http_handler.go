@@ -305,6 +305,7 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 	if h.opts.ToolCallsPerWindow > 0 {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})
 	}
+	ctx = context.WithValue(ctx, sessionlessKey{}, true)
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -388,12 +388,12 @@ var abbrev = func() map[string]string {
 	return m
 }()
 
-// phrase rewrites a run of query words into other words before anything
-// else reads them ("who am i" asks for the authenticated user).
 // oneItem is the word a phrase such as "by id" is rewritten to: not a
 // word splitWords can make, it marks the intent as one identified item.
 const oneItem = "#one"
 
+// phrase rewrites a run of query words into other words before anything
+// else reads them ("who am i" asks for the authenticated user).
 type phrase struct {
 	from []string
 	to   []string

@@ -35,20 +35,13 @@ const (
 )
 
 // glossary completes Glossary (the parameters' words, from buildEndpoint)
-// with the answer's fields' and the tags' words. fields memoises the
-// fields' words by schema reference; tags holds each tag's description.
-func (e *Endpoint) glossary(fields map[string]string, tags map[string]string) string {
+// with the words of the fields of success, the answer's schema, and the
+// tags' words. fields memoises fieldWords by schema reference; tags holds
+// each tag's description.
+func (e *Endpoint) glossary(success json.RawMessage, fields map[string]string, tags map[string]string) string {
 	parts := []string{e.Glossary}
-	if raw := e.successSchema(); len(raw) > 0 {
-		key, _ := topLevelRef(raw)
-		v, ok := fields[key]
-		if !ok || key == "" {
-			v = e.spec.fieldWords(raw, 1)
-			if key != "" {
-				fields[key] = v
-			}
-		}
-		parts = append(parts, v)
+	if len(success) > 0 {
+		parts = append(parts, e.spec.fieldWords(success, 1, fields))
 	}
 	for _, t := range e.Tags {
 		parts = append(parts, tags[t])
@@ -65,15 +58,33 @@ func (e *Endpoint) glossary(fields map[string]string, tags map[string]string) st
 
 // fieldWords is the first sentence of each property's description of an
 // object schema; for a list (an array, or an object whose "data" or
-// "items" is one), its items', depth levels down.
-func (s *Spec) fieldWords(raw json.RawMessage, depth int) string {
+// "items" is one), its items', depth levels down. memo keeps what a
+// referenced schema gives, at each depth, and a referenced property's
+// description: GitHub's lists of one large schema (a repository) would
+// otherwise decode it, and each of its properties, once an operation.
+func (s *Spec) fieldWords(raw json.RawMessage, depth int, memo map[string]string) string {
+	ref, isRef := topLevelRef(raw)
+	key := "f\x00" + strconv.Itoa(depth) + "\x00" + ref
+	if isRef {
+		if v, ok := memo[key]; ok {
+			return v
+		}
+	}
+	v := s.fieldWordsOf(raw, depth, memo)
+	if isRef {
+		memo[key] = v
+	}
+	return v
+}
+
+func (s *Spec) fieldWordsOf(raw json.RawMessage, depth int, memo map[string]string) string {
 	m, _, ok := s.object(raw, "schemas")
 	if !ok {
 		return ""
 	}
 	if items := m["items"]; len(items) > 0 {
 		if depth > 0 {
-			return s.fieldWords(items, depth-1)
+			return s.fieldWords(items, depth-1, memo)
 		}
 		return ""
 	}
@@ -82,7 +93,7 @@ func (s *Spec) fieldWords(raw json.RawMessage, depth int) string {
 		for _, k := range []string{"data", "items"} {
 			if p, ok := props[k]; ok {
 				if pm, _, ok := s.object(p, "schemas"); ok && len(pm["items"]) > 0 {
-					return s.fieldWords(pm["items"], depth-1)
+					return s.fieldWords(pm["items"], depth-1, memo)
 				}
 			}
 		}
@@ -95,11 +106,7 @@ func (s *Spec) fieldWords(raw json.RawMessage, depth int) string {
 	var said []string
 	n := 0
 	for _, k := range names {
-		pm, _, ok := s.object(props[k], "schemas")
-		if !ok {
-			continue
-		}
-		if d := shortText(rawString(pm["description"]), glossaryPart, 1); d != "" {
+		if d := s.fieldDescription(props[k], memo); d != "" {
 			said = append(said, d)
 			if n += len(d) + 1; n > GlossaryMax {
 				break
@@ -174,13 +181,35 @@ func (e *Endpoint) successSchema() json.RawMessage {
 	return nil
 }
 
-// responseAbout works out About; memo holds what each component schema
-// says, by reference, for the spec's other operations.
-func (e *Endpoint) responseAbout(memo map[string]string) string {
-	if raw := e.successSchema(); len(raw) > 0 {
-		return e.spec.schemaAbout(raw, 2, memo)
+// responseAbout works out About from success, the answer's schema; memo
+// holds what each component schema says, by reference, for the spec's
+// other operations.
+func (e *Endpoint) responseAbout(success json.RawMessage, memo map[string]string) string {
+	if len(success) > 0 {
+		return e.spec.schemaAbout(success, 2, memo)
 	}
 	return ""
+}
+
+// fieldDescription is the first sentence of a property schema's
+// description ("" when it has none, or is not an object); a referenced
+// one is kept in memo.
+func (s *Spec) fieldDescription(raw json.RawMessage, memo map[string]string) string {
+	ref, isRef := topLevelRef(raw)
+	key := "d\x00" + ref
+	if isRef {
+		if v, ok := memo[key]; ok {
+			return v
+		}
+	}
+	d := ""
+	if pm, _, ok := s.object(raw, "schemas"); ok {
+		d = shortText(rawString(pm["description"]), glossaryPart, 1)
+	}
+	if isRef {
+		memo[key] = d
+	}
+	return d
 }
 
 // object decodes raw as a JSON object, following local references into

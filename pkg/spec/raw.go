@@ -120,8 +120,9 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	fields := map[string]string{}
 	tags := tagDescriptions(top)
 	for _, e := range s.Endpoints {
-		e.About = e.responseAbout(memo)
-		e.Glossary = e.glossary(fields, tags)
+		success := e.successSchema()
+		e.About = e.responseAbout(success, memo)
+		e.Glossary = e.glossary(success, fields, tags)
 	}
 	return s, nil
 }
