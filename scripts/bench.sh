@@ -24,6 +24,8 @@ $GO test -run '^$' -bench . -benchtime="$BENCHTIME" -timeout 20m ./bench/ 2>&1 |
 echo "## micro benchmarks" | tee -a "$OUT"
 $GO test -run '^$' -bench . -benchmem -timeout 10m \
 	./pkg/ratelimit/ ./pkg/search/ ./pkg/spec/ ./pkg/invoke/ 2>&1 | tee -a "$OUT"
+awk '/^BenchmarkSearch-/ { for (i = 1; i < NF; i++) if ($(i+1) == "µs-median") printf "a search of github-full (20 hits), median: %.2f ms (target < 1 ms)\n", $i / 1000 }' \
+	"$OUT" | tee -a "$OUT"
 
 echo "## governance end to end over MCP (./pkg/mcpserver/)" | tee -a "$OUT"
 $GO test -run '^$' -bench GovernanceEndToEnd -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
