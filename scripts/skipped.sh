@@ -12,8 +12,6 @@ elif ! command -v redis-cli >/dev/null 2>&1; then
 fi
 if [ ! -d ../shared/specs ]; then
   echo "skipping: the tests over the real API specs, large-spec tests included (../shared/specs is absent)"
-else
-  echo "skipping: the mock's answers generated for every shared spec's GETs (too slow under -race; go test -run TestGeneratedAnswersValidateOnRealSpecs ./pkg/mock/)"
 fi
 echo "skipping: the corpus sweep against Prism (make sweep runs it)"
 exit 0
