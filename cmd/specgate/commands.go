@@ -95,7 +95,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
 	}
-	tracer, stopTracing, err := newTracing(ctx)
+	tracer, stopTracing, err := newTracing(ctx, cfg.OTLPEndpoint)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
