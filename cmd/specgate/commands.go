@@ -95,7 +95,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
 	}
-	tracer, stopTracing, err := newTracing(ctx)
+	tracer, stopTracing, err := newTracing(ctx, cfg.OTLPEndpoint)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
@@ -334,6 +334,9 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) == 0 {
 		return c.usageError("a QUERY is needed")
 	}
+	if limit < 1 || limit > 50 {
+		return c.usageError("--limit: %d is out of range: write a number of hits from 1 to 50", limit)
+	}
 	cl, a, err := inProcess(ctx, c)
 	if err != nil {
 		return err
@@ -411,7 +414,7 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		data := []byte(body)
 		if strings.HasPrefix(body, "@") {
 			if data, err = os.ReadFile(body[1:]); err != nil {
-				return err
+				return c.usageError("--body: %v: write @FILE with a readable file, or the JSON itself", err)
 			}
 		}
 		b, err := decodeJSONArg(data)
@@ -448,6 +451,9 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	if len(rest) != 1 {
 		return c.usageError("one FILE.js is needed (- reads stdin)")
+	}
+	if timeout < 0 {
+		return c.usageError("--timeout: %d is negative: write whole seconds, such as 30, or leave it out for scripts.timeout", timeout)
 	}
 	var code []byte
 	if rest[0] == "-" {

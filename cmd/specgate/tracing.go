@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,15 +14,21 @@ import (
 )
 
 // newTracing starts OpenTelemetry tracing when OTEL_EXPORTER_OTLP_ENDPOINT
-// (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: spans go over OTLP/HTTP,
-// configured by the standard OTEL_* variables (headers, timeout,
-// OTEL_SERVICE_NAME). Unset, it returns a nil tracer: no spans, no cost.
-// The returned func flushes and stops the exporter.
-func newTracing(ctx context.Context) (trace.Tracer, func(), error) {
+// (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, else when the config's
+// otlp_endpoint is: spans go over OTLP/HTTP, configured by the standard
+// OTEL_* variables (headers, timeout, OTEL_SERVICE_NAME). With neither, it
+// returns a nil tracer: no spans, no cost. The returned func flushes and
+// stops the exporter.
+func newTracing(ctx context.Context, configEndpoint string) (trace.Tracer, func(), error) {
+	var opts []otlptracehttp.Option
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-		return nil, func() {}, nil
+		if configEndpoint == "" {
+			return nil, func() {}, nil
+		}
+		// As the variable's value is: a base URL the traces path is added to.
+		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(configEndpoint, "/")+"/v1/traces"))
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

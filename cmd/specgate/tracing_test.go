@@ -188,7 +188,7 @@ func TestTracingParentFromMeta(t *testing.T) {
 func TestTracingOff(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	tr, stop, err := newTracing(t.Context())
+	tr, stop, err := newTracing(t.Context(), "")
 	if err != nil || tr != nil {
 		t.Errorf("tracer %v, err %v; want none", tr, err)
 	}
@@ -253,5 +253,35 @@ upstreams:
 	}
 	if got := attr(held, "specgate.queue_wait_seconds"); got == "" || strings.Contains(got, "double_value:0 ") {
 		t.Errorf("specgate.queue_wait_seconds = %q", got)
+	}
+}
+
+// With no OTEL_ variable, the config's otlp_endpoint turns traces on; the
+// spans go to its /v1/traces.
+func TestTracingFromConfig(t *testing.T) {
+	recv, rc := startReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	up, _ := petUpstream(t)
+	pet, err := filepath.Abs("../../testdata/petstore-v3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "specgate.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("otlp_endpoint: %q\nspecs:\n  - name: pet\n    location: %q\n    base_url: %q\n",
+		recv.URL+"/", pet, up.URL+"/api/v3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"invoke", "--config", cfg, "pet.getPetById", "--params", `{"petId": 1}`}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("invoke: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if n := len(rc.byName("tools/call invoke")); n != 1 {
+		t.Errorf("%d tools/call invoke spans from the config's endpoint, want 1", n)
+	}
+	if n := len(rc.byName("upstream GET")); n != 1 {
+		t.Errorf("%d upstream GET spans, want 1", n)
 	}
 }

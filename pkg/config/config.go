@@ -69,6 +69,11 @@ type Config struct {
 	// values, no secrets). Default "" (off). Load makes a relative path
 	// relative to the config file.
 	AuditLog string `yaml:"audit_log" json:"audit_log"`
+	// OTLPEndpoint turns OpenTelemetry traces on: the OTLP/HTTP base URL
+	// spans go to (to its /v1/traces), as OTEL_EXPORTER_OTLP_ENDPOINT
+	// gives it; that variable, when set, wins. Default "" (traces off
+	// unless the variable is set).
+	OTLPEndpoint string `yaml:"otlp_endpoint" json:"otlp_endpoint"`
 	// AllowedHosts are hosts (host or host:port) every spec may call besides
 	// its own base URL host. Default none. Specs add their own.
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`

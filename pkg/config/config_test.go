@@ -435,6 +435,12 @@ func TestValidate(t *testing.T) {
 			yaml: "proxy: proxy.corp:3128\n",
 			want: []string{`proxy: must be an http://, https:// or socks5:// URL with a host`},
 		},
+		{name: "otlp endpoint", yaml: "otlp_endpoint: http://127.0.0.1:4318\n"},
+		{
+			name: "otlp endpoint without a scheme",
+			yaml: "otlp_endpoint: collector:4318\n",
+			want: []string{`otlp_endpoint: must be an http:// or https:// URL with a host`},
+		},
 		{
 			name: "scripts: bounds out of range",
 			yaml: "scripts:\n  timeout: 6m\n  max_calls: 0\n  max_concurrent: -1\n  per_principal: 0\n  max_memory: 1MiB\n",

@@ -29,6 +29,11 @@ func (c *Config) Validate() error {
 			v.add("proxy", err.Error())
 		}
 	}
+	if c.OTLPEndpoint != "" {
+		if u, err := url.Parse(c.OTLPEndpoint); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			v.add("otlp_endpoint", `must be an http:// or https:// URL with a host (like "http://127.0.0.1:4318"), the OTLP/HTTP receiver's base`)
+		}
+	}
 	v.positive("call_timeout", c.CallTimeout)
 	v.positiveSize("max_response_bytes", c.MaxResponseBytes)
 	if c.ResultBytes < 1<<10 || c.ResultBytes > 1<<20 {
