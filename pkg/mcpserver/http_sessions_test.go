@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,72 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 	}
 	if got := rawMCP(t, ts.URL, http.MethodDelete, "tok-ada", id, "").StatusCode; got != http.StatusNotFound {
 		t.Errorf("DELETE of the ended session: %d, want 404", got)
+	}
+}
+
+// TestHTTPSessionsAskForScriptWrites: a run_script's write in a 2025-era
+// HTTP session is asked on the run's stream too: accepted it is sent,
+// declined the script reads not_approved and nothing is sent.
+func TestHTTPSessionsAskForScriptWrites(t *testing.T) {
+	code := `try { const r = await api.invoke("petstore.addPet", {requestBody: {name: "doggie", photoUrls: ["https://x.test/1.png"]}}); return "sent " + r.statusCode; }
+		catch (e) { return e.code + ": " + e.message; }`
+	fixed := func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
+	for _, tt := range []struct {
+		name string
+		user *answerer
+		want string
+		sent int
+	}{
+		{"accept", &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, "sent 200", 1},
+		{"decline", &answerer{action: mcp.ElicitationResponseActionDecline}, "not_approved: petstore.addPet needs the user's approval and the user declined", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApprovalFixture(t)
+			ts := sessionsServer(t, f, true, fixed)
+			c, _ := connectHTTP(t, ts.URL, "tok-ada", true, tt.user)
+			res, isErr := callTool(t, c, "run_script", map[string]any{"code": code})
+			got, _ := res["result"].(string)
+			if isErr || !strings.HasPrefix(got, tt.want) || f.upstream.count() != tt.sent || len(tt.user.questions()) != 1 {
+				t.Errorf("run_script = %v (sent %d, asked %d), want %q and %d sent", res, f.upstream.count(), len(tt.user.questions()), tt.want, tt.sent)
+			}
+		})
+	}
+}
+
+// TestHTTPSessionsTable: a session serves only its owner; idle past its
+// time or the least recently used when full, it ends, and sweep hands it
+// over once to be closed in mcp-go.
+func TestHTTPSessionsTable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tb := newHTTPSessions(time.Minute, 2, func() time.Time { return now })
+	ada := tb.ResolveSessionIdManager(nil).(sessionIDs)
+	ada.owner = "ada"
+	a1 := ada.Generate()
+	now = now.Add(time.Second)
+	a2 := ada.Generate()
+	if _, err := (sessionIDs{t: tb, owner: "bob"}).Validate(a1); err == nil {
+		t.Errorf("bob validated ada's session")
+	}
+	if notAllowed, _ := (sessionIDs{t: tb, owner: "bob"}).Terminate(a1); !notAllowed {
+		t.Errorf("bob ended ada's session")
+	}
+	if _, err := ada.Validate(""); err != nil {
+		t.Errorf("no session: %v, want served on its own", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := ada.Validate(a1); err != nil { // a1 is now the most recent
+		t.Fatal(err)
+	}
+	a3 := ada.Generate() // full: a2, the least recently used, ends
+	if got := tb.sweep(now); len(got) != 1 || got[0] != a2 {
+		t.Errorf("ended %v, want [%s]", got, a2)
+	}
+	if _, err := ada.Validate(a2); err == nil {
+		t.Errorf("the evicted session still validates")
+	}
+	now = now.Add(time.Minute + time.Second)
+	got := tb.sweep(now)
+	if len(got) != 2 || !slices.Contains(got, a1) || !slices.Contains(got, a3) || len(tb.sweep(now)) != 0 {
+		t.Errorf("idle sweep ended %v, want %s and %s once", got, a1, a3)
 	}
 }
