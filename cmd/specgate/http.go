@@ -30,6 +30,7 @@ func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserv
 		FailedAuthPerWindow: h.Inbound.FailedAuthPerWindow,
 		Window:              time.Duration(h.Inbound.Window),
 		MaxTracked:          h.Inbound.MaxTracked,
+		Sessions:            h.Sessions,
 		Resource:            h.Auth.Resource,
 		Scopes: mcpserver.Scopes{
 			Read: h.Auth.Scopes.Read, Invoke: h.Auth.Scopes.Invoke, Admin: h.Auth.Scopes.Admin,

@@ -320,7 +320,10 @@ store:
 // MCP 2025-11-25) over stdio the binary asks by elicitation: accepted, the
 // write is sent; declined, or asked of a client that declared no
 // elicitation, it is not_approved and nothing is sent. Over streamable HTTP,
-// which specgate serves stateless, a legacy client cannot be asked at all.
+// which specgate serves stateless by default, a legacy client cannot be
+// asked at all; with http.sessions on it is asked as on stdio, and a
+// 2026-07-28 client on the same endpoint still gets its input_required
+// round trip.
 func TestLegacyEraApprovals(t *testing.T) {
 	bin := specgateBinary(t)
 	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
@@ -400,6 +403,66 @@ func TestLegacyEraApprovals(t *testing.T) {
 			t.Errorf("write over stateless HTTP, legacy = %v, upstream %v: want not_approved saying HTTP has no session", res, log.list())
 		}
 		t.Logf("legacy HTTP: %v (asked %d)", res["error"], user.asked.Load())
+	})
+	t.Run("http sessions", func(t *testing.T) {
+		up, log := petUpstream(t)
+		cfg, audit := modernConfig(t, t.TempDir(), "legacy-sessions", up.URL, "http: {sessions: true}\n")
+		r := startReplica(t, bin, 0, cfg)
+		waitReady(t, r)
+		for _, tt := range []struct {
+			name   string
+			legacy bool
+			user   *approver
+			accept bool
+			why    string
+		}{
+			{"accept", true, &approver{}, true, ""},
+			{"decline", true, &approver{}, false, "the user declined"},
+			{"no elicitation", true, nil, false, "no elicitation capability on this session"},
+			{"2026-07-28 accept", false, &approver{}, true, ""},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				tr, err := transport.NewStreamableHTTP(r.base + "/mcp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var c *client.Client
+				if tt.legacy {
+					c = connect(t, tr, tt.user)
+					if tr.GetSessionId() == "" {
+						t.Errorf("initialize over HTTP with http.sessions opened no session")
+					}
+				} else {
+					c = client.NewClient(tr, client.WithElicitationHandler(tt.user))
+					connectModern(t, c)
+					if tr.GetSessionId() != "" {
+						t.Errorf("a 2026-07-28 client got session %q", tr.GetSessionId())
+					}
+				}
+				if tt.user != nil {
+					tt.user.accept.Store(tt.accept)
+				}
+				before := len(log.list())
+				res, isErr := callJSON(t, c, "invoke", pet)
+				sent := len(log.list()) - before
+				if tt.accept {
+					if isErr || sent != 1 || tt.user.asked.Load() != 1 {
+						t.Errorf("approved write = %v, sent %d, asked %d: want sent once after one question", res, sent, tt.user.asked.Load())
+					}
+					return
+				}
+				e, _ := res["error"].(map[string]any)
+				if msg, _ := e["message"].(string); !isErr || e["code"] != "not_approved" || !strings.Contains(msg, tt.why) || sent != 0 {
+					t.Errorf("write = %v, sent %d: want not_approved saying %q", res, sent, tt.why)
+				}
+				if tt.user != nil && tt.user.asked.Load() != 1 {
+					t.Errorf("asked %d, want 1", tt.user.asked.Load())
+				}
+			})
+		}
+		if got := auditOutcomes(t, audit); got["approval_asked"] != 3 || got["approved"] != 2 || got["not_approved"] != 2 {
+			t.Errorf("audit %v: want 3 asked, 2 approved, 2 not_approved", got)
+		}
 	})
 }
 

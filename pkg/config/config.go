@@ -429,6 +429,12 @@ type HTTP struct {
 	// MaxConnsPerIP caps the open connections from one client address
 	// (trusted proxies excepted); more are closed at once. Default 64; 0: no cap.
 	MaxConnsPerIP int `yaml:"max_conns_per_ip" json:"max_conns_per_ip"`
+	// Sessions serves 2025-era clients (the initialize handshake) in
+	// sessions, so approve_writes can ask them by elicitation over HTTP. A
+	// session lives in one replica: several need sticky routing on
+	// Mcp-Session-Id. Default false: stateless, any replica answers any
+	// request.
+	Sessions bool `yaml:"sessions" json:"sessions"`
 	// Auth is inbound authentication; with neither tokens nor JWT, none.
 	Auth HTTPAuth `yaml:"auth" json:"auth"`
 	// MetricsToken, when set, is the bearer token /metrics requires.

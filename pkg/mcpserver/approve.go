@@ -27,10 +27,6 @@ import (
 // it: declined, cancelled, or the client cannot ask. Nothing was sent.
 const CodeNotApproved = "not_approved"
 
-// sessionlessKey marks a request that came over streamable HTTP, which
-// specgate serves without sessions.
-type sessionlessKey struct{}
-
 // approvalID keys the one question in an input_required round trip.
 const approvalID = "approve"
 
@@ -324,13 +320,15 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		return server.NewInputRequestBuilder(s.approvals.sign(want)).Elicit(approvalID, approvalQuestion(d)).ToolResult(), nil
 	}
 
-	if sessionless, _ := ctx.Value(sessionlessKey{}).(bool); sessionless {
-		// specgate serves HTTP without sessions: a legacy request has none
-		// to keep the client's capabilities, nor a stream to ask on, even
-		// when the client can ask.
-		return refuse("a legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions; a client on MCP 2026-07-28, or on stdio, can)")
-	}
 	session := server.ClientSessionFromContext(ctx)
+	if sessions, overHTTP := ctx.Value(overHTTPKey{}).(bool); overHTTP && (session == nil || session.SessionID() == "") {
+		// A legacy request over HTTP without a session has nothing that
+		// kept the client's capabilities, even when the client can ask.
+		if !sessions {
+			return refuse("a legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions unless http.sessions is on; a client on MCP 2026-07-28, or on stdio, can)")
+		}
+		return refuse("a legacy MCP request over HTTP without a session cannot ask the user (initialize over HTTP and send its Mcp-Session-Id; a client on MCP 2026-07-28 needs none)")
+	}
 	withInfo, ok := session.(server.SessionWithClientInfo)
 	if !ok || withInfo.GetClientCapabilities().Elicitation == nil {
 		return refuse("the client cannot ask the user (no elicitation capability on this session)")

@@ -99,7 +99,24 @@ type HTTPOptions struct {
 	// tracks at once. If zero, 10000.
 	MaxTracked int
 
-	// Now is the clock of the inbound budgets. If nil, the Server's.
+	// Sessions serves clients on the 2025 protocol (the initialize
+	// handshake) in sessions: initialize opens one (Mcp-Session-Id), bound
+	// to the principal that opened it, which keeps the client's
+	// capabilities, so a tool call in it can ask the user by elicitation on
+	// the call's own stream. A session lives in this process only: behind
+	// several replicas, route by Mcp-Session-Id (sticky), or a request
+	// reaching another replica gets 404 and the client must initialize
+	// again. A 2025 request without a session, and every 2026-07-28
+	// request, is still served on its own. If false, no sessions: every
+	// request stands alone and any replica answers any request.
+	Sessions bool
+	// SessionIdle ends a session unused this long. If zero, 30m. At most
+	// MaxTracked sessions are kept (10000 if zero); past that the least
+	// recently used is ended.
+	SessionIdle time.Duration
+
+	// Now is the clock of the inbound budgets and of session idleness. If
+	// nil, the Server's.
 	Now func() time.Time
 	// Degraded reports whether the limiter store runs degraded and why;
 	// /readyz says so (still 200) and specgate_store_degraded is 1. If nil,
@@ -122,6 +139,8 @@ type httpHandler struct {
 	now        func() time.Time
 	streamable http.Handler
 	mux        *http.ServeMux
+	// sessions, if not nil, are the 2025-era sessions (Sessions on).
+	sessions *httpSessions
 }
 
 // HTTPHandler serves streamable HTTP MCP at /mcp with HTTPHandlerWith's
@@ -130,8 +149,9 @@ func (s *Server) HTTPHandler() http.Handler { return s.HTTPHandlerWith(HTTPOptio
 
 // HTTPHandlerWith serves streamable HTTP MCP at /mcp, liveness at /healthz,
 // readiness at /readyz and Prometheus metrics at /metrics, with the
-// authentication and inbound budgets of opts on /mcp. It holds no
-// per-session state, so any replica can answer any request.
+// authentication and inbound budgets of opts on /mcp. Unless opts.Sessions
+// is on, it holds no per-session state, so any replica can answer any
+// request.
 func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
@@ -158,10 +178,12 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 	if opts.Degraded != nil {
 		s.metrics.degradedHook.Store(&opts.Degraded)
 	}
-	h.streamable = server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath("/mcp"),
-		server.WithStateLess(true),
-	)
+	ids := server.WithStateLess(true)
+	if opts.Sessions {
+		h.sessions = newHTTPSessions(opts.SessionIdle, opts.MaxTracked, h.now)
+		ids = server.WithSessionIdManagerResolver(h.sessions)
+	}
+	h.streamable = server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), ids)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/mcp", h.serveMCP)
 	h.mux.HandleFunc(wellKnownResource, h.serveMetadata)
@@ -254,6 +276,13 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 	if !h.chargeRequest(w, r, p) {
 		return
 	}
+	if h.sessions != nil {
+		h.closeSessions(ctx)
+		if !h.checkSession(w, r, p.Key()) {
+			return
+		}
+		ctx = context.WithValue(ctx, sessionOwnerKey{}, p.Key())
+	}
 	if r.Body != nil && r.Method == http.MethodPost {
 		// The body must arrive within BodyTimeout (set in ServeHTTP); the
 		// deadline is lifted once it is read, so a long answer stream is
@@ -305,7 +334,7 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 	if h.opts.ToolCallsPerWindow > 0 {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})
 	}
-	ctx = context.WithValue(ctx, sessionlessKey{}, true)
+	ctx = context.WithValue(ctx, overHTTPKey{}, h.sessions != nil)
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 

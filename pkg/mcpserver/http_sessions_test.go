@@ -1,0 +1,293 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// sessionsServer serves f over streamable HTTP with tokens for ada and bob,
+// with HTTP sessions on or off, on a clock the test moves.
+func sessionsServer(t *testing.T, f *approvalFixture, sessions bool, now func() time.Time) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(f.srv.HTTPHandlerWith(HTTPOptions{
+		Tokens:      map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}},
+		Sessions:    sessions,
+		SessionIdle: time.Minute,
+		Now:         now,
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// connectHTTP connects mcp-go's streamable HTTP client as token's holder
+// in one era (legacy: the initialize handshake); a nil user declares no
+// elicitation.
+func connectHTTP(t *testing.T, url, token string, legacy bool, user *answerer) (*client.Client, *transport.StreamableHTTP) {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []client.ClientOption
+	if legacy {
+		opts = append(opts, client.WithLegacyProtocolOnly())
+	}
+	if user != nil {
+		opts = append(opts, client.WithElicitationHandler(user))
+	}
+	c := client.NewClient(tr, opts...)
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "test-http", Version: "1"}
+	res, err := c.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mcp.IsModernProtocol(res.ProtocolVersion); got == legacy {
+		t.Fatalf("negotiated %s, want legacy %v", res.ProtocolVersion, legacy)
+	}
+	return c, tr
+}
+
+// TestHTTPSessionsAskLegacyClients: with HTTP sessions on, a 2025-era
+// client that initialized over HTTP and declared elicitation is asked on
+// its tool call's stream: an accept sends the write once, a decline sends
+// nothing; a client without the capability, and any legacy client with
+// sessions off, is not_approved saying why; a 2026-07-28 client on the same
+// endpoint still gets its input_required round trip and no session.
+func TestHTTPSessionsAskLegacyClients(t *testing.T) {
+	fixed := func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
+	for _, tt := range []struct {
+		name     string
+		sessions bool
+		legacy   bool
+		user     *answerer
+		sent     int
+		why      string
+		outcomes []string
+	}{
+		{"sessions legacy accept", true, true, &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, 1, "", []string{"approval_asked", "approved", "ok"}},
+		{"sessions legacy decline", true, true, &answerer{action: mcp.ElicitationResponseActionDecline}, 0, "the user declined", []string{"approval_asked", "not_approved"}},
+		{"sessions legacy no elicitation", true, true, nil, 0, "no elicitation capability on this session", []string{"not_approved"}},
+		{"sessions 2026-07-28 accept", true, false, &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, 1, "", []string{"approval_asked", "approved", "ok"}},
+		{"sessions 2026-07-28 decline", true, false, &answerer{action: mcp.ElicitationResponseActionDecline}, 0, "the user declined", []string{"approval_asked", "not_approved"}},
+		{"stateless legacy", false, true, &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, 0, "legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions unless http.sessions is on", []string{"not_approved"}},
+		{"stateless 2026-07-28 accept", false, false, &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, 1, "", []string{"approval_asked", "approved", "ok"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApprovalFixture(t)
+			ts := sessionsServer(t, f, tt.sessions, fixed)
+			c, tr := connectHTTP(t, ts.URL, "tok-ada", tt.legacy, tt.user)
+			if got, want := tr.GetSessionId() != "", tt.sessions && tt.legacy; got != want {
+				t.Errorf("session %q: want one %v", tr.GetSessionId(), want)
+			}
+			res, isErr := callTool(t, c, "invoke", addPetArgs)
+			if got := f.upstream.count(); got != tt.sent {
+				t.Errorf("sent %d, want %d (result %v)", got, tt.sent, res)
+			}
+			if tt.why == "" && isErr {
+				t.Errorf("approved write: %v", res)
+			}
+			if tt.why != "" {
+				e := errorOf(t, res)
+				if msg, _ := e["message"].(string); e["code"] != CodeNotApproved || !strings.Contains(msg, tt.why) || !strings.Contains(msg, "nothing was sent") {
+					t.Errorf("error %v, want not_approved saying %q", e, tt.why)
+				}
+			}
+			asked := 0
+			if tt.user != nil {
+				asked = len(tt.user.questions())
+				if want := tt.outcomes[0] == "approval_asked"; (asked == 1) != want || asked > 1 {
+					t.Errorf("the user was asked %d times (%q)", asked, tt.user.questions())
+				}
+				if asked == 1 && !strings.Contains(tt.user.questions()[0], "POST /pet") {
+					t.Errorf("the user was asked %q", tt.user.questions())
+				}
+			}
+			if got := outcomes(auditLines(t, f.audit), "petstore.addPet"); strings.Join(got, ",") != strings.Join(tt.outcomes, ",") {
+				t.Errorf("audit outcomes %v, want %v", got, tt.outcomes)
+			}
+			// The session keeps serving after the question.
+			if _, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}); isErr {
+				t.Errorf("a read after the write failed")
+			}
+		})
+	}
+}
+
+// rawMCP posts one JSON-RPC message to /mcp (or sends method with no body)
+// as token's holder, with the session id if not empty.
+func rawMCP(t *testing.T, url, method, token, session, body string) *http.Response {
+	t.Helper()
+	var rd *strings.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	} else {
+		rd = strings.NewReader("")
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url+"/mcp", rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(server.HeaderKeySessionID, session)
+		req.Header.Set(mcp.HeaderProtocolVersion, "2025-06-18")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+const legacyInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// TestHTTPSessionBoundToPrincipal: a session ID is no credential: another
+// principal's token naming it is answered 404 on POST, GET and DELETE, and
+// the session still serves its owner; a legacy request with no session is
+// served on its own and a write in it is not_approved saying it has no
+// session; a session unused past http session idle is gone.
+func TestHTTPSessionBoundToPrincipal(t *testing.T) {
+	f := newApprovalFixture(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ts := sessionsServer(t, f, true, clock)
+
+	res := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", legacyInit)
+	id := res.Header.Get(server.HeaderKeySessionID)
+	if res.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q", res.StatusCode, id)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		body := ""
+		if m == http.MethodPost {
+			body = list
+		}
+		if got := rawMCP(t, ts.URL, m, "tok-bob", id, body).StatusCode; got != http.StatusNotFound {
+			t.Errorf("bob's %s in ada's session: %d, want 404", m, got)
+		}
+	}
+	if got := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, list).StatusCode; got != http.StatusOK {
+		t.Errorf("ada's tools/list after bob's tries: %d, want 200", got)
+	}
+	if got := rawMCP(t, ts.URL, http.MethodGet, "tok-ada", "", "").StatusCode; got != http.StatusBadRequest {
+		t.Errorf("a legacy GET without a session: %d, want 400", got)
+	}
+
+	// A legacy tools/call with no session: served, refused with its reason.
+	call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": map[string]any{"name": "invoke", "arguments": addPetArgs}})
+	r := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", string(call))
+	var out struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&out); err != nil {
+		t.Fatalf("sessionless call: %d %v", r.StatusCode, err)
+	}
+	e, _ := out.Result.StructuredContent["error"].(map[string]any)
+	if msg, _ := e["message"].(string); e["code"] != CodeNotApproved || !strings.Contains(msg, "without a session cannot ask the user") || f.upstream.count() != 0 {
+		t.Errorf("sessionless legacy write = %v, sent %d: want not_approved saying it has no session", out.Result.StructuredContent, f.upstream.count())
+	}
+
+	// Past the idle time the session is gone; the owner initializes again.
+	mu.Lock()
+	now = now.Add(time.Minute + time.Second)
+	mu.Unlock()
+	if got := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, list).StatusCode; got != http.StatusNotFound {
+		t.Errorf("ada's idle session: %d, want 404", got)
+	}
+	if got := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", legacyInit); got.StatusCode != http.StatusOK || got.Header.Get(server.HeaderKeySessionID) == id {
+		t.Errorf("initialize again: %d, session %q", got.StatusCode, got.Header.Get(server.HeaderKeySessionID))
+	}
+	if got := rawMCP(t, ts.URL, http.MethodDelete, "tok-ada", id, "").StatusCode; got != http.StatusNotFound {
+		t.Errorf("DELETE of the ended session: %d, want 404", got)
+	}
+}
+
+// TestHTTPSessionsAskForScriptWrites: a run_script's write in a 2025-era
+// HTTP session is asked on the run's stream too: accepted it is sent,
+// declined the script reads not_approved and nothing is sent.
+func TestHTTPSessionsAskForScriptWrites(t *testing.T) {
+	code := `try { const r = await api.invoke("petstore.addPet", {requestBody: {name: "doggie", photoUrls: ["https://x.test/1.png"]}}); return "sent " + r.statusCode; }
+		catch (e) { return e.code + ": " + e.message; }`
+	fixed := func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
+	for _, tt := range []struct {
+		name string
+		user *answerer
+		want string
+		sent int
+	}{
+		{"accept", &answerer{action: mcp.ElicitationResponseActionAccept, value: true}, "sent 200", 1},
+		{"decline", &answerer{action: mcp.ElicitationResponseActionDecline}, "not_approved: petstore.addPet needs the user's approval and the user declined", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApprovalFixture(t)
+			ts := sessionsServer(t, f, true, fixed)
+			c, _ := connectHTTP(t, ts.URL, "tok-ada", true, tt.user)
+			res, isErr := callTool(t, c, "run_script", map[string]any{"code": code})
+			got, _ := res["result"].(string)
+			if isErr || !strings.HasPrefix(got, tt.want) || f.upstream.count() != tt.sent || len(tt.user.questions()) != 1 {
+				t.Errorf("run_script = %v (sent %d, asked %d), want %q and %d sent", res, f.upstream.count(), len(tt.user.questions()), tt.want, tt.sent)
+			}
+		})
+	}
+}
+
+// TestHTTPSessionsTable: a session serves only its owner; idle past its
+// time or the least recently used when full, it ends, and sweep hands it
+// over once to be closed in mcp-go.
+func TestHTTPSessionsTable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tb := newHTTPSessions(time.Minute, 2, func() time.Time { return now })
+	ada := tb.ResolveSessionIdManager(nil).(sessionIDs)
+	ada.owner = "ada"
+	a1 := ada.Generate()
+	now = now.Add(time.Second)
+	a2 := ada.Generate()
+	if _, err := (sessionIDs{t: tb, owner: "bob"}).Validate(a1); err == nil {
+		t.Errorf("bob validated ada's session")
+	}
+	if notAllowed, _ := (sessionIDs{t: tb, owner: "bob"}).Terminate(a1); !notAllowed {
+		t.Errorf("bob ended ada's session")
+	}
+	if _, err := ada.Validate(""); err != nil {
+		t.Errorf("no session: %v, want served on its own", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := ada.Validate(a1); err != nil { // a1 is now the most recent
+		t.Fatal(err)
+	}
+	a3 := ada.Generate() // full: a2, the least recently used, ends
+	if got := tb.sweep(now); len(got) != 1 || got[0] != a2 {
+		t.Errorf("ended %v, want [%s]", got, a2)
+	}
+	if _, err := ada.Validate(a2); err == nil {
+		t.Errorf("the evicted session still validates")
+	}
+	now = now.Add(time.Minute + time.Second)
+	got := tb.sweep(now)
+	if len(got) != 2 || !slices.Contains(got, a1) || !slices.Contains(got, a3) || len(tb.sweep(now)) != 0 {
+		t.Errorf("idle sweep ended %v, want %s and %s once", got, a1, a3)
+	}
+}
