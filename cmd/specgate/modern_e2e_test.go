@@ -79,6 +79,22 @@ upstreams:
 	return cfg, audit
 }
 
+// startModernReplicas starts two serve --http replicas of modernConfig with
+// extra and no approvals.key, and waits until both are ready; it returns
+// them and their audit logs.
+func startModernReplicas(t *testing.T, bin, dir, up, extra string) ([]*replica, []string) {
+	t.Helper()
+	var rs []*replica
+	var audits []string
+	for i := range 2 {
+		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up, extra, "")
+		rs = append(rs, startReplica(t, bin, i, cfg))
+		audits = append(audits, audit)
+	}
+	waitReady(t, rs...)
+	return rs, audits
+}
+
 // connectModern initializes c, which must negotiate MCP 2026-07-28.
 func connectModern(t *testing.T, c *client.Client) {
 	t.Helper()
@@ -260,15 +276,8 @@ store:
   redis_url: %s
   key_prefix: "modern:%d:"
 `, rd.URL(), os.Getpid())
-	var rs []*replica
-	var audits []string
-	for i := range 2 {
-		// No approvals.key: the replicas share one through Redis.
-		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up.URL, extra, "")
-		rs = append(rs, startReplica(t, bin, i, cfg))
-		audits = append(audits, audit)
-	}
-	waitReady(t, rs...)
+	// No approvals.key: the replicas share one through Redis.
+	rs, audits := startModernReplicas(t, bin, dir, up.URL, extra)
 
 	var next atomic.Int64
 	var mu sync.Mutex
@@ -539,14 +548,7 @@ store:
   redis_url: %s
   key_prefix: "refusals:%d:"
 `, rd.URL(), os.Getpid())
-	var rs []*replica
-	var audits []string
-	for i := range 2 {
-		cfg, audit := modernConfigKey(t, dir, fmt.Sprint("replica", i), up.URL, extra, "")
-		rs = append(rs, startReplica(t, bin, i, cfg))
-		audits = append(audits, audit)
-	}
-	waitReady(t, rs...)
+	rs, audits := startModernReplicas(t, bin, dir, up.URL, extra)
 
 	pet := map[string]any{"endpointId": "petstore-v3.addPet", "requestBody": map[string]any{"name": "doggie", "photoUrls": []any{"https://x.test/1.png"}}}
 	first := modernCall(t, rs[0].base, "ada-token", pet, "", nil)
