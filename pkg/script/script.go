@@ -361,7 +361,13 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 		return nil, err
 	}
 	if goja.IsUndefined(out) {
-		return json.RawMessage("null"), nil // a function, a symbol
+		// JSON has no function or symbol: say so rather than answer null,
+		// which the model would read as the task's result.
+		kind := "symbol"
+		if _, isFunc := goja.AssertFunction(v); isFunc {
+			kind = "function"
+		}
+		return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON: it is a " + kind + "; return data (an object, array, string, number or boolean)", Result: r.res}
 	}
 	text := json.RawMessage(out.String())
 	if !json.Valid(text) {

@@ -189,6 +189,8 @@ func TestHostileScripts(t *testing.T) {
 		{"JSON.stringify of a cycle", "const a = {};\na.self = a;\nreturn JSON.stringify(a);", CodeScriptError, "uncaught: Converting circular structure to JSON", Options{}},
 		{"cycle returned", `const a = {}; a.self = a; return a;`, CodeScriptError, "serialised", Options{}},
 		{"BigInt returned", `return 10n;`, CodeScriptError, "serialised", Options{}},
+		{"function returned", `return () => 1;`, CodeScriptError, "serialised as JSON: it is a function", Options{}},
+		{"symbol returned", `return Symbol("s");`, CodeScriptError, "serialised as JSON: it is a symbol", Options{}},
 		{"uncaught throw with line", "const x = 1;\nthrow new Error(\"boom\");", CodeScriptError, "uncaught: boom", Options{}},
 		{"thrown non-Error", `throw 42;`, CodeScriptError, "non-Error value was thrown: 42", Options{}},
 		{"promise that never settles", `await new Promise(() => {});`, CodeScriptError, "never settles", Options{}},
