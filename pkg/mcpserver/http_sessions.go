@@ -33,7 +33,8 @@ var errUnknownSession = errors.New("no such session for this caller")
 // session is refused as if it did not exist, so a session ID is never a
 // credential. It is an mcp-go SessionIdManagerResolver that binds the
 // manager it returns to the request's principal. Sessions unused for idle
-// are ended by sweep; past max, the least recently used is ended first.
+// are ended by sweep; past max, the least recently used session of the
+// principal holding the most is ended first.
 // Safe for concurrent use.
 type httpSessions struct {
 	idle time.Duration
@@ -86,17 +87,43 @@ func (t *httpSessions) open(owner string) string {
 		t.expireLocked(now)
 	}
 	if len(t.byID) >= t.max {
-		oldest, at := "", now
-		for k, s := range t.byID {
-			if !s.seen.After(at) {
-				oldest, at = k, s.seen
-			}
-		}
+		oldest := t.evictionLocked(owner)
 		delete(t.byID, oldest)
 		t.ended = append(t.ended, oldest)
 	}
 	t.byID[id] = &httpSession{owner: owner, seen: now}
 	return id
+}
+
+// evictionLocked picks the session to end for a new one of owner when the
+// table is full: the least recently used of the principal holding the most
+// sessions (owner's own new one counted), so one principal opening sessions
+// in a loop ends its own, not everyone else's.
+func (t *httpSessions) evictionLocked(owner string) string {
+	held := map[string]int{owner: 1}
+	for _, s := range t.byID {
+		held[s.owner]++
+	}
+	heaviest, most := owner, held[owner]
+	for o, n := range held {
+		if n > most || n == most && o < heaviest {
+			heaviest, most = o, n
+		}
+	}
+	oldest, at := "", time.Time{}
+	for k, s := range t.byID {
+		if s.owner == heaviest && (oldest == "" || s.seen.Before(at) || s.seen.Equal(at) && k < oldest) {
+			oldest, at = k, s.seen
+		}
+	}
+	if oldest == "" { // the heaviest is owner with no session yet: the table's oldest
+		for k, s := range t.byID {
+			if oldest == "" || s.seen.Before(at) || s.seen.Equal(at) && k < oldest {
+				oldest, at = k, s.seen
+			}
+		}
+	}
+	return oldest
 }
 
 // use reports whether id is a live session of owner, and marks it used.

@@ -291,3 +291,36 @@ func TestHTTPSessionsTable(t *testing.T) {
 		t.Errorf("idle sweep ended %v, want %s and %s once", got, a1, a3)
 	}
 }
+
+// TestHTTPSessionsFullEndsTheHeaviestPrincipals: when the table is full, a
+// principal opening sessions in a loop ends its own least recently used,
+// not another principal's.
+func TestHTTPSessionsFullEndsTheHeaviestPrincipals(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tb := newHTTPSessions(time.Hour, 4, func() time.Time { return now })
+	ada, bob := sessionIDs{t: tb, owner: "ada"}, sessionIDs{t: tb, owner: "bob"}
+	b1 := bob.Generate()
+	var first string
+	for i := range 20 {
+		now = now.Add(time.Second)
+		id := ada.Generate()
+		if i == 0 {
+			first = id
+		}
+	}
+	if _, err := bob.Validate(b1); err != nil {
+		t.Fatalf("bob's only session ended while ada opened 20: %v", err)
+	}
+	if _, err := ada.Validate(first); err == nil {
+		t.Errorf("ada's oldest session still validates")
+	}
+	if got := len(tb.byID); got != 4 {
+		t.Errorf("the table holds %d sessions, want its bound 4", got)
+	}
+	// a newcomer when the table is full of one principal's sessions gets one
+	now = now.Add(time.Second)
+	c1 := sessionIDs{t: tb, owner: "cy"}.Generate()
+	if _, err := (sessionIDs{t: tb, owner: "cy"}).Validate(c1); err != nil || len(tb.byID) != 4 {
+		t.Errorf("cy's session: %v, table %d", err, len(tb.byID))
+	}
+}
