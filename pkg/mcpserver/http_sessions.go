@@ -33,7 +33,8 @@ var errUnknownSession = errors.New("no such session for this caller")
 // session is refused as if it did not exist, so a session ID is never a
 // credential. It is an mcp-go SessionIdManagerResolver that binds the
 // manager it returns to the request's principal. Sessions unused for idle
-// are ended by sweep; past max, the least recently used is ended first.
+// are ended by sweep; past max, the least recently used of the principal
+// holding the most is ended first.
 // Safe for concurrent use.
 type httpSessions struct {
 	idle time.Duration
@@ -86,9 +87,20 @@ func (t *httpSessions) open(owner string) string {
 		t.expireLocked(now)
 	}
 	if len(t.byID) >= t.max {
+		// The least recently used session of the principal holding the
+		// most ends, so one principal opening sessions ends its own, never
+		// another's while it holds more.
+		held := map[string]int{}
+		for _, s := range t.byID {
+			held[s.owner]++
+		}
+		most := 0
+		for _, n := range held {
+			most = max(most, n)
+		}
 		oldest, at := "", now
 		for k, s := range t.byID {
-			if !s.seen.After(at) {
+			if held[s.owner] == most && !s.seen.After(at) {
 				oldest, at = k, s.seen
 			}
 		}
