@@ -227,15 +227,18 @@ func ProxyTo(u *url.URL) func(*http.Request) (*url.URL, error) {
 	}
 }
 
-// checkedProxy wraps proxy: a request that goes through a proxy has its
-// target host resolved and refused (errPrivateAddress) when any address
-// is private, and the proxy's host:port is remembered in proxies as one
-// the dialer may reach. A request that goes direct is left to the dialer.
+// checkedProxy wraps proxy: a request has its target host resolved and
+// refused (errPrivateAddress) when any address is private, and the host:port
+// of a proxy one goes through is remembered in proxies as one the dialer may
+// reach unchecked. A request that goes direct is checked here too, not only
+// by the dialer: the dialer cannot tell a direct connection to a proxy's
+// address (a loopback proxy named by a spec, which ProxyTo leaves direct)
+// from the proxy's own, and would let it through.
 func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map) func(*http.Request) (*url.URL, error) {
 	return func(r *http.Request) (*url.URL, error) {
 		u, err := proxy(r)
-		if err != nil || u == nil {
-			return u, err
+		if err != nil {
+			return nil, err
 		}
 		host := r.URL.Hostname()
 		var addrs []netip.Addr
@@ -252,6 +255,9 @@ func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map
 			if isPrivate(ip) {
 				return nil, errPrivateAddress
 			}
+		}
+		if u == nil {
+			return nil, nil
 		}
 		port := u.Port()
 		if port == "" {

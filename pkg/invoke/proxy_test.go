@@ -161,3 +161,39 @@ func TestCheckedProxyDefaultPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectCallToTheProxysAddressIsRefused: with block_private_networks,
+// the dialer let any connection to a proxy's host:port through unchecked,
+// taking it for the proxy's own; a spec whose server is that loopback proxy
+// (left direct by ProxyTo) reached it, the private-address check skipped.
+func TestDirectCallToTheProxysAddressIsRefused(t *testing.T) {
+	fp := &forwardProxy{}
+	ps := httptest.NewServer(fp)
+	t.Cleanup(ps.Close)
+	pu, _ := url.Parse(ps.URL)
+	c := New(Options{Proxy: ProxyTo(pu), BlockPrivateNetworks: true})
+	t.Cleanup(c.Close)
+	// The first call goes through the proxy (a documentation address,
+	// answered by the proxy itself), so its address is one the dialer knows.
+	for _, base := range []string{"http://203.0.113.10/api", ps.URL + "/api", "http://localhost:" + pu.Port() + "/api"} {
+		s := parseSpec(t, "p", proxySpec, base)
+		call, err := c.Prepare(t.Context(), endpoint(t, s, "listThings"), Args{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = call.Do(t.Context())
+		if base == "http://203.0.113.10/api" {
+			if err != nil {
+				t.Fatalf("through the proxy: %v", err)
+			}
+			continue
+		}
+		var ue *UnreachableError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "private") {
+			t.Errorf("%s: %v, want a private-address refusal", base, err)
+		}
+	}
+	if got, want := fp.seen(), []string{"GET http://203.0.113.10/api/v1/things"}; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("the proxy saw %q, want only %q", got, want)
+	}
+}

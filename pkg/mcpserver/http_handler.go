@@ -112,7 +112,7 @@ type HTTPOptions struct {
 	Sessions bool
 	// SessionIdle ends a session unused this long. If zero, 30m. At most
 	// MaxTracked sessions are kept (10000 if zero); past that the least
-	// recently used is ended.
+	// recently used of the principal holding the most is ended.
 	SessionIdle time.Duration
 
 	// Now is the clock of the inbound budgets and of session idleness. If

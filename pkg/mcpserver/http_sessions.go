@@ -96,31 +96,22 @@ func (t *httpSessions) open(owner string) string {
 }
 
 // evictionLocked picks the session to end for a new one of owner when the
-// table is full: the least recently used of the principal holding the most
-// sessions (owner's own new one counted), so one principal opening sessions
-// in a loop ends its own, not everyone else's.
+// table is full: the least recently used session of the principals holding
+// the most (owner's new one counted), so one principal opening sessions in
+// a loop ends its own, never another's while it holds more.
 func (t *httpSessions) evictionLocked(owner string) string {
 	held := map[string]int{owner: 1}
 	for _, s := range t.byID {
 		held[s.owner]++
 	}
-	heaviest, most := owner, held[owner]
-	for o, n := range held {
-		if n > most || n == most && o < heaviest {
-			heaviest, most = o, n
-		}
+	most := 0
+	for _, n := range held {
+		most = max(most, n)
 	}
 	oldest, at := "", time.Time{}
 	for k, s := range t.byID {
-		if s.owner == heaviest && (oldest == "" || s.seen.Before(at) || s.seen.Equal(at) && k < oldest) {
+		if held[s.owner] == most && (oldest == "" || s.seen.Before(at) || s.seen.Equal(at) && k < oldest) {
 			oldest, at = k, s.seen
-		}
-	}
-	if oldest == "" { // the heaviest is owner with no session yet: the table's oldest
-		for k, s := range t.byID {
-			if oldest == "" || s.seen.Before(at) || s.seen.Equal(at) && k < oldest {
-				oldest, at = k, s.seen
-			}
 		}
 	}
 	return oldest

@@ -324,3 +324,40 @@ func TestHTTPSessionsFullEndsTheHeaviestPrincipals(t *testing.T) {
 		t.Errorf("cy's session: %v, table %d", err, len(tb.byID))
 	}
 }
+
+// TestHTTPSessionsFullEndsTheOpenersOwn: with the table full, opening a
+// session ended the least recently used of anyone's, so one principal
+// opening sessions in a loop ended every other principal's (an approval
+// waiting in one lost with it); it ends the opener's own while it holds the
+// most.
+func TestHTTPSessionsFullEndsTheOpenersOwn(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tb := newHTTPSessions(time.Hour, 4, func() time.Time { now = now.Add(time.Second); return now })
+	ada, bob := sessionIDs{t: tb, owner: "ada"}, sessionIDs{t: tb, owner: "bob"}
+	a := ada.Generate()
+	for range 20 {
+		bob.Generate()
+	}
+	if _, err := ada.Validate(a); err != nil {
+		t.Errorf("bob's twenty sessions ended ada's: %v", err)
+	}
+	ended := tb.sweep(now)
+	if len(ended) != 17 || slices.Contains(ended, a) {
+		t.Errorf("ended %d sessions (ada's among them: %v), want bob's 17", len(ended), slices.Contains(ended, a))
+	}
+	// Ada two, bob two (his oldest of three ended), both last used before
+	// ada's: at the tie cy's session ends the least recently used, bob's.
+	a2 := ada.Generate()
+	c := sessionIDs{t: tb, owner: "cy"}.Generate()
+	for _, id := range []string{a, a2} {
+		if _, err := ada.Validate(id); err != nil {
+			t.Errorf("ada's %s ended: %v", id, err)
+		}
+	}
+	if _, err := (sessionIDs{t: tb, owner: "cy"}).Validate(c); err != nil {
+		t.Errorf("cy's new session: %v", err)
+	}
+	if got := tb.sweep(now); len(got) != 2 {
+		t.Errorf("ended %d more, want bob's two", len(got))
+	}
+}
