@@ -29,7 +29,7 @@ func limitSelf(maxMemory int64, cpuSeconds int) error {
 	if mapped <= 0 {
 		mapped = 1 << 30
 	}
-	as := uint64(mapped + 2*maxMemory)
+	as := uint64(mapped + 2*maxMemory + raceAddressRoom)
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		return err
 	}

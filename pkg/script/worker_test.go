@@ -145,7 +145,12 @@ func TestWorkerCancellationLeavesTheQueue(t *testing.T) {
 		done <- err
 	}()
 	for f.inflight.Load() < 2 {
-		runtime.Gosched()
+		select {
+		case err := <-done: // not a hang until the test's timeout
+			t.Fatalf("the run ended before two calls were in flight: %v", err)
+		default:
+			runtime.Gosched()
+		}
 	}
 	cancel()
 	err := <-done
