@@ -96,9 +96,12 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		if !isString {
 			base = "application/json"
 		} else if schema != nil && !schemaAllows(schema, "string") {
-			if _, ok := decodeJSONNumbers([]byte(s)); ok {
-				base = "application/json"
+			// A schema that takes no string is checked as JSON, never
+			// sent unchecked as bytes.
+			if _, ok := decodeJSONNumbers([]byte(s)); !ok {
+				return nil, []string{"requestBody: the schema takes no string: give the body as a JSON value (or a string holding one JSON document)"}
 			}
+			base = "application/json"
 		}
 	}
 	switch {

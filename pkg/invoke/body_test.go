@@ -278,4 +278,14 @@ func TestWildcardStringBodyIsSentWithAConcreteType(t *testing.T) {
 			t.Errorf("%s %v: sent %q typed %q, want %q typed %q", tt.id, tt.body, got.Body, ct, tt.wantBody, tt.wantType)
 		}
 	}
+	// A string that is not one JSON document, for a schema that takes no
+	// string, went out as unchecked bytes.
+	sent := len(up.reqs)
+	for _, body := range []string{"not json at all", `{"kind":"Pod"} trailing`, `{"a":1}{"b":2}`, ""} {
+		_, err := c.Prepare(t.Context(), endpoint(t, s, "obj"), Args{RequestBody: body})
+		asArgError(t, err)
+	}
+	if len(up.reqs) != sent {
+		t.Errorf("%d requests sent for refused bodies", len(up.reqs)-sent)
+	}
 }
