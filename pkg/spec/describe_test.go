@@ -613,3 +613,35 @@ func BenchmarkDescribe(b *testing.B) {
 		i++
 	}
 }
+
+// A discriminator's property picks the alternative: a value without it
+// matches none, so inspect shows it required in every alternative, even one
+// that declares it optional (OpenAI's conversation items; the sweep, like a
+// model, left "type" out and was refused).
+func TestDescribeDiscriminatorPropertyIsRequired(t *testing.T) {
+	s := describeSpec(t, `{"openapi":"3.0.3","info":{"title":"D","version":"1"},"paths":{"/items":{"post":{
+	"operationId":"addItem",
+	"requestBody":{"required":true,"content":{"application/json":{"schema":{
+	  "oneOf":[{"$ref":"#/components/schemas/Message"},{"$ref":"#/components/schemas/Call"}],
+	  "discriminator":{"propertyName":"type","mapping":{"message":"#/components/schemas/Message","call":"#/components/schemas/Call"}}}}}},
+	"responses":{"200":{"description":"ok"}}}}},
+	"components":{"schemas":{
+	  "Message":{"type":"object","required":["content"],"properties":{"type":{"type":"string","enum":["message"]},"content":{"type":"string"}}},
+	  "Call":{"type":"object","required":["type","name"],"properties":{"type":{"type":"string","enum":["call"]},"name":{"type":"string"}}}}}}`)
+	c := describeEndpoint(t, s, "x.addItem").Describe(DescribeOptions{MaxBytes: 1 << 20})
+	alts := c.RequestBody.Schema.OneOf
+	if len(alts) != 2 {
+		t.Fatalf("alternatives: %s", marshalSchema(t, c.RequestBody.Schema))
+	}
+	for _, want := range [][]string{{"content", "type"}, {"name", "type"}} {
+		found := false
+		for _, a := range alts {
+			got := slices.Clone(a.Required)
+			slices.Sort(got)
+			found = found || slices.Equal(got, want)
+		}
+		if !found {
+			t.Errorf("no alternative requires %v: %s", want, marshalSchema(t, c.RequestBody.Schema))
+		}
+	}
+}

@@ -214,12 +214,34 @@ func (d *describer) structure(s *Schema, rs *rawSchema, b build) {
 		}
 		s.AllOf = variants(rs.AllOf, extra)
 	}
+	// A discriminator's property picks the alternative, so a value without
+	// it matches none (the validator refuses it): every alternative shows
+	// it required.
+	var picks []string
+	if p := discriminatorProperty(rs.Discriminator); p != "" {
+		picks = []string{p}
+	}
 	if len(rs.OneOf) > 0 {
-		s.OneOf = d.simplify(s, variants(rs.OneOf, nil))
+		s.OneOf = d.simplify(s, variants(rs.OneOf, picks))
 	}
 	if len(rs.AnyOf) > 0 {
-		s.AnyOf = d.simplify(s, variants(rs.AnyOf, nil))
+		s.AnyOf = d.simplify(s, variants(rs.AnyOf, picks))
 	}
+}
+
+// discriminatorProperty is the propertyName of an OpenAPI discriminator
+// object, or "" when raw is none.
+func discriminatorProperty(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var d struct {
+		PropertyName string `json:"propertyName"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	return d.PropertyName
 }
 
 // simplify rewrites the alternatives of s the way a model reads them most

@@ -43,6 +43,7 @@ type rawSchema struct {
 	AllOf                []json.RawMessage          `json:"allOf"`
 	OneOf                []json.RawMessage          `json:"oneOf"`
 	AnyOf                []json.RawMessage          `json:"anyOf"`
+	Discriminator        json.RawMessage            `json:"discriminator"`
 
 	bad bool // not a JSON object
 }
@@ -63,7 +64,7 @@ func parseRawSchema(raw json.RawMessage) *rawSchema {
 			ExclusiveMaximum: m["exclusiveMaximum"], MinLength: m["minLength"], MaxLength: m["maxLength"],
 			Pattern: m["pattern"], MinItems: m["minItems"], MaxItems: m["maxItems"], Deprecated: m["deprecated"],
 			ReadOnly: m["readOnly"], WriteOnly: m["writeOnly"], Required: m["required"],
-			AdditionalProperties: m["additionalProperties"], Items: m["items"],
+			AdditionalProperties: m["additionalProperties"], Items: m["items"], Discriminator: m["discriminator"],
 		}
 		rs.Ref, _ = field[string](m, "$ref")
 		rs.Properties, _ = field[map[string]json.RawMessage](m, "properties")
