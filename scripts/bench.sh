@@ -47,7 +47,7 @@ awk '/^BenchmarkJWTVerifyCachedKeys\// { split($1, n, "/"); sub(/-[0-9]+$/, "", 
 rm -f "$OUT.jwt"
 
 echo "## answers that fit the model's context (issue targets)" | tee -a "$OUT"
-$GO test -run '^$' -bench 'ShapeGitHubPage670KB|JQProjection8MiB' -benchmem -timeout 10m ./pkg/invoke/ 2>&1 | tee -a "$OUT.answers"
+$GO test -run '^$' -bench 'ShapeGitHubPage670KB|JQProjection8MiB' -benchmem -timeout 10m ./pkg/answer/ 2>&1 | tee -a "$OUT.answers"
 $GO test -run '^$' -bench 'Memory100LargeAnswers' -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT.answers"
 cat "$OUT.answers" >>"$OUT"
 # The figures the README quotes, with their targets.
