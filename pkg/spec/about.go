@@ -63,17 +63,23 @@ func (e *Endpoint) glossary(success json.RawMessage, fields map[string]string, t
 // description: GitHub's lists of one large schema (a repository) would
 // otherwise decode it, and each of its properties, once an operation.
 func (s *Spec) fieldWords(raw json.RawMessage, depth int, memo map[string]string) string {
+	return byRef(memo, raw, "f"+strconv.Itoa(depth), func() string { return s.fieldWordsOf(raw, depth, memo) })
+}
+
+// byRef is compute(), kept in memo under kind and raw's reference when raw
+// is a reference, so a component schema named by many operations is read
+// once for each kind of reading.
+func byRef(memo map[string]string, raw json.RawMessage, kind string, compute func() string) string {
 	ref, isRef := topLevelRef(raw)
-	key := "f\x00" + strconv.Itoa(depth) + "\x00" + ref
-	if isRef {
-		if v, ok := memo[key]; ok {
-			return v
-		}
+	if !isRef {
+		return compute()
 	}
-	v := s.fieldWordsOf(raw, depth, memo)
-	if isRef {
-		memo[key] = v
+	key := kind + "\x00" + ref
+	if v, ok := memo[key]; ok {
+		return v
 	}
+	v := compute()
+	memo[key] = v
 	return v
 }
 
@@ -195,21 +201,12 @@ func (e *Endpoint) responseAbout(success json.RawMessage, memo map[string]string
 // description ("" when it has none, or is not an object); a referenced
 // one is kept in memo.
 func (s *Spec) fieldDescription(raw json.RawMessage, memo map[string]string) string {
-	ref, isRef := topLevelRef(raw)
-	key := "d\x00" + ref
-	if isRef {
-		if v, ok := memo[key]; ok {
-			return v
+	return byRef(memo, raw, "d", func() string {
+		if pm, _, ok := s.object(raw, "schemas"); ok {
+			return shortText(rawString(pm["description"]), glossaryPart, 1)
 		}
-	}
-	d := ""
-	if pm, _, ok := s.object(raw, "schemas"); ok {
-		d = shortText(rawString(pm["description"]), glossaryPart, 1)
-	}
-	if isRef {
-		memo[key] = d
-	}
-	return d
+		return ""
+	})
 }
 
 // object decodes raw as a JSON object, following local references into
@@ -235,16 +232,7 @@ func (s *Spec) object(raw json.RawMessage, section string) (map[string]json.RawM
 // sentence of its description; for a list (an array, or an object whose
 // "data" or "items" is one) the schema of its items, depth levels down.
 func (s *Spec) schemaAbout(raw json.RawMessage, depth int, memo map[string]string) string {
-	if ref, ok := topLevelRef(raw); ok {
-		key := ref + "\x00" + strconv.Itoa(depth)
-		if v, ok := memo[key]; ok {
-			return v
-		}
-		v := s.schemaAboutOf(raw, depth, memo)
-		memo[key] = v
-		return v
-	}
-	return s.schemaAboutOf(raw, depth, memo)
+	return byRef(memo, raw, strconv.Itoa(depth), func() string { return s.schemaAboutOf(raw, depth, memo) })
 }
 
 func (s *Spec) schemaAboutOf(raw json.RawMessage, depth int, memo map[string]string) string {
