@@ -227,53 +227,71 @@ func ProxyTo(u *url.URL) func(*http.Request) (*url.URL, error) {
 	}
 }
 
-// checkedProxy wraps proxy: a request has its target host resolved and
-// refused (errPrivateAddress) when any address is private, and the host:port
-// of a proxy one goes through is remembered in proxies as one the dialer may
-// reach unchecked. A request that goes direct is checked here too, not only
-// by the dialer: the dialer cannot tell a direct connection to a proxy's
-// address (a loopback proxy named by a spec, which ProxyTo leaves direct)
-// from the proxy's own, and would let it through.
+// checkedProxy wraps proxy: a request that goes through a proxy has its
+// target host resolved and refused (errPrivateAddress) when any address is
+// private, and the proxy's host:port is remembered in proxies as one the
+// dialer may reach unchecked. A request that goes direct is left to the
+// dialer, except one whose target is a remembered proxy address: the dialer
+// would let that through unchecked (a loopback proxy named by a spec, which
+// ProxyTo leaves direct), so it is checked here.
 func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map) func(*http.Request) (*url.URL, error) {
 	return func(r *http.Request) (*url.URL, error) {
 		u, err := proxy(r)
 		if err != nil {
 			return nil, err
 		}
-		host := r.URL.Hostname()
-		var addrs []netip.Addr
-		if ip, err := netip.ParseAddr(host); err == nil {
-			addrs = []netip.Addr{ip}
-		} else {
-			ips, err := net.DefaultResolver.LookupNetIP(r.Context(), "ip", host)
-			if err != nil {
-				return nil, err
-			}
-			addrs = ips
-		}
-		for _, ip := range addrs {
-			if isPrivate(ip) {
-				return nil, errPrivateAddress
-			}
-		}
 		if u == nil {
-			return nil, nil
-		}
-		port := u.Port()
-		if port == "" {
-			// the transport's defaults for a proxy URL without a port
-			switch u.Scheme {
-			case "https":
-				port = "443"
-			case "socks5", "socks5h":
-				port = "1080"
-			default:
-				port = "80"
+			if _, isProxy := proxies.Load(hostPort(r.URL)); !isProxy {
+				return nil, nil
 			}
 		}
-		proxies.Store(net.JoinHostPort(u.Hostname(), port), true)
+		if err := checkTarget(r); err != nil {
+			return nil, err
+		}
+		if u != nil {
+			proxies.Store(hostPort(u), true)
+		}
 		return u, nil
 	}
+}
+
+// checkTarget resolves r's host and refuses it (errPrivateAddress) when any
+// of its addresses is private.
+func checkTarget(r *http.Request) error {
+	host := r.URL.Hostname()
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		ips, err := net.DefaultResolver.LookupNetIP(r.Context(), "ip", host)
+		if err != nil {
+			return err
+		}
+		addrs = ips
+	}
+	for _, ip := range addrs {
+		if isPrivate(ip) {
+			return errPrivateAddress
+		}
+	}
+	return nil
+}
+
+// hostPort is u's host:port as the transport dials it, with the scheme's
+// default port when u names none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		case "socks5", "socks5h":
+			port = "1080"
+		default:
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func (c *Client) specOptions(name string) SpecOptions { return c.opts.Specs[name] }
