@@ -105,6 +105,15 @@ func endpoint(t testing.TB, s *spec.Spec, opID string) *spec.Endpoint {
 	return nil
 }
 
+// skipLargeSpecs skips a test that loads the large shared specs under
+// -race or -short; make test runs it again without them.
+func skipLargeSpecs(t testing.TB) {
+	t.Helper()
+	if testing.Short() || raceDetector {
+		t.Skip("loads large specs: runs without -race and -short")
+	}
+}
+
 // sharedSpec loads a spec from ../../../shared/specs, skipping when absent.
 func sharedSpec(t testing.TB, file, baseURL string) *spec.Spec {
 	t.Helper()

@@ -440,9 +440,7 @@ func TestNextPageSourceOrder(t *testing.T) {
 // Operations from the real shared specs, with answers shaped as those APIs
 // send them.
 func TestNextPageRealSpecs(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	const gh = "https://api.github.com"
 	ghLink := `<https://api.github.com/repositories/1300192/pulls?page=2&per_page=30>; rel="next", <https://api.github.com/repositories/1300192/pulls?page=34&per_page=30>; rel="last"`
 	tests := []struct {

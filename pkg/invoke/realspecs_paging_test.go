@@ -13,9 +13,7 @@ import (
 // id, not by owner/repo: the walk keeps the operation's own path, per_page
 // stays on every page and page counts up, until a page has no rel="next".
 func TestGitHubLinkPagingOnTheWire(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	var up *recorder
 	up = newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		page := r.URL.Query().Get("page")
@@ -79,9 +77,7 @@ func TestGitHubLinkPagingOnTheWire(t *testing.T) {
 // description says max 100): 100 goes out as given, a word is refused
 // naming the type, before anything is sent.
 func TestGitHubPerPage(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	up := newRecorder(t, nil)
 	s := sharedSpec(t, "github-full.json", up.URL)
 	client := New(Options{})
@@ -114,9 +110,7 @@ func TestGitHubPerPage(t *testing.T) {
 // goes out in the path before the suffix with the list's PageSize; one that
 // misses it is refused naming the pattern, and nothing is sent.
 func TestTwilioJSONPathsAndPatternedSIDs(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	up := newRecorder(t, nil)
 	s := sharedSpec(t, "twilio-api-v2010.yaml", up.URL)
 	client := New(Options{Specs: map[string]SpecOptions{s.Name: {Auth: map[string]Credential{"accountSid_authToken": {Username: "AC123", Password: "tok"}}}}})
@@ -174,9 +168,7 @@ func TestTwilioJSONPathsAndPatternedSIDs(t *testing.T) {
 // Kubernetes' fieldSelector and labelSelector stay on every page of a list
 // paged by metadata.continue, escaped as query values.
 func TestKubernetesFieldSelectorPaging(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		cont := ""

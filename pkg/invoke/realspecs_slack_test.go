@@ -14,9 +14,7 @@ import (
 // answer whose fields were declared with tuple items (channel_actions_ts:
 // [integer, null]) comes back whole.
 func TestSlackOnTheWire(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {

@@ -11,9 +11,7 @@ import (
 // Calls against real operations from ../../../shared/specs, asserting the
 // bytes that arrive at the upstream.
 func TestRealSpecsOnTheWire(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	tests := []struct {
 		name  string
 		file  string
@@ -321,9 +319,7 @@ func sameQuery(a, b string) bool {
 
 // Validation on real operations catches real mistakes, briefly.
 func TestRealSpecsValidation(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	s := sharedSpec(t, "stripe.json", "http://127.0.0.1:1")
 	_, err := New(Options{}).Prepare(t.Context(), endpoint(t, s, "PostCustomers"), Args{
 		RequestBody: map[string]any{"email": strings.Repeat("e", 600), "balance": "lots", "colour": "red"},
@@ -345,9 +341,7 @@ func TestRealSpecsValidation(t *testing.T) {
 // a snowflake ("all") as matching no alternative, though the first allows it. Either form goes out; a value neither allows is refused
 // naming the rule.
 func TestDiscordOneOfQueryParameter(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("loads large specs: runs without -race and -short")
-	}
+	skipLargeSpecs(t)
 	up := newRecorder(t, nil)
 	s := sharedSpec(t, "discord.json", up.URL)
 	e := endpoint(t, s, "get_entitlements")
