@@ -35,25 +35,7 @@ func TestConditionalRequestsRevalidate(t *testing.T) {
 		io.WriteString(w, `{"items":["`+version+`"]}`)
 	}))
 	defer up.Close()
-	cat, ix, eps := servedCatalog(t, 0, parseQuotaSpec(t, "quota", up.URL))
-	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{{Match: HostKey(up.URL), Requests: 2,
-		Window: time.Minute, OnLimit: ratelimit.Reject, FreeNotModified: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := invoke.New(invoke.Options{})
-	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: cat.SpecNames(), Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
-	srv.Publish(cat, ix, nil)
-	c := connectTB(t, srv, nil)
-	call := func() map[string]any {
-		t.Helper()
-		res, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": "quota.listItems"})
-		if isErr {
-			t.Fatalf("invoke: %v", res)
-		}
-		return res
-	}
+	l, call := listItemsCaller(t, up.URL, ratelimit.Budget{Requests: 2, Window: time.Minute, OnLimit: ratelimit.Reject, FreeNotModified: true})
 	first := call()
 	if first["revalidated"] != nil || first["statusCode"] != float64(200) {
 		t.Fatalf("first call = %v", first)
@@ -114,23 +96,10 @@ func TestConditionalRequestsLastModified(t *testing.T) {
 		io.WriteString(w, `{"items":["v1"]}`)
 	}))
 	defer up.Close()
-	cat, ix, eps := servedCatalog(t, 0, parseQuotaSpec(t, "quota", up.URL))
-	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{{Match: HostKey(up.URL), Requests: 10,
-		Window: time.Minute, OnLimit: ratelimit.Reject}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := invoke.New(invoke.Options{})
-	t.Cleanup(cl.Close)
-	srv := New(Options{SpecNames: cat.SpecNames(), Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
-	srv.Publish(cat, ix, nil)
-	c := connectTB(t, srv, nil)
+	l, call := listItemsCaller(t, up.URL, ratelimit.Budget{Requests: 10, Window: time.Minute, OnLimit: ratelimit.Reject})
 	var first map[string]any
 	for i := range 3 {
-		res, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": "quota.listItems"})
-		if isErr {
-			t.Fatalf("invoke: %v", res)
-		}
+		res := call()
 		if i == 0 {
 			first = res
 			if res["revalidated"] != nil {
@@ -151,5 +120,31 @@ func TestConditionalRequestsLastModified(t *testing.T) {
 	// count_not_modified (default true): the two 304s count as the 200 did
 	if u := l.StatusAt(time.Now(), nil).Upstreams[0]; u.RequestsUsed != 3 {
 		t.Errorf("requests used %d, want 3", u.RequestsUsed)
+	}
+}
+
+// listItemsCaller serves the quota spec at upURL under budget b (its Match
+// set here, to the upstream) and returns the limiter and a func that calls
+// quota.listItems once through MCP.
+func listItemsCaller(t *testing.T, upURL string, b ratelimit.Budget) (*ratelimit.Limiter, func() map[string]any) {
+	t.Helper()
+	cat, ix, eps := servedCatalog(t, 0, parseQuotaSpec(t, "quota", upURL))
+	b.Match = HostKey(upURL)
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: cat.SpecNames(), Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+	return l, func() map[string]any {
+		t.Helper()
+		res, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": "quota.listItems"})
+		if isErr {
+			t.Fatalf("invoke: %v", res)
+		}
+		return res
 	}
 }
