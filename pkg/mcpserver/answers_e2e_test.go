@@ -848,6 +848,19 @@ func TestE2ECacheKeysOnPrincipal(t *testing.T) {
 	callText(t, cb, "read_response", map[string]any{"responseId": a.m["responseId"]}).code(t, CodeNotFound)
 }
 
+// petstoreWithKey serves the petstore at upURL with secret as its api_key
+// credential and a memory answer store, and connects an MCP client.
+func petstoreWithKey(t *testing.T, upURL, secret string) (*client.Client, answer.AnswerStore) {
+	t.Helper()
+	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, upURL))
+	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
+	t.Cleanup(cl.Close)
+	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
+	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl}, Answers: store}})
+	srv.Publish(cat, ix, nil)
+	return connectTB(t, srv, nil), store
+}
+
 // An upstream that echoes the credential it was sent, in a body far over
 // the budget: the key is in no answer the model reads, previewed, filtered
 // or paged, and not in the stored answer either.
@@ -864,13 +877,7 @@ func TestE2EStoredAnswerHoldsNoCredential(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "name": "doggie", "photoUrls": []any{}, "tags": items})
 	}))
 	t.Cleanup(up.Close)
-	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, up.URL))
-	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
-	t.Cleanup(cl.Close)
-	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
-	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl}, Answers: store}})
-	srv.Publish(cat, ix, nil)
-	c := connectTB(t, srv, nil)
+	c, store := petstoreWithKey(t, up.URL, secret)
 
 	a := callText(t, c, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}).ok(t)
 	id, _ := a.m["responseId"].(string)

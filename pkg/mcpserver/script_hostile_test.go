@@ -10,7 +10,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 )
 
@@ -64,13 +63,7 @@ func TestRunScriptWalksNoCredential(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "name": "the key was " + key, "photoUrls": []any{key}})
 	}))
 	t.Cleanup(up.Close)
-	cat, ix, _ := servedCatalog(t, 0, petstoreAt(t, up.URL))
-	cl := invoke.New(invoke.Options{Specs: map[string]invoke.SpecOptions{"petstore": {Auth: map[string]invoke.Credential{"api_key": {Value: secret}}}}})
-	t.Cleanup(cl.Close)
-	store := answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})
-	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl}, Answers: store}})
-	srv.Publish(cat, ix, nil)
-	c := connectTB(t, srv, nil)
+	c, store := petstoreWithKey(t, up.URL, secret)
 
 	a := callText(t, c, "run_script", map[string]any{"code": walkForSecrets}).ok(t)
 	if sent.Load() != 2 {
