@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -359,5 +360,63 @@ func TestHTTPSessionsFullEndsTheOpenersOwn(t *testing.T) {
 	}
 	if got := tb.sweep(now); len(got) != 2 {
 		t.Errorf("ended %d more, want bob's two", len(got))
+	}
+}
+
+// TestHTTPElicitationAnswerWithDuplicateKeysIsRefused: an answer to the
+// approval question whose content holds "approve" twice (false, then
+// true) was read as the last, an accept, and the write was sent, where a
+// 2026-07-28 call's inputResponses with the same keys is refused. Now the
+// answer is refused whole with HTTP 400 and nothing is sent; the call
+// still waits for a clean answer, and a decline then ends it.
+func TestHTTPElicitationAnswerWithDuplicateKeysIsRefused(t *testing.T) {
+	f := newApprovalFixture(t)
+	ts := sessionsServer(t, f, true, time.Now)
+	res := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", legacyInit)
+	id := res.Header.Get(server.HeaderKeySessionID)
+	if res.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q", res.StatusCode, id)
+	}
+	rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": "invoke", "arguments": addPetArgs}})
+	stream := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, string(call))
+	defer stream.Body.Close()
+	lines := bufio.NewScanner(stream.Body)
+	next := func() map[string]any {
+		for lines.Scan() {
+			if d, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(d), &m); err != nil {
+					t.Fatalf("event %q: %v", d, err)
+				}
+				return m
+			}
+		}
+		t.Fatalf("the call's stream ended: %v", lines.Err())
+		return nil
+	}
+	ask := next()
+	if ask["method"] != string(mcp.MethodElicitationCreate) {
+		t.Fatalf("first event = %v, want the approval question", ask)
+	}
+	qid, _ := json.Marshal(ask["id"])
+
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":` + string(qid) + `,"result":{"action":"accept","content":{"approve":false,"approve":true}}}`,
+		`{"jsonrpc":"2.0","id":` + string(qid) + `,"result":{"action":"decline","action":"accept","content":{"approve":true}}}`,
+	} {
+		r := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusBadRequest || f.upstream.count() != 0 {
+			t.Errorf("answer %s: %d, sent %d; want 400 and nothing sent", body, r.StatusCode, f.upstream.count())
+		}
+	}
+	r := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, `{"jsonrpc":"2.0","id":`+string(qid)+`,"result":{"action":"decline"}}`)
+	r.Body.Close()
+	out := next()
+	text, _ := json.Marshal(out)
+	if !strings.Contains(string(text), CodeNotApproved) || !strings.Contains(string(text), "the user declined") || f.upstream.count() != 0 {
+		t.Errorf("after the decline: %s, sent %d; want not_approved, the user declined, nothing sent", text, f.upstream.count())
 	}
 }

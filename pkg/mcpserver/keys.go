@@ -141,7 +141,7 @@ func where(lvl level) string {
 	case levelArguments:
 		return " in arguments"
 	}
-	return " in one object of the arguments"
+	return " in a nested object"
 }
 
 // quoteKey quotes a key for a message, clipped: a key can be as long as
