@@ -59,13 +59,13 @@ func (s Scopes) name(need Scope) string {
 	return ""
 }
 
-// precheck reads a POST body as the tool path will: it refuses a message
-// that two readers could read differently (a JSON-RPC error, with ok
-// false), a tools/call or a client's answer (an elicitation's answer
-// {"approve": false, "approve": true} was taken as consent), and for each
-// tools/call decodes the arguments with the tool's own decode and finds
-// the scope they need. A single tools/call's
-// decoded arguments come back in call, for the handler to run with.
+// precheck reads a POST body as the tool path will: it refuses an envelope,
+// a tools/call or a client's answer that two readers could read differently
+// (a JSON-RPC error; an elicitation's answer {"approve": false, "approve":
+// true} was taken as consent), and for each tools/call decodes the
+// arguments with the tool's own decode and finds the scope they need. A
+// single tools/call's decoded arguments come back in call, for the handler
+// to run with.
 func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rpcErr *rpcError) {
 	t := bytes.TrimSpace(body)
 	var msgs []json.RawMessage
@@ -91,11 +91,11 @@ func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rp
 		// A message without a method is the client's answer to a request
 		// of specgate's: an elicitation's answer is the user's consent to a
 		// write, read as strictly as a 2026-07-28 call's inputResponses.
-		answer := env.Method == ""
+		isAnswer := env.Method == ""
 		var kp *keyProblem
-		if errors.As(err, &kp) && (kp.lvl == levelEnvelope || answer || env.Method == string(mcp.MethodToolsCall)) {
+		if errors.As(err, &kp) && (kp.lvl == levelEnvelope || isAnswer || env.Method == string(mcp.MethodToolsCall)) {
 			code := mcp.INVALID_PARAMS
-			if kp.lvl == levelEnvelope || answer {
+			if kp.lvl == levelEnvelope || isAnswer {
 				code = mcp.INVALID_REQUEST
 			}
 			return nil, nil, &rpcError{id: env.ID, code: code, msg: kp.msg + ": write each key once, in its documented case"}
