@@ -77,10 +77,12 @@ type Options struct {
 	// the spec's schemes. Default false: they are refused.
 	AllowModelCredentialHeaders bool
 	// AllowModelOverrideHeaders lets the model's headers and header
-	// parameters set X-HTTP-Method-Override, X-HTTP-Method,
-	// X-Method-Override, X-Forwarded-For and Forwarded. Default false: they
-	// are refused, since they change the method the upstream runs or the
-	// client address it trusts.
+	// parameters set the headers that override the method, path or client
+	// (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
+	// X-Original-Method, X-Original-HTTP-Method, X-Original-URL,
+	// X-Rewrite-URL, X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto,
+	// X-Real-IP, Forwarded). Default false: they are refused, since they
+	// change the method or path the upstream runs or the client it trusts.
 	AllowModelOverrideHeaders bool
 	// Specs holds per-spec settings by spec name.
 	Specs map[string]SpecOptions
