@@ -95,12 +95,18 @@ func (p *pinnedProxy) checked(ctx context.Context, host string) (netip.Addr, err
 	if len(addrs) == 0 {
 		return netip.Addr{}, errors.New("no address for " + host)
 	}
+	pick := addrs[0].Unmap()
 	for _, ip := range addrs {
 		if isPrivate(ip) {
 			return netip.Addr{}, errPrivateAddress
 		}
+		// an IPv4 address when there is one: a proxy without IPv6 routes
+		// could not reach the name's IPv6 address it would not have chosen
+		if ip = ip.Unmap(); ip.Is4() && !pick.Is4() {
+			pick = ip
+		}
 	}
-	return addrs[0].Unmap(), nil
+	return pick, nil
 }
 
 func ipHost(ip netip.Addr, port string) string {

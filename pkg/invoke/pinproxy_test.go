@@ -230,3 +230,41 @@ func TestPinnedProxyOverHTTPSProxy(t *testing.T) {
 		t.Fatal("the proxy saw no CONNECT: the TLS to it failed")
 	}
 }
+
+// TestPinnedProxyChecksEveryAddress: a name with one private address among
+// public ones is refused, and an IPv4 address is sent when there is one.
+func TestPinnedProxyChecksEveryAddress(t *testing.T) {
+	tests := []struct {
+		name  string
+		addrs []string
+		want  string // "" when refused
+	}{
+		{"all public, IPv6 first", []string{"2001:db8::1", "203.0.113.10"}, "203.0.113.10"},
+		{"IPv6 only", []string{"2001:db8::1"}, "2001:db8::1"},
+		{"mapped IPv4", []string{"::ffff:203.0.113.10"}, "203.0.113.10"},
+		{"one loopback among public", []string{"203.0.113.10", "127.0.0.1"}, ""},
+		{"mapped loopback", []string{"::ffff:127.0.0.1"}, ""},
+		{"metadata address", []string{"169.254.169.254"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pinnedProxy{lookup: func(context.Context, string, string) ([]netip.Addr, error) {
+				var out []netip.Addr
+				for _, a := range tt.addrs {
+					out = append(out, netip.MustParseAddr(a))
+				}
+				return out, nil
+			}}
+			ip, err := p.checked(t.Context(), "name.example")
+			if tt.want == "" {
+				if !errors.Is(err, errPrivateAddress) {
+					t.Errorf("got %v, %v; want a private-address refusal", ip, err)
+				}
+				return
+			}
+			if err != nil || ip.String() != tt.want {
+				t.Errorf("got %v, %v; want %s", ip, err, tt.want)
+			}
+		})
+	}
+}
