@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -125,7 +126,7 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 	if title == "" {
 		title = name
 	}
-	w("# specgate config for %s (%s), written by `specgate init`.\n", title, formatName(s.Version))
+	w("# specgate config for %s (%s), written by `specgate init`.\n", title, oneLineText(formatName(s.Version)))
 	w("# Check it with `specgate check --config FILE`; serve it with `specgate serve --config FILE`.\n")
 	w("# Every key, its default and why: config.example.yaml.\n\n")
 	w("specs:\n")
@@ -136,8 +137,8 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 	host := ""
 	switch u, err := url.Parse(s.BaseURL); {
 	case s.BaseURL == "" || err != nil || !u.IsAbs():
-		w("    # The spec's server is %s: calls need an absolute base URL.\n", describeServer(s.BaseURL))
-		w("    # Set %s (e.g. https://api.example.com%s) or write the URL here.\n", envName(name, "base_url"), serverPath(s.BaseURL))
+		w("    # The spec's server is %s: calls need an absolute base URL.\n", oneLineText(describeServer(s.BaseURL)))
+		w("    # Set %s (e.g. https://api.example.com%s) or write the URL here.\n", envName(name, "base_url"), oneLineText(serverPath(s.BaseURL)))
 		w("    base_url: %s\n", yamlString("${"+envName(name, "base_url")+"}"))
 	default:
 		host = u.Hostname()
@@ -165,7 +166,7 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 	}
 	w("\n")
 	if l := s.StatedLimit; l != nil {
-		w("# Upstream budget: the spec states %d requests per %s (%s: %s).\n", l.Requests, formatWindow(l.Window), l.Source, oneLineText(l.Text))
+		w("# Upstream budget: the spec states %d requests per %s (%s: %s).\n", l.Requests, formatWindow(l.Window), oneLineText(l.Source), oneLineText(l.Text))
 		w("upstreams:\n")
 		w("  - match: %s\n", yamlLiteral(match))
 		w("    requests_per_window: %d\n", l.Requests)
@@ -311,10 +312,10 @@ func countVars(creds []credential) int {
 func writeCredentials(b *strings.Builder, creds []credential, prefix string) {
 	for _, c := range creds {
 		if c.fields == nil {
-			fmt.Fprintf(b, "%s%s: %s credentials are not supported by specgate\n", strings.Replace(prefix, "# ", "", 1)+"# ", c.scheme, c.what)
+			fmt.Fprintf(b, "%s%s: %s credentials are not supported by specgate\n", strings.Replace(prefix, "# ", "", 1)+"# ", oneLineText(c.scheme), oneLineText(c.what))
 			continue
 		}
-		fmt.Fprintf(b, "%s%s:  # %s\n", prefix, yamlKey(c.scheme), c.what)
+		fmt.Fprintf(b, "%s%s:  # %s\n", prefix, yamlKey(c.scheme), oneLineText(c.what))
 		for i, f := range c.fields {
 			fmt.Fprintf(b, "%s  %s: %s\n", prefix, f, yamlString("${"+c.vars[i]+"}"))
 		}
@@ -560,10 +561,26 @@ func serverPath(base string) string {
 }
 
 // yamlString quotes s for YAML: a JSON string is a valid YAML
-// double-quoted scalar.
+// double-quoted scalar. JSON leaves DEL, C1 controls, NEL and format
+// characters (bidi overrides) raw; YAML reads NEL as a line break and
+// refuses the others, so each is written as its \u escape too.
 func yamlString(s string) string {
 	q, _ := json.Marshal(s)
-	return string(q)
+	if strings.IndexFunc(string(q), unsafeText) < 0 {
+		return string(q)
+	}
+	var b strings.Builder
+	for _, r := range string(q) {
+		switch {
+		case !unsafeText(r):
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			fmt.Fprintf(&b, `\U%08X`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		}
+	}
+	return b.String()
 }
 
 // yamlLiteral quotes s as a value the config keeps as written: Load expands
@@ -597,4 +614,24 @@ func configSpecName(name string) string {
 // otherwise decode as another type.
 func yamlKey(s string) string { return yamlLiteral(s) }
 
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLineText makes text from a spec safe in a YAML comment: every control,
+// format or line-breaking character (YAML also ends a line at NEL, U+2028
+// and U+2029) becomes a space, and runs of space one, so a newline in a
+// header name cannot start a line of its own (a top-level key).
+func oneLineText(s string) string {
+	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unsafeText(r) {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+}
+
+// unsafeText reports whether r may not stand raw in the YAML init writes:
+// a control character (NEL and DEL among them), a line or paragraph
+// separator, a format character such as a bidi override, or one that is
+// not a valid character at all.
+func unsafeText(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Cf, unicode.Cs, unicode.Co) ||
+		r == utf8.RuneError || !unicode.IsPrint(r) && r != ' '
+}

@@ -92,9 +92,12 @@ type Config struct {
 	// spec.
 	AllowCredentialHeaders bool `yaml:"allow_credential_headers" json:"allow_credential_headers"`
 	// AllowOverrideHeaders lets the model send X-HTTP-Method-Override,
-	// X-HTTP-Method, X-Method-Override, X-Forwarded-For and Forwarded.
-	// Default false: they could turn a GET into a DELETE or forge a client
-	// address. Overridable per spec.
+	// X-HTTP-Method, X-Method-Override, X-Original-Method,
+	// X-Original-HTTP-Method, X-Original-URL, X-Rewrite-URL,
+	// X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto, X-Real-IP and
+	// Forwarded. Default false: they could turn a GET into a DELETE, change
+	// the path, or forge a client's address, host or scheme. Overridable per
+	// spec.
 	AllowOverrideHeaders bool `yaml:"allow_override_headers" json:"allow_override_headers"`
 	// UploadsDir is the only directory multipart file parts may be read from
 	// by path. Default "" (by-path uploads off; base64 values still work).

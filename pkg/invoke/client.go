@@ -18,13 +18,11 @@
 package invoke
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/specgate/specgate/pkg/spec"
@@ -51,8 +49,9 @@ type Options struct {
 	// cmd passes http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY,
 	// NO_PROXY), or ProxyTo the config's proxy. If nil, calls go direct. With
 	// BlockPrivateNetworks, a call that goes through a proxy has its target
-	// host resolved and checked before the request leaves: the dialer then
-	// sees only the proxy's address, which the operator chose.
+	// host resolved and checked before the request leaves, and the proxy is
+	// given the checked address, not the name (it would resolve the name
+	// again); the Host header and the TLS server name stay the name.
 	Proxy func(*http.Request) (*url.URL, error)
 	// Timeout bounds one call: connect, headers and body. If zero,
 	// DefaultTimeout.
@@ -77,13 +76,18 @@ type Options struct {
 	// the spec's schemes. Default false: they are refused.
 	AllowModelCredentialHeaders bool
 	// AllowModelOverrideHeaders lets the model's headers and header
-	// parameters set X-HTTP-Method-Override, X-HTTP-Method,
-	// X-Method-Override, X-Forwarded-For and Forwarded. Default false: they
-	// are refused, since they change the method the upstream runs or the
-	// client address it trusts.
+	// parameters set the headers that override the method, path or client
+	// (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
+	// X-Original-Method, X-Original-HTTP-Method, X-Original-URL,
+	// X-Rewrite-URL, X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto,
+	// X-Real-IP, Forwarded). Default false: they are refused, since they
+	// change the method or path the upstream runs or the client it trusts.
 	AllowModelOverrideHeaders bool
 	// Specs holds per-spec settings by spec name.
 	Specs map[string]SpecOptions
+	// lookup resolves target names for a proxied call with private
+	// networks blocked; tests stub it. If nil, net.DefaultResolver.
+	lookup lookupFunc
 }
 
 // SpecOptions are one spec's settings. Zero fields fall back to Options.
@@ -162,8 +166,8 @@ func New(opts Options) *Client {
 		hc.CheckRedirect = checkRedirect
 		c.open, c.blocked = &hc, &hc
 	} else {
-		c.open = &http.Client{Transport: newTransport(false, opts.Proxy), CheckRedirect: checkRedirect}
-		c.blocked = &http.Client{Transport: newTransport(true, opts.Proxy), CheckRedirect: checkRedirect}
+		c.open = &http.Client{Transport: newTransport(false, opts.Proxy, nil), CheckRedirect: checkRedirect}
+		c.blocked = &http.Client{Transport: newTransport(true, opts.Proxy, opts.lookup), CheckRedirect: checkRedirect}
 	}
 	return c
 }
@@ -174,32 +178,11 @@ func (c *Client) Close() {
 	c.blocked.CloseIdleConnections()
 }
 
-func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)) *http.Transport {
+func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error), lookup lookupFunc) http.RoundTripper {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	dial := d.DialContext
-	if blockPrivate {
-		checked := &net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive, Control: refusePrivate}
-		dial = checked.DialContext
-		if proxy != nil {
-			// The dialer's check would see the proxy's address, not the
-			// target's: the target is checked by name before the request goes
-			// to the proxy (checkedProxy), and only the proxies it chose are
-			// dialled without the check.
-			var proxies sync.Map
-			proxy = checkedProxy(proxy, &proxies)
-			dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if _, ok := proxies.Load(addr); ok {
-					return d.DialContext(ctx, network, addr)
-				}
-				return checked.DialContext(ctx, network, addr)
-			}
-		}
-	}
-	return &http.Transport{
-		// Without a proxy the dialer checks every resolved address; with
-		// one, checkedProxy checks the target before it is handed over.
+	t := &http.Transport{
 		Proxy:                 proxy,
-		DialContext:           dial,
+		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   8,
@@ -208,6 +191,25 @@ func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)
 		ExpectContinueTimeout: time.Second,
 		// Decompression stays on: the cap applies to decoded bytes.
 	}
+	if !blockPrivate {
+		return t
+	}
+	// The dialer checks every address it connects to: DNS rebinding cannot
+	// slip a private address past a check made earlier on the name.
+	checked := &net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive, Control: refusePrivate}
+	direct := t.Clone()
+	direct.Proxy = nil
+	direct.DialContext = checked.DialContext
+	if proxy == nil {
+		return direct
+	}
+	// Through a proxy the dialer sees only the proxy's address, which the
+	// operator chose: pinnedProxy checks the target and hands the proxy the
+	// checked address.
+	if lookup == nil {
+		lookup = net.DefaultResolver.LookupNetIP
+	}
+	return &pinnedProxy{proxy: proxy, lookup: lookup, direct: direct, base: t}
 }
 
 // ProxyTo sends every request through the proxy at u except those to a
@@ -225,73 +227,6 @@ func ProxyTo(u *url.URL) func(*http.Request) (*url.URL, error) {
 		}
 		return u, nil
 	}
-}
-
-// checkedProxy wraps proxy: a request that goes through a proxy has its
-// target host resolved and refused (errPrivateAddress) when any address is
-// private, and the proxy's host:port is remembered in proxies as one the
-// dialer may reach unchecked. A request that goes direct is left to the
-// dialer, except one whose target is a remembered proxy address: the dialer
-// would let that through unchecked (a loopback proxy named by a spec, which
-// ProxyTo leaves direct), so it is checked here.
-func checkedProxy(proxy func(*http.Request) (*url.URL, error), proxies *sync.Map) func(*http.Request) (*url.URL, error) {
-	return func(r *http.Request) (*url.URL, error) {
-		u, err := proxy(r)
-		if err != nil {
-			return nil, err
-		}
-		if u == nil {
-			if _, isProxy := proxies.Load(hostPort(r.URL)); !isProxy {
-				return nil, nil
-			}
-		}
-		if err := checkTarget(r); err != nil {
-			return nil, err
-		}
-		if u != nil {
-			proxies.Store(hostPort(u), true)
-		}
-		return u, nil
-	}
-}
-
-// checkTarget resolves r's host and refuses it (errPrivateAddress) when any
-// of its addresses is private.
-func checkTarget(r *http.Request) error {
-	host := r.URL.Hostname()
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		ips, err := net.DefaultResolver.LookupNetIP(r.Context(), "ip", host)
-		if err != nil {
-			return err
-		}
-		addrs = ips
-	}
-	for _, ip := range addrs {
-		if isPrivate(ip) {
-			return errPrivateAddress
-		}
-	}
-	return nil
-}
-
-// hostPort is u's host:port as the transport dials it, with the scheme's
-// default port when u names none.
-func hostPort(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch u.Scheme {
-		case "https":
-			port = "443"
-		case "socks5", "socks5h":
-			port = "1080"
-		default:
-			port = "80"
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func (c *Client) specOptions(name string) SpecOptions { return c.opts.Specs[name] }

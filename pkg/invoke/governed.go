@@ -161,15 +161,17 @@ func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endp
 	// settled on the real size.
 	estimate := 2 * ratelimit.EstimateTokens(prepared.RequestSize())
 	retriable := e.Idempotent() || keyed
-	var who string
+	// The principal's key, not its subject: ada of acme and ada of another
+	// org are two principals, each with its own share and turns.
+	var who, subject string
 	if p, ok := PrincipalFrom(ctx); ok {
-		who = p.Subject
+		who, subject = p.Key(), p.Subject
 	}
 	tr := &out.Trace
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0,
-			CooldownKey: cdKey, Principal: who, Background: g.Background}
+			CooldownKey: cdKey, Principal: who, Subject: subject, Background: g.Background}
 		var ticket ratelimit.Ticket
 		if g.Limiter != nil {
 			var err error

@@ -81,11 +81,16 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 }
 
 // overrideHeaders change how the upstream, or a proxy in front of it,
-// reads the request: its method, or the client address it trusts. The
-// model may set them only when the config allows it.
+// reads the request: its method, its path, or the client address, host
+// and scheme it trusts (frameworks and reverse proxies honour each of
+// these somewhere). The model may set them only when the config allows
+// it. Keys are canonical: names compare without case.
 var overrideHeaders = map[string]bool{
 	"X-Http-Method-Override": true, "X-Http-Method": true, "X-Method-Override": true,
-	"X-Forwarded-For": true, "Forwarded": true,
+	"X-Original-Method": true, "X-Original-Http-Method": true,
+	"X-Original-Url": true, "X-Rewrite-Url": true,
+	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"X-Real-Ip": true, "Forwarded": true,
 }
 
 // reservedNames are the names the config fills on a call (the chosen

@@ -292,6 +292,50 @@ func TestOverrideHeadersRefused(t *testing.T) {
 	})
 }
 
+// TestOverrideHeadersRefusedIncludeProxyAndRewriteHeaders: the deny-list
+// let through the headers a reverse proxy or framework reads as the
+// client's address, host or scheme, or as the method or path to run.
+func TestOverrideHeadersRefusedIncludeProxyAndRewriteHeaders(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "rn", reservedDoc, up.URL)
+	q := endpoint(t, s, "q")
+	strict := reservedClient(true)
+	tests := []struct{ name, value string }{
+		{"X-Real-IP", "127.0.0.1"},
+		{"x-real-ip", "10.0.0.1"},
+		{"X-Forwarded-Host", "admin.internal"},
+		{"X-FORWARDED-HOST", "admin.internal"},
+		{"X-Forwarded-Proto", "https"},
+		{"X-Original-Method", "DELETE"},
+		{"X-Original-HTTP-Method", "DELETE"},
+		{"x-original-http-method", "PUT"},
+		{"X-Original-URL", "/admin"},
+		{"X-Rewrite-URL", "/admin"},
+		{"x-rewrite-url", "/admin/users"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := strict.Prepare(t.Context(), q, Args{Headers: map[string]string{tt.name: tt.value}})
+			ae := asArgError(t, err)
+			if want := `header "` + tt.name + `": changes how the upstream reads the request`; !strings.Contains(strings.Join(ae.Problems, "; "), want) {
+				t.Errorf("problems %q, want %q", ae.Problems, want)
+			}
+		})
+	}
+	t.Run("allowed by the config", func(t *testing.T) {
+		yes := true
+		c := New(Options{Specs: map[string]SpecOptions{"rn": {AllowModelOverrideHeaders: &yes, Auth: map[string]Credential{"hdr": {Value: confHeader}}}}})
+		if _, err := c.Prepare(t.Context(), q, Args{Headers: map[string]string{"X-Real-IP": "10.0.0.1", "X-Rewrite-URL": "/x"}}); err != nil {
+			t.Errorf("allowed override headers refused: %v", err)
+		}
+	})
+	t.Run("a look-alike name passes", func(t *testing.T) {
+		if _, err := strict.Prepare(t.Context(), q, Args{Headers: map[string]string{"X-Real-IP-Note": "x"}}); err != nil {
+			t.Errorf("X-Real-IP-Note refused: %v", err)
+		}
+	})
+}
+
 const bigIntDoc = `{"openapi":"3.0.3","info":{"title":"bi","version":"1"},
  "components":{"schemas":{"Item":{"type":"object","properties":{
    "n":{"type":"integer"},

@@ -144,24 +144,6 @@ func TestConfiguredProxyLeavesLoopbackDirect(t *testing.T) {
 	}
 }
 
-// TestCheckedProxyDefaultPorts: a proxy URL without a port is dialled on
-// its scheme's port (socks5: 1080), and that address is the one let
-// through unchecked; it was taken as :80 for socks5, so a private SOCKS
-// proxy was refused under block_private_networks.
-func TestCheckedProxyDefaultPorts(t *testing.T) {
-	for scheme, port := range map[string]string{"http": "80", "https": "443", "socks5": "1080"} {
-		pu, _ := url.Parse(scheme + "://10.9.8.7")
-		var proxies sync.Map
-		r, _ := http.NewRequest("GET", "http://203.0.113.10/v1", nil)
-		if _, err := checkedProxy(http.ProxyURL(pu), &proxies)(r); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := proxies.Load("10.9.8.7:" + port); !ok {
-			t.Errorf("%s proxy: the dialer would not let 10.9.8.7:%s through", scheme, port)
-		}
-	}
-}
-
 // TestDirectCallToTheProxysAddressIsRefused: with block_private_networks,
 // the dialer let any connection to a proxy's host:port through unchecked,
 // taking it for the proxy's own; a spec whose server is that loopback proxy

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -51,9 +52,21 @@ func (s *Server) audit(ctx context.Context, rec auditRecord) {
 	if err != nil {
 		return
 	}
+	line = shellInert(line)
 	s.audMu.Lock()
 	defer s.audMu.Unlock()
 	if _, err := s.opts.Audit.Write(append(line, '\n')); err != nil {
 		s.log.Warn("audit log write failed", "err", err)
 	}
+}
+
+// shellInert escapes '$' and '`' in a JSON line as \u0024 and \u0060: the
+// same JSON, but a shell that reads the file (sourced by mistake, or a line
+// pasted into a terminal) finds no expansion in its double-quoted strings,
+// whatever a principal's name or a spec put there. encoding/json already
+// escapes quotes, control characters, U+2028/U+2029 and <, >, &. Both bytes
+// occur only inside strings in JSON, so replacing them is safe.
+func shellInert(line []byte) []byte {
+	line = bytes.ReplaceAll(line, []byte("$"), []byte(`\u0024`))
+	return bytes.ReplaceAll(line, []byte("`"), []byte(`\u0060`))
 }

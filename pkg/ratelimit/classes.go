@@ -40,7 +40,7 @@ func (l *Limiter) acquireClasses(ctx context.Context, ep *endpoint, req Request,
 	}
 	out := make([]Ticket, 0, len(classes))
 	for _, c := range classes {
-		cr := Request{Upstream: c, Principal: req.Principal, Background: req.Background, Progress: req.Progress}
+		cr := Request{Upstream: c, Principal: req.Principal, Subject: req.Subject, Background: req.Background, Progress: req.Progress}
 		cep, cup := l.resolve(cr)
 		t, err := l.acquire(ctx, cep, cup, cr)
 		if err != nil {

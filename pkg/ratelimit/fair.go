@@ -23,7 +23,7 @@ func (u *upstream) join(w *waiter) {
 	w.seq = u.seq
 	p := w.principal
 	s := max(u.vtime, u.finish[p])
-	u.finish[p] = s + 1/u.weight(p)
+	u.finish[p] = s + 1/u.weight(w)
 	w.tag = s
 	head := u.headWaiter()
 	u.queue = append(u.queue, w)
@@ -104,8 +104,14 @@ func (u *upstream) reorder() {
 	})
 }
 
-func (u *upstream) weight(principal string) float64 {
-	if w, ok := u.budget.Weights[principal]; ok && w > 0 {
+// weight is w's principal's weight, found by its subject: budgets name principals as the
+// configuration does.
+func (u *upstream) weight(w *waiter) float64 {
+	name := w.subject
+	if name == "" {
+		name = w.principal
+	}
+	if w, ok := u.budget.Weights[name]; ok && w > 0 {
 		return w
 	}
 	return 1

@@ -214,3 +214,40 @@ func TestDrainAnswersWaitingCallsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestFairQueueSameSubjectOfTwoOrgsTakesTwoTurns: the queue's turns follow
+// Request.Principal (the key), while Budget.Weights finds a principal by
+// Request.Subject, as the configuration names it.
+func TestFairQueueSameSubjectOfTwoOrgsTakesTwoTurns(t *testing.T) {
+	named := func(key, subject string, n int) []Request {
+		out := calls(key, n, false)
+		for i := range out {
+			out[i].Subject = subject
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		weights map[string]float64
+		reqs    []Request
+		want    string
+	}{
+		{"ada of other waits one turn behind ada of acme's burst", nil,
+			append(named("acme/ada", "ada", 4), named("other/ada", "ada", 1)...),
+			"[acme/ada other/ada acme/ada acme/ada acme/ada]"},
+		{"a weight is found by subject", map[string]float64{"ada": 4},
+			append(named("acme/ada", "ada", 5), named("/bob", "bob", 2)...),
+			"[acme/ada /bob acme/ada acme/ada acme/ada /bob acme/ada]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Second, WindowPad: -1,
+					Weights: tt.weights}}})
+				if got := fmt.Sprint(admissions(t, l, tt.reqs)); got != tt.want {
+					t.Errorf("order %s, want %s", got, tt.want)
+				}
+			})
+		})
+	}
+}

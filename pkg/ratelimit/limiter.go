@@ -75,8 +75,11 @@ type Request struct {
 	CooldownKey string
 	// Principal is who the call is made for. An upstream's wait queue serves the
 	// principals waiting in turn (weighted by Budget.Weights), first come first served
-	// within one, so one principal's burst does not hold the others back.
+	// within one, so one principal's burst does not hold the others back. It keys the
+	// principal's share and its turns: two principals are one only if their keys are equal.
 	Principal string
+	// Subject is the name Budget.Weights weighs the principal by. Empty: Principal.
+	Subject string
 	// Background marks a call that a program makes (a script's), which waits behind the
 	// direct calls of the same principal.
 	Background bool

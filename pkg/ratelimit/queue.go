@@ -15,6 +15,7 @@ type waiter struct {
 	kind     Kind  // what held it last, at the head
 
 	principal  string  // who the call is for (Request.Principal)
+	subject    string  // the name its weight is found by (Request.Subject)
 	background bool    // Request.Background
 	seq        uint64  // arrival order in the queue
 	tag        float64 // its fair place; see join
@@ -116,7 +117,7 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 		return Ticket{}, &QueueError{Reason: QueueFull, Upstream: up.name(), Depth: b.QueueDepth,
 			Timeout: b.QueueTimeout, RetryAfter: max(est, time.Millisecond)}
 	}
-	w := &waiter{wake: make(chan struct{}, 1), principal: req.Principal, background: req.Background}
+	w := &waiter{wake: make(chan struct{}, 1), principal: req.Principal, subject: req.Subject, background: req.Background}
 	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)

@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Endpoint is one operation of a spec as the catalog knows it. The exported
@@ -144,7 +146,7 @@ func slugID(method, path string) string {
 			pending = true
 			continue
 		}
-		if r >= 128 {
+		if r >= 128 && idRune(r) {
 			if pending {
 				b.WriteByte('_')
 				pending = false
@@ -157,12 +159,38 @@ func slugID(method, path string) string {
 	return b.String()
 }
 
-// cleanOperationID makes an operationId usable in an id: whitespace becomes
-// underscores; everything else, including "/" as GitHub uses it, is kept.
+// cleanOperationID makes an operationId usable in an id: each run of
+// characters idRune refuses becomes one underscore, as slugID treats a
+// path, and none leads or trails. An id reaches logs, configs and shells
+// (the audit log, init's comments, a script's code), so a hostile spec's
+// "ping$(touch${IFS}PWNED)" must come out as "ping_touch_IFS_PWNED".
+// "" when nothing is left: the caller slugs the method and path instead.
 func cleanOperationID(op string) string {
-	op = strings.TrimSpace(op)
-	if !strings.ContainsAny(op, " \t\r\n") {
-		return op
+	var b strings.Builder
+	pending := false
+	for _, r := range op {
+		if !idRune(r) {
+			pending = true
+			continue
+		}
+		if pending && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		pending = false
+		b.WriteRune(r)
 	}
-	return strings.Join(strings.Fields(op), "_")
+	return b.String()
+}
+
+// idRune reports whether r may stand in an endpoint id as it is: a letter
+// or digit, or the punctuation real operationIds use (GitHub's
+// "repos/list-for-org", Box's "post_oauth2_token#refresh" and
+// "levels:append", dotted "pets.list"). None of these quotes, expands,
+// separates or redirects in a shell, and none is a space, a control or a
+// format character ('~' is left out: a shell expands it after ':').
+func idRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_-./:#", r)
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
