@@ -183,7 +183,9 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 		h.sessions = newHTTPSessions(opts.SessionIdle, opts.MaxTracked, h.now)
 		ids = server.WithSessionIdManagerResolver(h.sessions)
 	}
-	h.streamable = server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), ids)
+	// The body is read and bounded by MaxBodyBytes before mcp-go sees it;
+	// a bound of mcp-go's own (4 MiB) refused what that one allowed.
+	h.streamable = server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), ids, server.WithMaxRequestBodyBytes(0))
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/mcp", h.serveMCP)
 	h.mux.HandleFunc(wellKnownResource, h.serveMetadata)
