@@ -59,11 +59,12 @@ func (s Scopes) name(need Scope) string {
 	return ""
 }
 
-// precheck reads a POST body as the tool path will: it refuses an envelope,
-// a tools/call or a client's answer that two readers could read differently
-// (a JSON-RPC error; an elicitation's answer {"approve": false, "approve":
-// true} was taken as consent), and for each tools/call decodes the
-// arguments with the tool's own decode and finds the scope they need. A
+// precheck reads a POST body as the tool path will: it refuses any message
+// or client's answer that two readers could read differently (a JSON-RPC
+// error; an elicitation's answer {"approve": false, "approve": true}, or
+// {"action": "decline", "Action": "accept"}, was taken as consent), and
+// for each tools/call decodes the arguments with the tool's own decode and
+// finds the scope they need. A
 // single tools/call's decoded arguments come back in call, for the handler
 // to run with.
 func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rpcErr *rpcError) {
@@ -93,7 +94,7 @@ func (h *httpHandler) precheck(body []byte) (need []Scope, call *decodedCall, rp
 		// write, read as strictly as a 2026-07-28 call's inputResponses.
 		isAnswer := env.Method == ""
 		var kp *keyProblem
-		if errors.As(err, &kp) && (kp.lvl == levelEnvelope || isAnswer || env.Method == string(mcp.MethodToolsCall)) {
+		if errors.As(err, &kp) {
 			code := mcp.INVALID_PARAMS
 			if kp.lvl == levelEnvelope || isAnswer {
 				code = mcp.INVALID_REQUEST

@@ -108,7 +108,8 @@ type HTTPOptions struct {
 	// reaching another replica gets 404 and the client must initialize
 	// again. A 2025 request without a session, and every 2026-07-28
 	// request, is still served on its own. If false, no sessions: every
-	// request stands alone and any replica answers any request.
+	// request stands alone and any replica answers any request, and a GET
+	// stream is 405 (notifications come on each call's own POST stream).
 	Sessions bool
 	// SessionIdle ends a session unused this long. If zero, 30m. At most
 	// MaxTracked sessions are kept (10000 if zero); past that the least
@@ -141,6 +142,7 @@ type httpHandler struct {
 	mux        *http.ServeMux
 	// sessions, if not nil, are the 2025-era sessions (Sessions on).
 	sessions *httpSessions
+	inflight inflights
 }
 
 // HTTPHandler serves streamable HTTP MCP at /mcp with HTTPHandlerWith's
@@ -183,7 +185,9 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 		h.sessions = newHTTPSessions(opts.SessionIdle, opts.MaxTracked, h.now)
 		ids = server.WithSessionIdManagerResolver(h.sessions)
 	}
-	h.streamable = server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), ids)
+	// The body is read and bounded by MaxBodyBytes before mcp-go sees it;
+	// a bound of mcp-go's own (4 MiB) refused what that one allowed.
+	h.streamable = server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), ids, server.WithMaxRequestBodyBytes(0))
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/mcp", h.serveMCP)
 	h.mux.HandleFunc(wellKnownResource, h.serveMetadata)
@@ -282,13 +286,22 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ctx = context.WithValue(ctx, sessionOwnerKey{}, p.Key())
+	} else if r.Method == http.MethodGet {
+		// Without sessions mcp-go files every GET stream under one empty
+		// session ID, and a POST's notifications went out on whichever
+		// principal's stream was open: there is nothing to bind one to.
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSONError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "specgate serves no GET stream without sessions; POST each message", 0)
+		return
 	}
+	var body []byte
 	if r.Body != nil && r.Method == http.MethodPost {
 		// The body must arrive within BodyTimeout (set in ServeHTTP); the
 		// deadline is lifted once it is read, so a long answer stream is
 		// not cut. A body that failed keeps it: net/http would otherwise
 		// wait for the rest of it without one.
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 		if err == nil && h.opts.BodyTimeout > 0 {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
@@ -335,6 +348,10 @@ func (h *httpHandler) mcp(w http.ResponseWriter, r *http.Request) {
 		ctx = context.WithValue(ctx, inboundKey{}, &inboundCall{h: h, p: p})
 	}
 	ctx = context.WithValue(ctx, overHTTPKey{}, h.sessions != nil)
+	if r.Method == http.MethodPost {
+		h.serveScoped(w, r.WithContext(ctx), p.Key(), bytes.TrimSpace(body))
+		return
+	}
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -224,6 +224,11 @@ func (h *httpHandler) closeSessions(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		// The context still names the inbound connection's local address,
+		// so on a loopback listener mcp-go's DNS-rebinding guard reads this
+		// DELETE's Host: left empty, it was refused and no ended session
+		// was ever freed.
+		r.Host = "localhost"
 		r.Header.Set(server.HeaderKeySessionID, id)
 		h.streamable.ServeHTTP(discardResponse{header: http.Header{}}, r)
 	}

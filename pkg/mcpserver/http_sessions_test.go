@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -418,5 +419,59 @@ func TestHTTPElicitationAnswerWithDuplicateKeysIsRefused(t *testing.T) {
 	text, _ := json.Marshal(out)
 	if !strings.Contains(string(text), CodeNotApproved) || !strings.Contains(string(text), "the user declined") || f.upstream.count() != 0 {
 		t.Errorf("after the decline: %s, sent %d; want not_approved, the user declined, nothing sent", text, f.upstream.count())
+	}
+}
+
+// TestHTTPEndedSessionsAreFreedOnLoopback: on a loopback listener the
+// DELETE that frees an ended session in mcp-go had an empty Host and was
+// refused by mcp-go's DNS-rebinding guard, so a session evicted from a
+// full table, or idle past http session idle, stayed registered in mcp-go
+// for good (memory grew past the table's cap). Now both are freed in
+// mcp-go, and the live ones stay.
+func TestHTTPEndedSessionsAreFreedOnLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		opens int
+		later time.Duration
+		freed int
+	}{
+		{"evicted when full", 4, 0, 2},
+		{"idle", 2, 2 * time.Minute, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApprovalFixture(t)
+			clock := &testClock{now: t0}
+			ts := httptest.NewServer(f.srv.HTTPHandlerWith(HTTPOptions{
+				Tokens:      map[string]Principal{"tok-ada": {Subject: "ada"}},
+				Sessions:    true,
+				SessionIdle: time.Minute,
+				MaxTracked:  2,
+				Now:         clock.Now,
+			}))
+			t.Cleanup(ts.Close)
+			var ids []string
+			for range tt.opens {
+				res := rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", legacyInit)
+				id := res.Header.Get(server.HeaderKeySessionID)
+				if res.StatusCode != http.StatusOK || id == "" {
+					t.Fatalf("initialize: %d, session %q", res.StatusCode, id)
+				}
+				rawMCP(t, ts.URL, http.MethodPost, "tok-ada", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+				ids = append(ids, id)
+			}
+			clock.Set(t0.Add(tt.later))
+			// Any request frees what was ended before it.
+			rawMCP(t, ts.URL, http.MethodPost, "tok-ada", "", `{"jsonrpc":"2.0","id":9,"method":"ping"}`).Body.Close()
+			freed := 0
+			for _, id := range ids {
+				err := f.srv.mcp.SendNotificationToSpecificClient(id, "notifications/message", map[string]any{"level": "info", "data": "x"})
+				if errors.Is(err, server.ErrSessionNotFound) {
+					freed++
+				}
+			}
+			if freed != tt.freed {
+				t.Errorf("%d of %d sessions freed in mcp-go, want %d", freed, len(ids), tt.freed)
+			}
+		})
 	}
 }

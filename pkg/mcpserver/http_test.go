@@ -672,3 +672,15 @@ func TestWindowsNeverExceedsLimit(t *testing.T) {
 		t.Errorf("only %d admitted", len(admitted))
 	}
 }
+
+// TestHTTPBodyLimitIsSpecgatesOwn: mcp-go v1.6.0 bounds a POST body at 4
+// MiB of its own, so with http.max_body_bytes above that a body specgate
+// accepted was refused 413 by mcp-go. The bound is specgate's alone.
+func TestHTTPBodyLimitIsSpecgatesOwn(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{MaxBodyBytes: 8 << 20}, 0)
+	big := toolsCall(1, "search", map[string]any{"query": "pets", "pad": strings.Repeat("x", 5<<20)})
+	resp, body := f.post(t, "", big)
+	if resp.StatusCode == http.StatusRequestEntityTooLarge {
+		t.Errorf("a 5 MiB body under an 8 MiB bound: %d %.200s", resp.StatusCode, body)
+	}
+}

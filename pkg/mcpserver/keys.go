@@ -13,10 +13,14 @@ import (
 // says. encoding/json keeps the last of two duplicate keys and matches
 // struct fields without case, while a map keeps keys with case: a message
 // with {"endpointId": A, "EndpointID": B} was read as A by one reader and B
-// by another, and a read-only token ran a POST that way. So a tools/call
+// by another, and a read-only token ran a POST that way. So a message
 // whose envelope, params or arguments hold a duplicate key, two keys that
 // differ only in case, or a known key spelled in another case, is refused
-// whole before any reader acts on it.
+// whole before any reader acts on it. What mcp-go decodes into its own
+// structs at any depth (a client's answer, inputResponses, _meta) is read
+// without case too: there two keys that differ only in case are refused
+// at every depth ({"action": "decline", "Action": "accept"} was read as an
+// accept and the write was sent).
 
 // level is where an object sits in a JSON-RPC message.
 type level int
@@ -26,6 +30,7 @@ const (
 	levelEnvelope               // the message itself
 	levelParams                 // params of a request
 	levelArguments              // params.arguments of a tools/call
+	levelDecoded                // deeper in what mcp-go decodes: a client's answer, params but arguments
 )
 
 // canonical lists the keys mcp-go reads at a level, each in its only
@@ -119,8 +124,12 @@ func walkKeys(dec *json.Decoder, lvl level, keys *[]string) error {
 		switch {
 		case lvl == levelEnvelope && key == "params":
 			child = levelParams
+		case lvl == levelEnvelope && (key == "result" || key == "error"):
+			child = levelDecoded
 		case lvl == levelParams && key == "arguments":
 			child = levelArguments
+		case lvl == levelParams, lvl == levelDecoded:
+			child = levelDecoded
 		}
 		if err := walkKeys(dec, child, nil); err != nil {
 			return err

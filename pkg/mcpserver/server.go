@@ -166,11 +166,13 @@ func New(opts Options) *Server {
 	s.call = s.newCaller(opts.Caller)
 	s.answers = s.call.Answers
 	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
+	hooks := s.promptHooks()
+	hooks.AddBeforeInitialize(skipBatchEra)
 	sopts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
 		server.WithRecovery(),
-		server.WithHooks(s.promptHooks()),
+		server.WithHooks(hooks),
 		// The tools and prompts are fixed for the life of the process and the
 		// same for every caller: on MCP 2026-07-28 their lists say so.
 		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
@@ -183,6 +185,16 @@ func New(opts Options) *Server {
 	s.registerTools()
 	s.registerPrompts()
 	return s
+}
+
+// skipBatchEra answers a client asking for MCP 2025-03-26 (or naming no
+// version, which mcp-go reads as 2025-03-26) with 2025-06-18: 2025-03-26
+// makes receiving JSON-RPC batches a MUST, and mcp-go refuses batches on
+// every transport, so agreeing to it promised what is then refused.
+func skipBatchEra(_ context.Context, _ any, req *mcp.InitializeRequest) {
+	if v := req.Params.ProtocolVersion; v == "" || v == mcp.ProtocolVersion20250326 {
+		req.Params.ProtocolVersion = mcp.ProtocolVersion20250618
+	}
 }
 
 // MCP returns the underlying mcp-go server, for transports and in-process

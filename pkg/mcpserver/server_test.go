@@ -610,3 +610,30 @@ func TestRetrySecondsNeverZeroNorRoundedDown(t *testing.T) {
 		}
 	}
 }
+
+// TestInitializeDoesNotAgreeTo20250326: specgate agreed to MCP 2025-03-26,
+// where receiving JSON-RPC batches is a MUST, and then refused every
+// batch. Now a client asking for 2025-03-26 (or naming no version) is
+// offered 2025-06-18, which has no batches; other versions are agreed as
+// asked.
+func TestInitializeDoesNotAgreeTo20250326(t *testing.T) {
+	f := newApprovalFixture(t)
+	for _, tt := range []struct{ asked, want string }{
+		{mcp.ProtocolVersion20250326, mcp.ProtocolVersion20250618},
+		{"", mcp.ProtocolVersion20250618},
+		{mcp.ProtocolVersion20241105, mcp.ProtocolVersion20241105},
+		{mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250618},
+		{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125},
+	} {
+		msg := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + tt.asked + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+		out, _ := json.Marshal(f.srv.MCP().HandleMessage(t.Context(), []byte(msg)))
+		var res struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || res.Result.ProtocolVersion != tt.want {
+			t.Errorf("initialize asking %q agreed %q, want %s", tt.asked, res.Result.ProtocolVersion, tt.want)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Without a session (stateless HTTP, every 2026-07-28 request, a
+// sessionless 2025 request) mcp-go files every caller's in-flight request
+// under an empty session ID and the JSON-RPC ID, and IDs are small
+// counters: bob's notifications/cancelled for 7 cancelled alice's 7. So
+// specgate files each request it serves over HTTP under the principal
+// that sent it (and its session, if any), answers notifications/cancelled
+// itself from that table, and never lets mcp-go see one.
+
+// inflightKey names one request over HTTP: its principal, its session (""
+// without one) and its JSON-RPC ID in one canonical form.
+type inflightKey struct {
+	owner, session, id string
+}
+
+// inflightCall is one request in flight: cancel ends its context, and once
+// cancelled its answer is not sent.
+type inflightCall struct {
+	cancel    context.CancelFunc
+	cancelled atomic.Bool
+}
+
+// inflights are the HTTP requests being served, by their caller. The zero
+// value is empty and ready. Safe for concurrent use.
+type inflights struct {
+	mu    sync.Mutex
+	calls map[inflightKey]*inflightCall
+}
+
+// start files a request under k and returns its context, the call, and
+// done, which the caller must call when the request is answered.
+func (f *inflights) start(ctx context.Context, k inflightKey) (context.Context, *inflightCall, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &inflightCall{cancel: cancel}
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[inflightKey]*inflightCall{}
+	}
+	f.calls[k] = c
+	f.mu.Unlock()
+	return ctx, c, func() {
+		f.mu.Lock()
+		if f.calls[k] == c {
+			delete(f.calls, k)
+		}
+		f.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the request filed under k, if any.
+func (f *inflights) cancel(k inflightKey) {
+	f.mu.Lock()
+	c := f.calls[k]
+	f.mu.Unlock()
+	if c != nil {
+		c.cancelled.Store(true)
+		c.cancel()
+	}
+}
+
+// canonicalID is a JSON-RPC ID in one form per value: 7 and 7.0 are one
+// ID, "7" another.
+func canonicalID(raw json.RawMessage) (string, bool) {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	switch v := v.(type) {
+	case string:
+		return "s" + v, true
+	case float64:
+		if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return "n" + strconv.FormatInt(i, 10), true
+		}
+		return "n" + strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// serveScoped serves one POST through mcp-go with cancellation scoped to
+// its caller: a notifications/cancelled is answered here (202) and cancels
+// only owner's own request of that ID in the same session; a request is
+// filed for it, and once cancelled its answer is not sent (the caller gave
+// up on it): the POST ends without it, 202 if nothing was written yet.
+func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner string, body []byte) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if len(body) == 0 || body[0] == '[' || json.Unmarshal(body, &msg) != nil {
+		h.streamable.ServeHTTP(w, r)
+		return
+	}
+	k := inflightKey{owner: owner}
+	if h.sessions != nil {
+		k.session = r.Header.Get(server.HeaderKeySessionID)
+	}
+	if msg.Method == string(mcp.MethodNotificationCancelled) {
+		if id, ok := canonicalID(msg.Params.RequestID); ok {
+			k.id = id
+			h.inflight.cancel(k)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	id, ok := canonicalID(msg.ID)
+	if msg.Method == "" || !ok {
+		h.streamable.ServeHTTP(w, r)
+		return
+	}
+	k.id = id
+	ctx, call, done := h.inflight.start(r.Context(), k)
+	defer done()
+	qw := &quietWriter{ResponseWriter: w, call: call}
+	h.streamable.ServeHTTP(qw, r.WithContext(ctx))
+	if call.cancelled.Load() && !qw.wrote.Load() {
+		w.Header().Del("Content-Type")
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// quietWriter drops what is written once its call is cancelled.
+type quietWriter struct {
+	http.ResponseWriter
+	call  *inflightCall
+	wrote atomic.Bool
+}
+
+func (w *quietWriter) WriteHeader(code int) {
+	if w.call.cancelled.Load() {
+		return
+	}
+	w.wrote.Store(true)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *quietWriter) Write(b []byte) (int, error) {
+	if w.call.cancelled.Load() {
+		return len(b), nil
+	}
+	w.wrote.Store(true)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *quietWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.call.cancelled.Load() {
+		f.Flush()
+	}
+}
+
+func (w *quietWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
