@@ -337,7 +337,7 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))
 		}
-		if _, obj := s.approveCall(ctx, nil, e, in, c.runID); obj != nil {
+		if _, obj := s.approveCall(ctx, nil, e, in, pages, c.runID); obj != nil {
 			return nil, callError(obj)
 		}
 	}
