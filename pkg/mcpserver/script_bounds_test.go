@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
 )
@@ -38,5 +39,33 @@ func TestScriptMaxCallsCountsPages(t *testing.T) {
 				t.Errorf("upstream saw %d requests, want %d (scripts.max_calls)", n, tt.requests)
 			}
 		})
+	}
+}
+
+// TestScriptCooldownKeysOnDeclaredArguments: inside a script the cooldown
+// keyed on the arguments as written, so an identical request repeated with
+// an extra header the operation does not declare, a number written as a
+// string, or a parameter named by its location went out each time. It keys
+// on what the declared arguments send: those repeats are refused, nothing
+// sent; a declared parameter's other value is another request, and goes.
+func TestScriptCooldownKeysOnDeclaredArguments(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{cooldown: time.Minute})
+	a := callText(t, f.client, "run_script", map[string]any{"code": `
+		const call = async args => {
+			try { await api.invoke("paging.listPulls", args); return "sent"; } catch (e) { return e.code; }
+		};
+		const p = {owner: "rails", repo: "rails"};
+		return [
+			await call({parameters: {...p, per_page: 1}}),
+			await call({parameters: {...p, per_page: 1}, headers: {"X-Nonce": "1"}}),
+			await call({parameters: {...p, per_page: "1"}}),
+			await call({parameters: {...p, "query.per_page": 1}}),
+			await call({parameters: {...p, per_page: 2}}),
+		].join(" ");`}).ok(t)
+	if got, want := a.m["result"], "sent rate_limit rate_limit rate_limit sent"; got != want {
+		t.Errorf("result %q, want %q", got, want)
+	}
+	if n := f.pages.Count(upstreamtest.GitHubStyle); n != 2 {
+		t.Errorf("upstream saw %d requests, want 2", n)
 	}
 }
