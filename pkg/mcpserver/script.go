@@ -117,7 +117,7 @@ func runScriptDescription(o ScriptOptions) string {
 		"for (let p = 0; p < 3 && a; p++) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
 		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {owner: \"o\", repo: \"r\", pull_number: pr.number}})).body.title));\n" +
 		"Every call is paced by invoke's rate limits (it waits, not refused). At most " +
-		strconv.Itoa(calls) + " calls a run (each page one), " + strconv.Itoa(conc) + " in flight. " + writes +
+		strconv.Itoa(calls) + " calls a run, " + strconv.Itoa(conc) + " in flight. " + writes +
 		" No modules, timers, files, network. Returns {result, calls, rateLimit {queueWaitMs}, logs}; a large result is previewed with a responseId."
 }
 
