@@ -132,7 +132,7 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 	out.Call = prepared
 	cdKey := ""
 	if g.CooldownByArgs {
-		cdKey = argsKey(in)
+		cdKey = prepared.ArgsKey()
 	}
 	err = g.send(g.waitContext(ctx, callCtx), timeout, e, prepared, hasIdempotencyKey(e, in), false, cdKey, progress, out)
 	return out, err
@@ -423,10 +423,28 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
 }
 
-// argsKey identifies a call's arguments for an argument-keyed cooldown: a
-// digest, so the limiter (and a shared store) holds no argument values.
-func argsKey(in Args) string {
-	sum := sha256.Sum256(argsText(in, 0))
+// declaredArgsKey is Call.ArgsKey: values are the declared parameters' by
+// "in\x00name"; a value is keyed by its text (5 and "5" are sent alike) and
+// a nil one as left out.
+func declaredArgsKey(values map[string]any, body any, contentType string) string {
+	params := make(map[string]string, len(values))
+	for k, v := range values {
+		if v == nil {
+			continue
+		}
+		if s, ok := v.(string); ok {
+			params[k] = s
+			continue
+		}
+		b, _ := json.Marshal(v)
+		params[k] = string(b)
+	}
+	b, _ := json.Marshal(struct {
+		P map[string]string `json:"p,omitempty"`
+		B any               `json:"b,omitempty"`
+		C string            `json:"c,omitempty"`
+	}{params, body, contentType})
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
 

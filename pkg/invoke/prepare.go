@@ -56,7 +56,16 @@ type Call struct {
 	ownScheme   string
 	allowed     []string
 	credHeaders []string // header names carrying credentials or static headers
+	argsKey     string   // see ArgsKey
 }
+
+// ArgsKey identifies what the call's declared arguments send: each declared
+// parameter's value by location and name (however the model named it, as a
+// parameter or a header), the body and its content type; a digest, so a
+// limiter keyed on it holds no argument values. Extra headers the operation
+// does not declare are not in it: an argument-keyed cooldown
+// (Governed.CooldownByArgs) is not reset by a header varied for the purpose.
+func (c *Call) ArgsKey() string { return c.argsKey }
 
 // Endpoint returns the endpoint the call goes to.
 func (c *Call) Endpoint() *spec.Endpoint { return c.endpoint }
@@ -156,6 +165,7 @@ type preparer struct {
 	query        []string
 	header       http.Header
 	encoded      *encodedBody
+	ct           string // the body's content type, as chosen; "" when none
 	media        *openapi3.MediaType
 	u            *url.URL // nil when the values do not form a URL on the base
 	validated    bool
@@ -356,6 +366,7 @@ func (p *preparer) body() {
 		p.problem("contentType: " + quoteName(args.ContentType) + " is not accepted; use one of: " + strings.Join(e.BodyTypes, ", "))
 		return
 	}
+	p.ct = ct
 	if p.op != nil && p.op.Op.RequestBody != nil && p.op.Op.RequestBody.Value != nil {
 		p.media = lookupMedia(p.op.Op.RequestBody.Value.Content, ct)
 	}
@@ -465,6 +476,7 @@ func (p *preparer) call() *Call {
 		ownScheme: u.Scheme,
 	}
 	call.allowed = c.allowedHostsFor(u.Host, e)
+	call.argsKey = declaredArgsKey(p.values, p.args.RequestBody, p.ct)
 	if p.encoded != nil {
 		call.body, call.hasBody = p.encoded.data, true
 	}

@@ -140,7 +140,10 @@ func (a *approvals) check(state string, want approvalState, now time.Time) strin
 
 // approvalDigest is what the user reads of a call, and the hash of its
 // arguments the approval binds: the method and the path with its values,
-// the query, the header names, and the body bounded with its size and hash.
+// the query, the header names, the body bounded with its size and hash, and
+// the pages to follow. The hash covers every argument that changes what is
+// sent (a nextPageOf is in the parameters it resolved to), so an approval
+// of one request does not send five.
 type approvalDigest struct {
 	text string
 	args string
@@ -148,13 +151,17 @@ type approvalDigest struct {
 	short string
 }
 
-func digestCall(e *spec.Endpoint, in invoke.Args) approvalDigest {
+func digestCall(e *spec.Endpoint, in invoke.Args, pages int) approvalDigest {
+	if pages <= 1 {
+		pages = 0 // one page, the default: the digest of a call that gives none
+	}
 	canon, _ := json.Marshal(struct {
 		P map[string]any    `json:"p,omitempty"`
 		B any               `json:"b,omitempty"`
 		H map[string]string `json:"h,omitempty"`
 		C string            `json:"c,omitempty"`
-	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType})
+		N int               `json:"n,omitempty"`
+	}{in.Parameters, in.RequestBody, in.Headers, in.ContentType, pages})
 	sum := sha256.Sum256(canon)
 	d := approvalDigest{args: hex.EncodeToString(sum[:])}
 
@@ -192,6 +199,9 @@ func digestCall(e *spec.Endpoint, in invoke.Args) approvalDigest {
 	if len(headers) > 0 {
 		fmt.Fprintf(&b, "\nheaders: %s", strings.Join(headers, ", "))
 	}
+	if pages > 1 {
+		fmt.Fprintf(&b, "\npages: up to %d (a request each)", pages)
+	}
 	body := ""
 	if in.RequestBody != nil {
 		raw, _ := json.Marshal(in.RequestBody)
@@ -201,6 +211,9 @@ func digestCall(e *spec.Endpoint, in invoke.Args) approvalDigest {
 	}
 	d.text = b.String()
 	d.short = e.Method + " " + e.Path + " args " + d.args[:16]
+	if pages > 1 {
+		d.short += fmt.Sprintf(", %d pages", pages)
+	}
 	if body != "" {
 		d.short += ", body " + body
 	}
@@ -260,12 +273,12 @@ func notApproved(e *spec.Endpoint, why string) *ErrorObject {
 // request (req's inputResponses), with the requestState checked against the
 // call it is for. A nil req is a run_script's call, which cannot be
 // answered by a round trip: it asks by elicitation or is refused; runID
-// names its run in the audit.
-func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, in invoke.Args, runID string) (*mcp.CallToolResult, *ErrorObject) {
+// names its run in the audit. pages is how many pages the call may follow.
+func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, in invoke.Args, pages int, runID string) (*mcp.CallToolResult, *ErrorObject) {
 	if !s.needsApproval(e) {
 		return nil, nil
 	}
-	d := digestCall(e, in)
+	d := digestCall(e, in, pages)
 	want := approvalState{Principal: principalDigest(principalOf(ctx)), Endpoint: e.ID, Args: d.args}
 	rec := auditRecord{Endpoint: e.ID, RunID: runID, Digest: d.short}
 	refuse := func(why string) (*mcp.CallToolResult, *ErrorObject) {

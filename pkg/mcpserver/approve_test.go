@@ -395,3 +395,35 @@ func TestInstructionsSayApprovals(t *testing.T) {
 		t.Errorf("instructions (%d bytes) do not say what not_approved means:\n%s", len(res.Instructions), res.Instructions)
 	}
 }
+
+// TestApprovalBindsPages: the approval's digest covered the arguments but
+// not pages, so an approved GET of one page replayed with pages: 5 sent
+// five requests. The digest covers pages now: the replay is not_approved,
+// nothing sent, and the user is told how many pages a call may follow.
+func TestApprovalBindsPages(t *testing.T) {
+	f := newApprovalFixture(t)
+	f.srv.opts.Approve = func(*spec.Endpoint) bool { return true }
+	one := map[string]any{"endpointId": "petstore.findPetsByStatus", "parameters": map[string]any{"status": "available"}}
+	five := map[string]any{"endpointId": "petstore.findPetsByStatus", "parameters": map[string]any{"status": "available"}, "pages": 5}
+	first := rawCall(t, f, "ada", one, "", nil)
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer = %v, want input_required with a requestState", first)
+	}
+	res := rawCall(t, f, "ada", five, state, acceptAnswer)
+	text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+	if res["isError"] != true || !strings.Contains(text, "the arguments changed") {
+		t.Errorf("one page's approval replayed with pages 5 answered %s, want not_approved: the arguments changed", text)
+	}
+	if n := f.upstream.count(); n != 0 {
+		t.Fatalf("upstream got %d requests, want none", n)
+	}
+	asked := rawCall(t, f, "ada", five, "", nil)
+	q, _ := json.Marshal(asked["inputRequests"])
+	if !strings.Contains(string(q), "pages: up to 5") {
+		t.Errorf("the question %s does not say the call may follow 5 pages", q)
+	}
+	if res := rawCall(t, f, "ada", one, state, acceptAnswer); res["isError"] == true || f.upstream.count() != 1 {
+		t.Errorf("the approved call itself = %v, sent %d, want sent once", res, f.upstream.count())
+	}
+}

@@ -147,7 +147,7 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 		if _, err := s.call.Client.Prepare(ctx, e, a.in); err != nil {
 			return errorResult(s.mapError(err)), nil
 		}
-		if ask, obj := s.approveCall(ctx, &req, e, a.in, ""); ask != nil || obj != nil {
+		if ask, obj := s.approveCall(ctx, &req, e, a.in, a.pages, ""); ask != nil || obj != nil {
 			if obj != nil {
 				return errorResult(obj), nil
 			}

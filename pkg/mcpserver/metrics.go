@@ -113,6 +113,7 @@ func (c queueDepthCollector) Collect(ch chan<- prometheus.Metric) {
 			for _, k := range []ratelimit.Kind{ratelimit.KindRequests, ratelimit.KindInterval, ratelimit.KindConcurrency} {
 				ch <- prometheus.MustNewConstMetric(c.shadow, prometheus.CounterValue, float64(u.Shadow.ByKind[k]), u.Key, string(k))
 			}
+			ch <- prometheus.MustNewConstMetric(c.shadow, prometheus.CounterValue, float64(u.Shadow.PerPrincipal), u.Key, "per_principal")
 		}
 	}
 }

@@ -54,6 +54,15 @@ func (o ScriptOptions) timeout() time.Duration {
 	return min(o.Timeout, MaxScriptTimeout)
 }
 
+// maxCalls bounds a run's api calls and, pages and retries counted, its
+// requests upstream.
+func (o ScriptOptions) maxCalls() int {
+	if o.MaxCalls <= 0 {
+		return script.DefaultMaxCalls
+	}
+	return o.MaxCalls
+}
+
 func (o ScriptOptions) perPrincipal() int {
 	if o.PerPrincipal <= 0 {
 		return 2
@@ -92,10 +101,7 @@ type RunScriptResult struct {
 // runScriptDescription is what the model reads of run_script: the api,
 // one example that pages a list and loops over its items, the bounds.
 func runScriptDescription(o ScriptOptions) string {
-	calls, conc := o.MaxCalls, o.MaxConcurrent
-	if calls <= 0 {
-		calls = script.DefaultMaxCalls
-	}
+	calls, conc := o.maxCalls(), o.MaxConcurrent
 	if conc <= 0 {
 		conc = script.DefaultMaxConcurrent
 	}
@@ -180,7 +186,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	defer s.scripts.release(principal)
 
 	runID := newRunID()
-	c := &scriptCaller{s: s, st: st, runID: runID, allowWrites: o.AllowWrites}
+	c := &scriptCaller{s: s, st: st, runID: runID, allowWrites: o.AllowWrites, maxRequests: o.maxCalls()}
 	opts := script.Options{Timeout: timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent, MaxMemory: o.MaxMemory,
 		Progress: s.scriptProgress(ctx, req)}
 	runner := o.Runner
@@ -294,6 +300,35 @@ type scriptCaller struct {
 	st          *state
 	runID       string
 	allowWrites bool
+
+	// maxRequests bounds the run's requests upstream (scripts.max_calls):
+	// the script package counts api calls, and one call with pages: 5 sends
+	// up to five. Each call reserves its pages before it goes and gives back
+	// what it did not send.
+	maxRequests int
+	mu          sync.Mutex
+	requests    int // sent or reserved
+}
+
+// reserve takes up to pages requests of the run's bound; zero when none is
+// left.
+func (c *scriptCaller) reserve(pages int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(pages, c.maxRequests-c.requests)
+	if n <= 0 {
+		return 0
+	}
+	c.requests += n
+	return n
+}
+
+// settle replaces a call's reservation with the requests it sent, retries
+// included.
+func (c *scriptCaller) settle(reserved, sent int) {
+	c.mu.Lock()
+	c.requests += sent - reserved
+	c.mu.Unlock()
 }
 
 var _ script.Caller = (*scriptCaller)(nil)
@@ -332,16 +367,25 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	if s.call.Client == nil {
 		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
 	}
+	if pages = c.reserve(pages); pages == 0 {
+		return nil, &script.CallError{Code: CodeValidationFailed,
+			Message: fmt.Sprintf("this script already sent its %d requests (scripts.max_calls; each page is one)", c.maxRequests)}
+	}
+	sent := 0
+	defer func() { c.settle(pages, sent) }()
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
 	if s.needsApproval(e) {
 		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))
 		}
-		if _, obj := s.approveCall(ctx, nil, e, in, c.runID); obj != nil {
+		if _, obj := s.approveCall(ctx, nil, e, in, pages, c.runID); obj != nil {
 			return nil, callError(obj)
 		}
 	}
 	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true, waitUnderCaller: true})
+	if r != nil && r.Paged != nil {
+		sent = len(r.Paged.Trace.Attempts)
+	}
 	if obj != nil {
 		return nil, callError(obj)
 	}

@@ -81,6 +81,9 @@ type ShadowBudget struct {
 	WouldRefuse  int64            `json:"wouldRefuse"`
 	ByKind       map[string]int64 `json:"byKind,omitempty"`
 	RequestsUsed int              `json:"requestsUsed"`
+	// OverPerPrincipal counts the calls that went over their principal's
+	// per_principal share, which a shadow budget only counts.
+	OverPerPrincipal int64 `json:"overPerPrincipal,omitempty"`
 }
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *StatusArgs) (*mcp.CallToolResult, error) {
@@ -206,7 +209,8 @@ func newUpstreamStatus(u ratelimit.UpstreamStatus, now time.Time, lat *latency) 
 	}
 	us.RefusedByCode = refusedByCode(u)
 	if sh := u.Shadow; sh != nil {
-		us.Shadow = &ShadowBudget{Limits: budgetLimits(sh.Budget), Calls: sh.Calls, WouldRefuse: sh.WouldRefuse, RequestsUsed: sh.RequestsUsed}
+		us.Shadow = &ShadowBudget{Limits: budgetLimits(sh.Budget), Calls: sh.Calls, WouldRefuse: sh.WouldRefuse, RequestsUsed: sh.RequestsUsed,
+			OverPerPrincipal: sh.PerPrincipal}
 		for k, n := range sh.ByKind {
 			if us.Shadow.ByKind == nil {
 				us.Shadow.ByKind = map[string]int64{}

@@ -110,7 +110,12 @@ func (s *Server) setBudget(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
 		return argError("%s", err.Error())
 	}
 	limits := budgetLimits(b)
-	return jsonResult(SetRateLimitResult{Upstream: up, Limits: &limits})
+	out := SetRateLimitResult{Upstream: up, Limits: &limits}
+	if b.Shadow {
+		out.Shadow = true
+		out.Note = "this budget is a shadow (enforce: false): the new limits count what they would refuse (rate_limit_status shadow) and hold no call; enforce it in the config"
+	}
+	return jsonResult(out)
 }
 
 // tuningDuration reads the optional duration argument name (nil: not

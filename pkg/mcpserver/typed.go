@@ -80,6 +80,10 @@ type SetRateLimitResult struct {
 	Cooldown   string          `json:"cooldown,omitempty"`
 	Upstream   string          `json:"upstream,omitempty"`
 	Limits     *UpstreamLimits `json:"limits,omitempty"`
+	// Shadow is true for a budget with enforce: false: the new limits are
+	// counted (rate_limit_status shadow), and hold no call.
+	Shadow bool   `json:"shadow,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
 
 // BeginTaskArgs are the begin_task tool's arguments.

@@ -48,7 +48,8 @@ type Budget struct {
 	MaxConcurrent int
 	// OnLimit says whether a call that cannot go now waits or is refused. Zero: Wait.
 	OnLimit OnLimit
-	// QueueDepth is the most calls waiting for this upstream. Zero: 16.
+	// QueueDepth is the most calls waiting for this upstream, shared fairly among the
+	// principals waiting (see makeRoom). Zero: 16.
 	QueueDepth int
 	// QueueTimeout is the longest a call waits for this budget. Holds learned from the
 	// upstream are bounded by the call's deadline instead. Zero: 20s, inside the

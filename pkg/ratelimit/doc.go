@@ -38,7 +38,10 @@
 //     one, the window being the block rounded up to a usual length, are taken as the most
 //     the upstream allows per window (rolling, plus the budget's pad). A later refusal
 //     only lowers it; it is dropped ten windows after the last refusal. It counts the
-//     last 256 admissions, so it learns at most 255 calls per window.
+//     last 256 admissions, so it learns at most 255 calls per window. When every call of
+//     that window was still in flight as the refused one was sent, the refusal teaches a
+//     limit on calls in flight instead (their number; lowered only by a refusal sent
+//     after it was set; dropped a minute, at least ten blocks, after the last refusal).
 //
 // A call held by any of these is KindLearned, ScopeUpstream. With a Store, blocks are
 // shared by all replicas; learned budgets, inferred budgets and probes are each replica's

@@ -116,3 +116,52 @@ func (u *upstream) weight(w *waiter) float64 {
 	}
 	return 1
 }
+
+// makeRoom frees a place in u's full queue for a call of principal when it holds less
+// than its fair share of the depth (depth over the principals waiting, itself counted;
+// at least 1): the last-served call of the principal holding the most leaves with
+// QueueFull, as it would have had it come last. Only a principal over the share loses a
+// place, so the share it keeps never falls below the newcomer's: no two principals evict
+// each other in turn. Alone, one principal may fill the queue; with others waiting, it
+// keeps its share, as a jq slot's owner does (answer.JQSlots). It reports whether a place
+// was freed. The caller holds u.mu.
+func (u *upstream) makeRoom(principal string, depth int) bool {
+	held := map[string]int{}
+	for _, o := range u.queue {
+		held[o.principal]++
+	}
+	active := len(held)
+	if held[principal] == 0 {
+		active++
+	}
+	share := max(1, depth/active)
+	if held[principal] >= share {
+		return false
+	}
+	var most string
+	for p, n := range held {
+		if n > held[most] || n == held[most] && p > most {
+			most = p
+		}
+	}
+	if held[most] <= share {
+		return false
+	}
+	var victim *waiter
+	for _, o := range slices.Backward(u.queue) {
+		if o.principal == most {
+			victim = o
+			break
+		}
+	}
+	_, est := u.position(nil)
+	u.remove(victim)
+	if f, ok := u.finish[most]; ok {
+		// its place goes back: the principal's next call takes the tag it had
+		u.finish[most] = min(f, victim.tag)
+	}
+	victim.evicted, victim.evictedWait = true, est
+	u.queueFull++
+	victim.nudge()
+	return true
+}

@@ -251,3 +251,76 @@ func TestFairQueueSameSubjectOfTwoOrgsTakesTwoTurns(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueFullOfOnePrincipalLetsAnotherIn: the queue's depth was one bound for all, so
+// ada's calls filled it and bob's got queue_full every time. Now a principal below its
+// share of the depth (depth over the principals waiting) takes the last place of the
+// principal holding the most, which leaves with queue_full; one at its share is refused.
+func TestQueueFullOfOnePrincipalLetsAnotherIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 1, Window: time.Minute, WindowPad: -1,
+			QueueDepth: 4, QueueTimeout: 10 * time.Minute}}})
+		first, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first.Release()
+		var mu sync.Mutex
+		var admitted, full []string
+		var wg sync.WaitGroup
+		enter := func(principal string) {
+			wg.Go(func() {
+				tk, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: principal})
+				mu.Lock()
+				defer mu.Unlock()
+				var qe *QueueError
+				switch {
+				case err == nil:
+					tk.Release()
+					admitted = append(admitted, principal)
+				case errors.As(err, &qe) && qe.Reason == QueueFull && qe.RetryAfter > 0:
+					full = append(full, principal)
+				default:
+					t.Errorf("%s: %v", principal, err)
+				}
+			})
+			synctest.Wait()
+		}
+		fullNow := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), full...)
+		}
+		for range 5 { // the fifth finds the queue full of ada's own
+			enter("ada")
+		}
+		if got := fmt.Sprint(fullNow()); got != "[ada]" {
+			t.Fatalf("refused %s, want [ada]: alone, ada may fill the queue", got)
+		}
+		for _, tt := range []struct {
+			principal, want string
+		}{
+			{"bob", "[ada ada]"},         // bob holds 0 of a share of 2: ada's last leaves
+			{"bob", "[ada ada ada]"},     // bob holds 1 of 2: ada's last again
+			{"bob", "[ada ada ada bob]"}, // bob holds his 2: refused
+			{"ada", "[ada ada ada bob ada]"},
+			{"cy", "[ada ada ada bob ada bob]"}, // cy holds 0 of 1 (4/3): of the two holding 2, bob (the later name) loses one
+		} {
+			enter(tt.principal)
+			if got := fmt.Sprint(fullNow()); got != tt.want {
+				t.Fatalf("after %s entered, refused %s, want %s", tt.principal, got, tt.want)
+			}
+		}
+		time.Sleep(5 * time.Minute) // the budget admits one call a minute: the queue empties
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if got := fmt.Sprint(admitted); got != "[ada bob cy ada]" {
+			t.Errorf("admitted %s, want [ada bob cy ada] (turns by principal)", got)
+		}
+		st := l.StatusAt(time.Now(), nil)
+		if st.Upstreams[0].QueueRefused[QueueFull] != int64(len(full)) {
+			t.Errorf("status counts %d queue_full, want %d", st.Upstreams[0].QueueRefused[QueueFull], len(full))
+		}
+	})
+}

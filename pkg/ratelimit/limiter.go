@@ -667,6 +667,7 @@ type Ticket struct {
 	ep        *endpoint
 	admitted  int64
 	seq       int64 // the upstream's admission number of this call; zero: none
+	ahead     int   // the upstream's calls in flight when it was admitted
 	tokens    int64 // tokens charged, after settling
 	bucket    int64 // the token bucket charged at admission
 	released  bool
@@ -746,7 +747,9 @@ func (t *Ticket) Observe(status int, h http.Header, body []byte) Signal {
 // ObserveAt applies what the upstream said at now: a rate-limited answer blocks the upstream
 // (or the quota its headers name) until its retry time, at least one second, and once the
 // block ends one call probes before the others go; a rate-limited answer with no
-// advertised quota also infers a requests budget from the calls admitted before it; a
+// advertised quota also infers a limit on calls in flight, from those in flight when it
+// was admitted, or, when it went alone, a requests budget from the calls admitted before
+// it; a
 // remaining of zero holds calls until the reset; an advertised limit becomes a learned
 // budget, counted down by every call admitted after it, in flight ones included. Learned
 // limits only add to the configured ones, never loosen them. See the package doc.
@@ -766,7 +769,7 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	if t.seq > 0 {
 		others = min(others, int(up.admitted-t.seq))
 	}
-	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others}, now.UnixNano())
+	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}, now.UnixNano())
 	up.adapt429(sig, t.seq)
 	if sig.Status == http.StatusNotModified && up.full.FreeNotModified && !t.refunded && t.sh == nil && up.budget.Requests > 0 {
 		t.refunded = up.reqs.remove(t.admitted)

@@ -10,7 +10,8 @@ import (
 // counted by a Window keyed by principal (shared through the Store when there is one), and
 // checked before the call waits for its classes or its upstream, so a principal over its
 // share waits (or, with OnLimit Reject, is refused) on its own, out of the others' queue.
-// Calls with no principal are not counted. A call refused later by the upstream's budget
+// Calls with no principal are not counted. A shadow budget's share (Budget.Shadow) only
+// counts the calls over it (see shadow.go). A call refused later by the upstream's budget
 // has spent its principal's count: an error on the strict side.
 
 // setPerPrincipal makes, keeps or drops the per-principal window for b. The caller holds
@@ -53,6 +54,15 @@ func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request)
 	deadline, hasDeadline := ctx.Deadline()
 	for waited := false; ; waited = true {
 		r := w.Allow(ctx, req.Principal)
+		if !r.Allowed && b.Shadow && ctx.Err() == nil {
+			// a shadow budget's share refuses nothing: the call is counted and goes
+			up.mu.Lock()
+			if up.shadow != nil {
+				up.shadow.overPP++
+			}
+			up.mu.Unlock()
+			return 0, nil
+		}
 		if r.Allowed {
 			if !waited {
 				return 0, nil

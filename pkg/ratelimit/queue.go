@@ -19,6 +19,10 @@ type waiter struct {
 	background bool    // Request.Background
 	seq        uint64  // arrival order in the queue
 	tag        float64 // its fair place; see join
+	// evicted: the queue gave its place to another principal's call (see makeRoom), with
+	// evictedWait the queue's estimate then; it leaves with QueueFull.
+	evicted     bool
+	evictedWait time.Duration
 }
 
 func (w *waiter) nudge() {
@@ -37,8 +41,10 @@ func (w *waiter) nudge() {
 //     queued), when the budget says OnLimit Reject, or when the exact wait is known and
 //     longer than the queue timeout or the ctx deadline (holds learned from the upstream are
 //     bounded by the ctx deadline alone);
-//   - a *QueueError for QueueFull when the queue is full, or QueueTimeout when the
-//     wait ran, or at the head of the queue would run, past the queue timeout;
+//   - a *QueueError for QueueFull when the queue is full (and req's principal holds its
+//     share of it) or when the call's place went to another principal's (see makeRoom), or
+//     QueueTimeout when the wait ran, or at the head of the queue would run, past the
+//     queue timeout;
 //   - ctx.Err() when ctx ends while waiting: the call leaves the queue at once.
 //
 // While the call waits, req.Progress is called with the time waited and an estimate. An
@@ -110,7 +116,7 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 		up.mu.Unlock()
 		return Ticket{}, up.shutdownError(0)
 	}
-	if len(up.queue) >= b.QueueDepth {
+	if len(up.queue) >= b.QueueDepth && !up.makeRoom(req.Principal, b.QueueDepth) {
 		up.queueFull++
 		_, est := up.position(nil)
 		up.mu.Unlock()
@@ -226,6 +232,11 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 		up.remove(w)
 		up.mu.Unlock()
 		return outcome{done: true, err: up.shutdownError(now.Sub(start))}
+	}
+	if w.evicted {
+		up.mu.Unlock()
+		return outcome{done: true, err: &QueueError{Reason: QueueFull, Upstream: up.name(), Depth: b.QueueDepth,
+			Timeout: b.QueueTimeout, Waited: now.Sub(start), RetryAfter: max(w.evictedWait, time.Millisecond)}}
 	}
 	if len(up.queue) == 0 || up.queue[0] != w {
 		if timedOut {

@@ -5,7 +5,9 @@ package ratelimit
 // it held them, and each call that arrived when one of them had no room is counted as one
 // it would have refused (or queued), by the limit that bound it; nothing is refused or
 // held because of it. The counts are this replica's, in memory, with or without a store.
-// Token budgets are not shadowed.
+// Token budgets are not shadowed. Its PerPrincipal share is a shadow too: a call over its
+// principal's share goes, counted (ShadowStatus.PerPrincipal); its classes, shadows of
+// their own, count in their own status.
 type shadowState struct {
 	b        Budget // with defaults
 	span     int64
@@ -14,6 +16,7 @@ type shadowState struct {
 	inflight int
 	calls    int64
 	would    map[Kind]int64
+	overPP   int64 // calls over their principal's share (Budget.PerPrincipal)
 }
 
 // ShadowStatus is what a shadow budget counted.
@@ -26,6 +29,9 @@ type ShadowStatus struct {
 	ByKind       map[Kind]int64
 	RequestsUsed int // in the rolling window at the status's time, at most the budget's requests
 	InFlight     int
+	// PerPrincipal is how many calls arrived when their principal had spent its share
+	// (Budget.PerPrincipal): each went, and is counted here, apart from WouldRefuse.
+	PerPrincipal int64
 }
 
 // enforced is b without the limits a shadow budget only counts.
@@ -94,7 +100,7 @@ func (sh *shadowState) status(now int64) *ShadowStatus {
 	if sh == nil {
 		return nil
 	}
-	s := &ShadowStatus{Budget: sh.b, Calls: sh.calls, InFlight: sh.inflight, ByKind: map[Kind]int64{}}
+	s := &ShadowStatus{Budget: sh.b, Calls: sh.calls, InFlight: sh.inflight, ByKind: map[Kind]int64{}, PerPrincipal: sh.overPP}
 	for k, n := range sh.would {
 		s.ByKind[k] = n
 		s.WouldRefuse += n

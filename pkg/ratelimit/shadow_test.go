@@ -72,3 +72,49 @@ func TestShadowBudgetBecomesEnforced(t *testing.T) {
 		}
 	})
 }
+
+// TestShadowBudgetsShareAndClassesRefuseNothing: a shadow budget (enforce: false) refused
+// the calls over its per_principal share while its requests refused nothing. Now its share
+// and its classes (shadows too) follow it: every call goes, and each counts what it would
+// have refused.
+func TestShadowBudgetsShareAndClassesRefuseNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		onLimit OnLimit
+	}{{"wait", Wait}, {"reject", Reject}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const writes = "u POST /**"
+				l := newLimiter(t, Options{
+					Budgets: []Budget{
+						{Match: "u", PerPrincipal: 2, Window: time.Minute, WindowPad: -1, OnLimit: tt.onLimit, Shadow: true},
+						{Match: writes, Requests: 1, Window: time.Minute, WindowPad: -1, OnLimit: tt.onLimit, Shadow: true},
+					},
+					Endpoints: []Endpoint{{ID: "api.write", Upstream: "u", Classes: []string{writes}}},
+				})
+				start := time.Now()
+				for i := range 5 {
+					tk, err := l.Acquire(t.Context(), Request{Endpoint: "api.write", Principal: "ada"})
+					if err != nil {
+						t.Fatalf("call %d refused by a shadow budget: %v", i, err)
+					}
+					tk.Release()
+				}
+				if waited := time.Since(start); waited != 0 {
+					t.Errorf("the calls waited %v for a shadow budget", waited)
+				}
+				st := l.StatusAt(time.Now(), nil)
+				byKey := map[string]UpstreamStatus{}
+				for _, u := range st.Upstreams {
+					byKey[u.Key] = u
+				}
+				if sh := byKey["u"].Shadow; sh == nil || sh.Calls != 5 || sh.PerPrincipal != 3 {
+					t.Errorf("budget's shadow %+v, want 5 calls, 3 over ada's share of 2", sh)
+				}
+				if sh := byKey[writes].Shadow; sh == nil || sh.Calls != 5 || sh.WouldRefuse != 4 || sh.ByKind[KindRequests] != 4 {
+					t.Errorf("class's shadow %+v, want 5 calls, 4 it would refuse for requests", sh)
+				}
+			})
+		})
+	}
+}

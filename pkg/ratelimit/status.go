@@ -85,6 +85,11 @@ type LearnedStatus struct {
 	// Inferred is the requests budget inferred from rate-limited answers that advertised
 	// no quota; zero when there is none.
 	Inferred InferredBudget
+	// InFlight is the most calls in flight inferred from rate-limited answers that
+	// advertised no quota, to calls sent while others were in flight, until InFlightUntil;
+	// zero when there is none.
+	InFlight      int
+	InFlightUntil time.Time
 }
 
 // InferredBudget is a requests budget the limiter inferred from rate-limited answers that
@@ -197,6 +202,9 @@ func (u *upstream) status(now int64) UpstreamStatus {
 		if ls.inf.limit > 0 && ls.inf.until > now {
 			x.Inferred = InferredBudget{Limit: ls.inf.limit, Window: time.Duration(ls.inf.window),
 				Until: time.Unix(0, ls.inf.until), Source: ls.inf.source}
+		}
+		if ls.conc.limit > 0 && ls.conc.until > now {
+			x.InFlight, x.InFlightUntil = ls.conc.limit, time.Unix(0, ls.conc.until)
 		}
 		if ls.blockUntil > now {
 			x.BlockedUntil = time.Unix(0, ls.blockUntil)

@@ -177,6 +177,13 @@ func (u *upstream) checkLearnedLocked(ep *endpoint, req Request, now int64, rf *
 			// the probe after a block is in flight: its answer, not a clock, ends the wait
 			rf.source, rf.estimated = s.blockSource, true
 		}
+		if s.conc.limit > 0 {
+			if now >= s.conc.until {
+				s.conc = inferredInFlight{}
+			} else if u.inflight >= s.conc.limit && rf.consider(KindLearned, ScopeUpstream, u.callEstimate()) {
+				rf.source, rf.limit, rf.estimated = s.conc.source, int64(s.conc.limit), true
+			}
+		}
 		if s.inf.limit > 0 {
 			if now >= s.inf.until {
 				s.inf = inferredBudget{}
@@ -249,6 +256,7 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	}
 	u.countShadowLocked(&t, now)
 	u.lastAdmit = max(u.lastAdmit, now)
+	t.ahead = u.inflight
 	u.inflight++
 	if ep != nil {
 		ep.cd.admitted.Add(1)
@@ -360,6 +368,7 @@ type answer struct {
 	seq    int64 // its admission number; zero: unknown
 	sent   int64 // when it was admitted, unix nanoseconds
 	others int   // calls admitted after it still in flight, which the upstream may not have counted yet in its remaining
+	ahead  int   // calls in flight when it was admitted
 }
 
 // learn applies sig, the upstream's answer to the call a, seen at now.
@@ -407,9 +416,33 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 		s.blockUntil, s.blockSource = until, src
 	}
 	s.probe = true
-	if sig.Requests.empty() {
-		u.infer(s, a, until-now, src, now)
+	if !sig.Requests.empty() {
+		return
 	}
+	u.infer(s, a, until-now, src, now)
+}
+
+// minInFlightLife is the least time a limit on calls in flight inferred from a
+// rate-limited answer lasts after the last of them: an upstream's in-flight limit is a
+// property of its servers, not of a window, and each lapse costs a burst of 429s.
+const minInFlightLife = time.Minute
+
+// inferInFlight learns from a rate-limited answer with no advertised quota, to a call a
+// admitted while others were in flight, that the upstream allows at most that many in
+// flight, for inferredLife blocks, at least minInFlightLife. A later refusal lowers it
+// only when its call was admitted after the limit was set: the other refusals of the
+// burst that taught it were sent with no limit held.
+func (u *upstream) inferInFlight(s *learnedSet, a answer, block int64, src string, now int64) {
+	c := &s.conc
+	life := now + max(inferredLife*niceCeil(block), int64(minInFlightLife))
+	if c.limit > 0 && now < c.until {
+		c.until = max(c.until, life)
+		if a.seq > c.after && a.ahead < c.limit {
+			c.limit, c.after, c.source = a.ahead, u.admitted, src
+		}
+		return
+	}
+	*c = inferredInFlight{limit: a.ahead, until: life, after: u.admitted, source: src}
 }
 
 // inferredLife is how many windows a budget inferred from rate-limited answers lasts after
@@ -418,7 +451,9 @@ const inferredLife = 10
 
 // infer learns a requests budget from a rate-limited answer that advertised no quota: the
 // calls admitted in the window before the refused one (the window is the block rounded up
-// to a usual length) are taken as what the upstream allows per window. A later refusal
+// to a usual length) are taken as what the upstream allows per window. When all of them
+// were still in flight as it was sent, it learns a limit on calls in flight instead
+// (inferInFlight). A later refusal
 // only lowers it; it is dropped inferredLife windows after the last refusal.
 func (u *upstream) infer(s *learnedSet, a answer, block int64, src string, now int64) {
 	if a.seq == 0 {
@@ -430,6 +465,16 @@ func (u *upstream) infer(s *learnedSet, a answer, block int64, src string, now i
 		window = max(window, s.inf.window)
 	}
 	n, ok := u.admittedBefore(a.seq, a.sent-window)
+	if ok && a.ahead > 0 && n <= int64(a.ahead) {
+		// every call of the window was still in flight: the upstream's limit on calls in
+		// flight explains the refusal, and a budget of n a window would pace it to a
+		// fraction of what it serves
+		u.inferInFlight(s, a, block, src, now)
+		if live {
+			s.inf.until = now + inferredLife*window
+		}
+		return
+	}
 	if !ok || n == 0 {
 		if live {
 			s.inf.until = now + inferredLife*window // still refused: keep what was learned
@@ -460,6 +505,19 @@ type learnedSet struct {
 	probeSeq int64 // admission number of the probe in flight; zero: none
 	req, tok learnedWindow
 	inf      inferredBudget
+	conc     inferredInFlight
+}
+
+// inferredInFlight is a limit on calls in flight inferred from rate-limited answers that
+// advertised no quota, to calls admitted while others were in flight: at most limit in
+// flight, until until. An upstream that allows 2 in flight refuses the third at once,
+// whatever the rate; a requests budget inferred from that refusal would pace every
+// later call to 2 a window, and the burst after it lapsed would meet a 429 again.
+type inferredInFlight struct {
+	limit  int
+	until  int64 // unix nanoseconds
+	after  int64 // admissions up to this number cannot lower it: one burst lowers it once
+	source string
 }
 
 // inferredBudget is a requests budget inferred from rate-limited answers that advertised
