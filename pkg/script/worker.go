@@ -330,13 +330,14 @@ func (p *parent) log(line string, cut bool) {
 	if p.res.LogsCut {
 		return
 	}
-	if room := p.opts.MaxLogBytes - p.logLen; len(line) > room {
-		line = clipBytes(line, max(room, 0))
-		cut = true
+	// The worker is not trusted to have counted: each line costs here what
+	// it costs in the answer, as in process.
+	line, cost, full := fitLog(line, p.opts.MaxLogBytes-p.logLen)
+	p.logLen += cost
+	p.res.LogsCut = cut || full
+	if line != "" || !p.res.LogsCut {
+		p.res.Logs = append(p.res.Logs, line)
 	}
-	p.logLen += len(line)
-	p.res.Logs = append(p.res.Logs, line)
-	p.res.LogsCut = cut
 }
 
 func (p *parent) finish() {
