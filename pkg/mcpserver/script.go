@@ -86,7 +86,9 @@ type RunScriptResult struct {
 	RateLimit  ScriptRateLimit `json:"rateLimit"`
 	Logs       []string        `json:"logs,omitempty"`
 	LogsCut    bool            `json:"logsCut,omitempty"`
-	RunID      string          `json:"runId"`
+	// LogsDropped counts the last lines of logs left out to fit the budget.
+	LogsDropped int    `json:"logsDropped,omitempty"`
+	RunID       string `json:"runId"`
 }
 
 // runScriptDescription is what the model reads of run_script: the api,
@@ -194,16 +196,28 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
 }
 
-// scriptResult fits the return value into the budget: whole when the
-// answer fits, else stored and previewed, as invoke previews a body.
+// scriptResult fits the return value and the logs into the budget: whole
+// when the answer fits and nests no deeper than invoke's bodies may, else
+// the logs cut to what the result leaves (at least a quarter of the budget)
+// and the value stored and previewed, as invoke previews a body.
 func (s *Server) scriptResult(ctx context.Context, principal string, res *script.Result, runID string, maxBytes int) *mcp.CallToolResult {
 	out := &RunScriptResult{Result: json.RawMessage(res.Value), Calls: res.Calls, Logs: res.Logs, LogsCut: res.LogsCut, RunID: runID,
 		RateLimit: ScriptRateLimit{QueueWaitMs: res.QueueWait.Milliseconds()}}
 	if out.Calls.ByStatus == nil {
 		out.Calls.ByStatus = map[string]int{}
 	}
-	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes {
+	deep := answer.JSONDeeperThan(res.Value, answer.MaxAnswerDepth)
+	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes && !deep {
 		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+	}
+	if len(out.Logs) > 0 {
+		out.Logs = nil
+		bare, _ := json.Marshal(out)
+		out.Logs, out.LogsDropped = fitLogs(res.Logs, max(maxBytes-len(bare), maxBytes/4))
+		out.LogsCut = out.LogsCut || out.LogsDropped > 0
+		if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes && !deep {
+			return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+		}
 	}
 	ans := &answer.Answer{Endpoint: "run_script", StatusCode: http.StatusOK, ContentType: "application/json", Body: res.Value, Created: s.now()}
 	id := ""
@@ -225,6 +239,20 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 		return b
 	})
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+}
+
+// fitLogs keeps the first lines of logs whose JSON fits in room bytes,
+// with the room the count of the dropped ones takes, and says how many it
+// dropped.
+func fitLogs(logs []string, room int) ([]string, int) {
+	used := len(`,"logsDropped":`) + len(strconv.Itoa(len(logs))) + len(`"logs":[],`)
+	for i, l := range logs {
+		b, _ := json.Marshal(l)
+		if used += len(b) + 1; used > room {
+			return logs[:i], len(logs) - i
+		}
+	}
+	return logs, 0
 }
 
 // scriptError is the error object of a run that did not finish: with the
