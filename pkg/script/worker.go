@@ -169,7 +169,7 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
 		return nil, cancelledError(res)
 	case stderr.outOfMemory():
-		return nil, memoryError(opts, res)
+		return nil, backstopError(opts, res)
 	case ctx.Err() != nil || pastDeadline:
 		return nil, timeoutError(opts, res)
 	case killedBy(waitErr, syscall.SIGKILL):
@@ -180,6 +180,20 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 		why = readErr.Error()
 	}
 	return nil, &Error{Code: CodeScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
+}
+
+// backstopRoom is how much address space a worker may map past what it
+// had mapped at its start: far above the memory bound, since Go reserves
+// address space it does not use, and only what the sampler could not stop
+// in time reaches it.
+func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
+
+// backstopError is a worker the OS killed for its address space: the
+// script allocated past the backstop before its live heap was seen past the
+// bound, which is not the same as the bound passed.
+func backstopError(o Options, res *Result) *Error {
+	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
+		backstopRoom(o.MaxMemory)>>20, o.MaxMemory>>20), Result: res}
 }
 
 func (w *Worker) broken(res *Result, err error) error {
