@@ -401,18 +401,19 @@ func nextPageArgs(p map[string]any) map[string]any {
 	return map[string]any{"parameters": p}
 }
 
-// scriptBody is the whole decoded body a script reads: JSON as values,
-// text as a string, anything else as {contentType, bytes}.
+// scriptBody is the whole body a script reads: JSON as its text (the
+// answer's own bytes, decoded once on the script's side: decoded here and
+// marshalled again for the worker, a script's answer cost the server three
+// times a direct invoke's), text as a string, anything else as
+// {contentType, bytes}.
 func scriptBody(ans *answer.Answer) any {
 	if len(ans.Body) == 0 {
 		return nil
 	}
 	base, _, _ := mime.ParseMediaType(ans.ContentType)
 	jsonish := strings.Contains(base, "json") || base == ""
-	if jsonish {
-		if v, err := answer.DecodeJSON(ans.Body); err == nil {
-			return v
-		}
+	if jsonish && (ans.Decoded != nil || json.Valid(ans.Body)) {
+		return json.RawMessage(ans.Body)
 	}
 	if strings.HasPrefix(base, "text/") || strings.Contains(base, "xml") || jsonish && utf8.Valid(ans.Body) ||
 		base == "application/x-www-form-urlencoded" {

@@ -340,8 +340,25 @@ func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 	return ""
 }
 
-// toJS hands a call's answer to the script as plain values.
+// toJS hands a call's answer to the script as plain values; a body of
+// JSON text is parsed once, not marshalled into the answer's text first.
 func (r *run) toJS(out any) goja.Value {
+	if resp, ok := out.(*Response); ok && resp != nil {
+		if body, ok := resp.Body.(json.RawMessage); ok {
+			head := *resp
+			head.Body = nil
+			v, ok := r.toJS(&head).(*goja.Object)
+			if !ok {
+				return goja.Null()
+			}
+			b, err := r.parse(goja.Undefined(), r.vm.ToValue(string(body)))
+			if err != nil {
+				return goja.Null()
+			}
+			_ = v.Set("body", b)
+			return v
+		}
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return goja.Null()

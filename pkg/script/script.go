@@ -65,7 +65,9 @@ type Response struct {
 	StatusCode int               `json:"statusCode"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	// Body is the whole decoded body: JSON as values, text as a string,
-	// binary as {contentType, bytes}.
+	// binary as {contentType, bytes}. A json.RawMessage is JSON text (it
+	// must be valid), handed to the script as values: a caller holding the
+	// body's bytes passes them on, and the script's side decodes them once.
 	Body     any            `json:"body,omitempty"`
 	NextPage map[string]any `json:"nextPage,omitempty"`
 	// QueueWait is how long the call waited for the rate limit.

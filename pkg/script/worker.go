@@ -219,7 +219,7 @@ type parent struct {
 	wg     sync.WaitGroup
 	encMu  sync.Mutex
 	enc    *json.Encoder
-	stdin  io.Closer
+	stdin  io.WriteCloser
 	mu     sync.Mutex // guards res's calls, waited, logLen
 	waited time.Duration
 	logLen int
@@ -317,6 +317,10 @@ func (p *parent) call(m message) {
 			}
 		}
 		reply.Error = ce
+	} else if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
+		if !json.Valid(resp.Body.(json.RawMessage)) {
+			reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
+		}
 	} else if b, merr := json.Marshal(out); merr == nil {
 		reply.Response = b
 	} else {
@@ -328,7 +332,53 @@ func (p *parent) call(m message) {
 		p.mu.Unlock()
 		p.opts.Progress(n)
 	}
+	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
+		p.sendRaw(reply, resp)
+		return
+	}
 	p.send(reply)
+}
+
+func isRaw(body any) bool {
+	_, ok := body.(json.RawMessage)
+	return ok
+}
+
+// sendRaw writes a reply whose body is JSON text, the body streamed from
+// the caller's own bytes: marshalled into the reply and then into the
+// line, an answer was copied twice more in the server, on top of the
+// decoding scriptBody did (three times a direct invoke's memory).
+func (p *parent) sendRaw(reply message, resp *Response) {
+	body := resp.Body.(json.RawMessage)
+	head := *resp
+	head.Body = nil
+	h, err1 := json.Marshal(&head)
+	m, err2 := json.Marshal(reply)
+	if err1 != nil || err2 != nil {
+		return // not reached: both hold only plain values
+	}
+	p.encMu.Lock()
+	defer p.encMu.Unlock()
+	w := bufio.NewWriterSize(p.stdin, 32<<10)
+	_, _ = w.Write(m[:len(m)-1])
+	_, _ = w.WriteString(`,"response":`)
+	_, _ = w.Write(h[:len(h)-1])
+	_, _ = w.WriteString(`,"body":`)
+	// A newline in valid JSON text is whitespace between tokens (in a
+	// string it is escaped): a space keeps the value and the line.
+	var chunk [32 << 10]byte
+	for rest := body; len(rest) > 0; {
+		n := copy(chunk[:], rest)
+		rest = rest[n:]
+		for i, c := range chunk[:n] {
+			if c == '\n' {
+				chunk[i] = ' '
+			}
+		}
+		_, _ = w.Write(chunk[:n])
+	}
+	_, _ = w.WriteString("}}\n")
+	_ = w.Flush() // a dead child is seen by the read loop
 }
 
 func (p *parent) count(out any, err error, wait time.Duration) {
@@ -537,9 +587,18 @@ func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error
 	if err != nil {
 		return nil, err
 	}
-	var resp Response
-	if err := decodeAnswer(r.Response, &resp); err != nil {
+	// The body stays JSON text until the script's JSON.parse reads it: one
+	// decoding, not a Go value marshalled again for the VM.
+	var wire struct {
+		Response
+		Body json.RawMessage `json:"body,omitempty"`
+	}
+	if err := decodeAnswer(r.Response, &wire); err != nil {
 		return nil, err
+	}
+	resp := wire.Response
+	if len(wire.Body) > 0 {
+		resp.Body = wire.Body
 	}
 	resp.QueueWait = r.QueueWait
 	return &resp, nil

@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"runtime"
@@ -218,3 +219,38 @@ func TestWorkerKilledByItsBackstopSaysSo(t *testing.T) {
 		t.Errorf("%s: %q, want script_error saying the OS killed the worker at its backstop", se.Code, se.Message)
 	}
 }
+
+// TestWorkerReadsARawBodyWhole: a body handed over as JSON text crosses
+// the pipe as its own bytes, newlines between its tokens and all, and the
+// script reads it as values.
+func TestWorkerReadsARawBodyWhole(t *testing.T) {
+	body := json.RawMessage("[\n  {\"n\": 1, \"s\": \"a\\nb \\u2028 é\"},\n  {\"n\": 12345678901234567890}\r\n]\n")
+	for _, runner := range []struct {
+		name string
+		r    Runner
+	}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+		t.Run(runner.name, func(t *testing.T) {
+			res, err := runner.r.Run(t.Context(), `const r = await api.invoke("raw", {}); return [r.statusCode, r.headers.etag, r.body.length, r.body[0].s, r.body[1].n > 1e19, r.nextPage];`,
+				rawCaller{body}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(res.Value, &v); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := mustJSON(v), mustJSON([]any{200, "x", 2, "a\nb \u2028 é", true, map[string]any{"parameters": map[string]any{"page": 2}}}); got != want {
+				t.Errorf("value %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+type rawCaller struct{ body json.RawMessage }
+
+func (c rawCaller) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
+	return &Response{StatusCode: 200, Headers: map[string]string{"etag": "x"}, Body: c.body,
+		NextPage: map[string]any{"parameters": map[string]any{"page": 2}}}, nil
+}
+
+func (c rawCaller) Search(ctx context.Context, q string, limit int) (any, error) { return nil, nil }
