@@ -191,7 +191,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	}
 	res, err := runner.Run(ctx, in.Code, c, opts)
 	if err != nil {
-		return errorResult(s.scriptError(err, runID)), nil
+		return errorResult(s.scriptError(err, runID, maxBytes)), nil
 	}
 	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
 }
@@ -256,9 +256,10 @@ func fitLogs(logs []string, room int) ([]string, int) {
 }
 
 // scriptError is the error object of a run that did not finish: with the
-// calls already made and the logs, so the model knows what went out. An
-// error that is no *script.Error is specgate's own, answered as internal.
-func (s *Server) scriptError(err error, runID string) *ErrorObject {
+// calls already made and the logs (in half of maxBytes, the rest left to
+// the error), so the model knows what went out. An error that is no
+// *script.Error is specgate's own, answered as internal.
+func (s *Server) scriptError(err error, runID string, maxBytes int) *ErrorObject {
 	se, ok := err.(*script.Error)
 	if !ok {
 		id := newRequestID()
@@ -283,7 +284,8 @@ func (s *Server) scriptError(err error, runID string) *ErrorObject {
 		if calls.ByStatus == nil {
 			calls.ByStatus = map[string]int{}
 		}
-		obj.Calls, obj.Logs = &calls, se.Result.Logs
+		obj.Calls = &calls
+		obj.Logs, obj.LogsDropped = fitLogs(se.Result.Logs, maxBytes/2)
 	}
 	return obj
 }

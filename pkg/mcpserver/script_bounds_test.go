@@ -38,6 +38,23 @@ func TestRunScriptLogsCountAgainstMaxBytes(t *testing.T) {
 	}
 }
 
+// A script that fails answered its logs outside maxBytes too: they are
+// cut to half of it, the lines left out counted.
+func TestRunScriptFailureLogsCountAgainstMaxBytes(t *testing.T) {
+	f := newPagingFixture(t, pagingOptions{})
+	a := callText(t, f.client, "run_script", map[string]any{"code": `for (let i = 0; i < 100; i++) console.log("line", i, "of forty bytes or so"); throw new Error("no");`,
+		"maxBytes": answer.MinResultBytes}).code(t, CodeScriptError)
+	if len(a) == 0 {
+		t.Fatal("no error object")
+	}
+	logs, _ := a["logs"].([]any)
+	dropped, _ := a["logsDropped"].(float64)
+	text, _ := json.Marshal(logs)
+	if len(text) > answer.MinResultBytes/2 || len(logs) == 0 || int(dropped)+len(logs) < 90 {
+		t.Errorf("%d lines of logs in %d bytes, %v dropped: want at most %d bytes, the rest counted", len(logs), len(text), dropped, answer.MinResultBytes/2)
+	}
+}
+
 // A script's return value was not depth-capped: 1,000 nested objects came
 // back 1,003 levels deep, where invoke's bodies nest at most
 // MaxAnswerDepth. The value is previewed as invoke previews a deep body,
