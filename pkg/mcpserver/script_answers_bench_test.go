@@ -73,9 +73,9 @@ func peakHeap() (stop func() uint64) {
 }
 
 // BenchmarkScriptAnswersInTheServer measures what the server allocates,
-// and its heap's peak, for one call reading a 7.7 MB list: as a direct
-// invoke, and as a run_script (its worker a separate process) whose
-// script reads the whole list.
+// and its heap's peak, for a call reading a 7.7 MB list, one or six at
+// once: as a direct invoke, and as a run_script (its worker a separate
+// process) whose script reads the whole list.
 func BenchmarkScriptAnswersInTheServer(b *testing.B) {
 	list := bigList(7700 << 10)
 	serve := func(w http.ResponseWriter, r *http.Request) {
@@ -84,15 +84,18 @@ func BenchmarkScriptAnswersInTheServer(b *testing.B) {
 	}
 	f := newPagingFixture(b, pagingOptions{odd: map[string]func(http.ResponseWriter, *http.Request){"big": serve},
 		client: invoke.Options{MaxResponseBytes: 16 << 20},
-		server: Options{Scripts: ScriptOptions{Runner: testScriptWorker(), MaxMemory: 1 << 30}}})
+		server: Options{Scripts: ScriptOptions{Runner: testScriptWorker(), MaxMemory: 1 << 30, PerPrincipal: 6}}})
 	params := map[string]any{"owner": "o", "repo": "big"}
 	for _, v := range []struct {
-		name string
-		tool string
-		args map[string]any
+		name   string
+		tool   string
+		args   map[string]any
+		atOnce int
 	}{
-		{"invoke", "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": params}},
-		{"run_script", "run_script", map[string]any{"code": `const r = await api.invoke("paging.listPulls", {parameters: {owner: "o", repo: "big"}}); return r.body.length;`}},
+		{"invoke", "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": params}, 1},
+		{"run_script", "run_script", map[string]any{"code": `const r = await api.invoke("paging.listPulls", {parameters: {owner: "o", repo: "big"}}); return r.body.length;`}, 1},
+		{"invoke_6_at_once", "invoke", map[string]any{"endpointId": "paging.listPulls", "parameters": params}, 6},
+		{"run_script_6_at_once", "run_script", map[string]any{"code": `const r = await api.invoke("paging.listPulls", {parameters: {owner: "o", repo: "big"}}); return r.body.length;`}, 6},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			runtime.GC()
@@ -101,15 +104,25 @@ func BenchmarkScriptAnswersInTheServer(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for range b.N {
-				a := callText(b, f.client, v.tool, v.args)
-				if a.isErr {
-					b.Fatalf("%s: %.300s", v.tool, a.text)
+				var wg sync.WaitGroup
+				failed := make(chan string, v.atOnce)
+				for range v.atOnce {
+					wg.Go(func() {
+						if a := callText(b, f.client, v.tool, v.args); a.isErr {
+							failed <- a.text
+						}
+					})
+				}
+				wg.Wait()
+				close(failed)
+				for text := range failed {
+					b.Fatalf("%s: %.300s", v.tool, text)
 				}
 			}
 			b.StopTimer()
 			runtime.ReadMemStats(&after)
 			peak := stop()
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "server-MB/op")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N*v.atOnce)/(1<<20), "server-MB/call")
 			b.ReportMetric(float64(peak-before.HeapAlloc)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(len(list))/(1<<20), "list-MB")
 		})
