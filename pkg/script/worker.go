@@ -355,7 +355,9 @@ func (p *parent) sendRaw(reply message, resp *Response) {
 	h, err1 := json.Marshal(&head)
 	m, err2 := json.Marshal(reply)
 	if err1 != nil || err2 != nil {
-		return // not reached: both hold only plain values
+		// Both hold only plain values; still, the call must be answered.
+		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: "internal", Message: "the answer could not be encoded"}})
+		return
 	}
 	p.encMu.Lock()
 	defer p.encMu.Unlock()
