@@ -107,3 +107,26 @@ func TestPreviewJSONNeverNestsPastMaxAnswerDepth(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONDeeperThanAgreesWithTheDecodedDepth(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body string
+	}{
+		{"scalar", `1`},
+		{"flat", `{"a":1,"b":[1,2]}`},
+		{"brackets in strings", `{"a":"[[[[{{{{\"[[[["}`},
+		{"64 deep", string(deepBody(64))},
+		{"65 deep", string(deepBody(65))},
+		{"1000 deep arrays", strings.Repeat("[", 1000) + strings.Repeat("]", 1000)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := depthOf(t, []byte(tt.body))
+			for _, n := range []int{0, 1, 2, 63, 64, 65} {
+				if got, want := JSONDeeperThan([]byte(tt.body), n), d > n; got != want {
+					t.Errorf("JSONDeeperThan(%d) = %v, want %v (depth %d)", n, got, want, d)
+				}
+			}
+		})
+	}
+}

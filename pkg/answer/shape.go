@@ -96,6 +96,34 @@ func deeperThan(v any, n int) bool {
 	return false
 }
 
+// JSONDeeperThan reports whether the JSON text b nests more than n levels
+// of objects and arrays, as deeperThan does for a decoded value, without
+// decoding it: a caller holding JSON text learns whether it may be shown
+// whole before it pays for a view.
+func JSONDeeperThan(b []byte, n int) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > n {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
 // DecodeJSON parses a JSON body keeping numbers exact (json.Number); it
 // rejects trailing data. Invalid UTF-8 in strings becomes U+FFFD.
 func DecodeJSON(b []byte) (any, error) {

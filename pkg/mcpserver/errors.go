@@ -61,7 +61,9 @@ type ErrorObject struct {
 	// already done; RunID names it in the audit log.
 	Calls *script.Calls `json:"calls,omitempty"`
 	Logs  []string      `json:"logs,omitempty"`
-	RunID string        `json:"runId,omitempty"`
+	// LogsDropped counts the last lines of Logs left out to fit maxBytes.
+	LogsDropped int    `json:"logsDropped,omitempty"`
+	RunID       string `json:"runId,omitempty"`
 	// RequestID names an internal error in the server log.
 	RequestID string `json:"requestId,omitempty"`
 }

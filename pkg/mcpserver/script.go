@@ -95,7 +95,9 @@ type RunScriptResult struct {
 	RateLimit  ScriptRateLimit `json:"rateLimit"`
 	Logs       []string        `json:"logs,omitempty"`
 	LogsCut    bool            `json:"logsCut,omitempty"`
-	RunID      string          `json:"runId"`
+	// LogsDropped counts the last lines of logs left out to fit the budget.
+	LogsDropped int    `json:"logsDropped,omitempty"`
+	RunID       string `json:"runId"`
 }
 
 // runScriptDescription is what the model reads of run_script: the api,
@@ -195,21 +197,33 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	}
 	res, err := runner.Run(ctx, in.Code, c, opts)
 	if err != nil {
-		return errorResult(s.scriptError(err, runID)), nil
+		return errorResult(s.scriptError(err, runID, maxBytes)), nil
 	}
 	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
 }
 
-// scriptResult fits the return value into the budget: whole when the
-// answer fits, else stored and previewed, as invoke previews a body.
+// scriptResult fits the return value and the logs into the budget: whole
+// when the answer fits and nests no deeper than invoke's bodies may, else
+// the logs cut to what the result leaves (at least a quarter of the budget)
+// and the value stored and previewed, as invoke previews a body.
 func (s *Server) scriptResult(ctx context.Context, principal string, res *script.Result, runID string, maxBytes int) *mcp.CallToolResult {
 	out := &RunScriptResult{Result: json.RawMessage(res.Value), Calls: res.Calls, Logs: res.Logs, LogsCut: res.LogsCut, RunID: runID,
 		RateLimit: ScriptRateLimit{QueueWaitMs: res.QueueWait.Milliseconds()}}
 	if out.Calls.ByStatus == nil {
 		out.Calls.ByStatus = map[string]int{}
 	}
-	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes {
+	deep := answer.JSONDeeperThan(res.Value, answer.MaxAnswerDepth)
+	if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes && !deep {
 		return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+	}
+	if len(out.Logs) > 0 {
+		out.Logs = nil
+		bare, _ := json.Marshal(out)
+		out.Logs, out.LogsDropped = fitLogs(res.Logs, max(maxBytes-len(bare), maxBytes/4))
+		out.LogsCut = out.LogsCut || out.LogsDropped > 0
+		if text, err := json.Marshal(out); err == nil && len(text) <= maxBytes && !deep {
+			return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
+		}
 	}
 	ans := &answer.Answer{Endpoint: "run_script", StatusCode: http.StatusOK, ContentType: "application/json", Body: res.Value, Created: s.now()}
 	id := ""
@@ -233,10 +247,25 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 }
 
+// fitLogs keeps the first lines of logs whose JSON fits in room bytes,
+// with the room the count of the dropped ones takes, and says how many it
+// dropped.
+func fitLogs(logs []string, room int) ([]string, int) {
+	used := len(`,"logsDropped":`) + len(strconv.Itoa(len(logs))) + len(`"logs":[],`)
+	for i, l := range logs {
+		b, _ := json.Marshal(l)
+		if used += len(b) + 1; used > room {
+			return logs[:i], len(logs) - i
+		}
+	}
+	return logs, 0
+}
+
 // scriptError is the error object of a run that did not finish: with the
-// calls already made and the logs, so the model knows what went out. An
-// error that is no *script.Error is specgate's own, answered as internal.
-func (s *Server) scriptError(err error, runID string) *ErrorObject {
+// calls already made and the logs (in half of maxBytes, the rest left to
+// the error), so the model knows what went out. An error that is no
+// *script.Error is specgate's own, answered as internal.
+func (s *Server) scriptError(err error, runID string, maxBytes int) *ErrorObject {
 	se, ok := err.(*script.Error)
 	if !ok {
 		id := newRequestID()
@@ -261,7 +290,8 @@ func (s *Server) scriptError(err error, runID string) *ErrorObject {
 		if calls.ByStatus == nil {
 			calls.ByStatus = map[string]int{}
 		}
-		obj.Calls, obj.Logs = &calls, se.Result.Logs
+		obj.Calls = &calls
+		obj.Logs, obj.LogsDropped = fitLogs(se.Result.Logs, maxBytes/2)
 	}
 	return obj
 }
@@ -417,18 +447,19 @@ func nextPageArgs(p map[string]any) map[string]any {
 	return map[string]any{"parameters": p}
 }
 
-// scriptBody is the whole decoded body a script reads: JSON as values,
-// text as a string, anything else as {contentType, bytes}.
+// scriptBody is the whole body a script reads: JSON as its text (the
+// answer's own bytes, decoded once on the script's side: decoded here and
+// marshalled again for the worker, a script's answer cost the server three
+// times a direct invoke's), text as a string, anything else as
+// {contentType, bytes}.
 func scriptBody(ans *answer.Answer) any {
 	if len(ans.Body) == 0 {
 		return nil
 	}
 	base, _, _ := mime.ParseMediaType(ans.ContentType)
 	jsonish := strings.Contains(base, "json") || base == ""
-	if jsonish {
-		if v, err := answer.DecodeJSON(ans.Body); err == nil {
-			return v
-		}
+	if jsonish && (ans.Decoded != nil || json.Valid(ans.Body)) {
+		return json.RawMessage(ans.Body)
 	}
 	if strings.HasPrefix(base, "text/") || strings.Contains(base, "xml") || jsonish && utf8.Valid(ans.Body) ||
 		base == "application/x-www-form-urlencoded" {

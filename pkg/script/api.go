@@ -71,7 +71,8 @@ Object.defineProperty(globalThis, "console", {writable: false, configurable: fal
 	return err
 }
 
-// log keeps console.log lines up to MaxLogBytes in all.
+// log keeps console.log lines up to MaxLogBytes in all, each line counted
+// at what it costs in the answer (logCost), so empty lines are not free.
 func (r *run) log(call goja.FunctionCall) goja.Value {
 	if r.res.LogsCut {
 		return goja.Undefined()
@@ -86,19 +87,71 @@ func (r *run) log(call goja.FunctionCall) goja.Value {
 			break
 		}
 	}
-	line := strings.Join(parts, " ")
-	if room := r.opts.MaxLogBytes - r.logLen; len(line) > room {
-		line = clipBytes(line, max(room, 0))
-		r.res.LogsCut = true
-	}
-	r.logLen += len(line)
-	if line != "" || !r.res.LogsCut {
+	line, cost, cut := fitLog(strings.Join(parts, " "), r.opts.MaxLogBytes-r.logLen)
+	r.logLen += cost
+	r.res.LogsCut = cut
+	if line != "" || !cut {
 		r.res.Logs = append(r.res.Logs, line)
-		if r.opts.onLog != nil {
-			r.opts.onLog(line, r.res.LogsCut)
-		}
+	}
+	if r.opts.onLog != nil {
+		r.opts.onLog(line, cut) // an empty cut line still tells the parent the bound was reached
 	}
 	return goja.Undefined()
+}
+
+// logCost is what a kept line costs of the log bound: its JSON text in the
+// answer's logs array, quotes, escapes and comma included. Counting the
+// raw bytes alone let 100,000 empty lines through a 4 KiB bound.
+func logCost(line string) int {
+	n := 3 // the quotes and the comma
+	for i, c := range line {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&' || c == '\u2028' || c == '\u2029':
+			n += 6
+		case c == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(line[i:]); size == 1 {
+				n += 6 // invalid UTF-8 is written as \ufffd
+			} else {
+				n += 3
+			}
+		default:
+			n += utf8.RuneLen(c)
+		}
+	}
+	return n
+}
+
+// fitLog cuts line to what room has left of the log bound: it returns the
+// line kept, its cost, and whether the bound was reached (then the line was
+// cut, or is empty when not even its quotes fit).
+func fitLog(line string, room int) (string, int, bool) {
+	cost := logCost(line)
+	if cost <= room {
+		return line, cost, false
+	}
+	if room < 3 {
+		return "", 0, true
+	}
+	// An escape costs at most 6 bytes per byte kept, so room/6 always fits;
+	// halve the distance to the longest cut that does.
+	lo, hi := clipBytes(line, (room-3)/6), clipBytes(line, room-3)
+	for len(hi)-len(lo) > 1 {
+		mid := clipBytes(line, (len(lo)+len(hi))/2)
+		if mid == lo {
+			break
+		}
+		if logCost(mid) <= room {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if logCost(hi) <= room {
+		lo = hi
+	}
+	return lo, logCost(lo), true
 }
 
 // logString renders one console.log argument, JSON for objects, reading
@@ -287,8 +340,25 @@ func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 	return ""
 }
 
-// toJS hands a call's answer to the script as plain values.
+// toJS hands a call's answer to the script as plain values; a body of
+// JSON text is parsed once, not marshalled into the answer's text first.
 func (r *run) toJS(out any) goja.Value {
+	if resp, ok := out.(*Response); ok && resp != nil {
+		if body, ok := resp.Body.(json.RawMessage); ok {
+			head := *resp
+			head.Body = nil
+			v, ok := r.toJS(&head).(*goja.Object)
+			if !ok {
+				return goja.Null()
+			}
+			b, err := r.parse(goja.Undefined(), r.vm.ToValue(string(body)))
+			if err != nil {
+				return goja.Null()
+			}
+			_ = v.Set("body", b)
+			return v
+		}
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return goja.Null()

@@ -6,8 +6,8 @@
 // A run is bounded by a deadline (the VM is interrupted), a call count, a
 // number of calls in flight, a call-stack depth, the log size, and a memory
 // bound: string and array builders that could allocate past it at once
-// refuse to, and a sampler interrupts the run when the heap grows past the
-// bound. The memory bound is sampled in-process: a run can overshoot it by
+// refuse to, and a sampler interrupts the run when its live heap grows past
+// the bound. The memory bound is sampled in-process: a run can overshoot it by
 // what it allocates between two samples, and the heap it reads is shared
 // with every other run and caller of the process.
 package script
@@ -65,7 +65,9 @@ type Response struct {
 	StatusCode int               `json:"statusCode"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	// Body is the whole decoded body: JSON as values, text as a string,
-	// binary as {contentType, bytes}.
+	// binary as {contentType, bytes}. A json.RawMessage is JSON text (it
+	// must be valid), handed to the script as values: a caller holding the
+	// body's bytes passes them on, and the script's side decodes them once.
 	Body     any            `json:"body,omitempty"`
 	NextPage map[string]any `json:"nextPage,omitempty"`
 	// QueueWait is how long the call waited for the rate limit.
@@ -275,7 +277,7 @@ func timeoutError(o Options, res *Result) *Error {
 }
 
 func memoryError(o Options, res *Result) *Error {
-	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory passed its %d MiB bound and it was stopped", o.MaxMemory>>20), Result: res}
+	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory (its live heap) passed its %d MiB bound and it was stopped", o.MaxMemory>>20), Result: res}
 }
 
 func cancelledError(res *Result) *Error {
@@ -413,7 +415,14 @@ func syntaxMessage(err error) string {
 }
 
 // watch interrupts the VM at the deadline, on cancellation, and when the
-// heap grows past the memory bound; the returned func stops it.
+// script's live heap passes the memory bound; the returned func stops it.
+//
+// What counts is what the last collection found live, not the heap's
+// objects between two collections: garbage a script churns through (a page
+// decoded, a string built) is not memory it holds, and counting it stopped
+// runs holding a fraction of the bound. A heap of objects past the bound is
+// collected (at most every 100ms, unless past twice the bound) to learn
+// what of it is live.
 func (r *run) watch(ctx context.Context) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -424,10 +433,10 @@ func (r *run) watch(ctx context.Context) func() {
 		// before is not taken for room (in the worker the heap is small and
 		// this is cheap).
 		runtime.GC()
-		base := heapBytes()
+		base := heapBytes().objects
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
-		lastGC := time.Time{}
+		lastGC := time.Now()
 		for {
 			select {
 			case <-stop:
@@ -436,15 +445,19 @@ func (r *run) watch(ctx context.Context) func() {
 				r.vm.Interrupt(r.ctxErr())
 				return
 			case <-tick.C:
-				if heapBytes()-base <= r.opts.MaxMemory {
+				h := heapBytes()
+				if h.objects-base <= r.opts.MaxMemory {
 					continue
 				}
-				// Garbage counts until a collection: collect at most every
-				// 100ms before deciding.
-				if time.Since(lastGC) > 100*time.Millisecond {
+				if h.live-base <= r.opts.MaxMemory {
+					// Past twice the bound, the heap is not left to the
+					// runtime's next collection: a bomb grows fast.
+					if time.Since(lastGC) < 100*time.Millisecond && h.objects-base <= 2*r.opts.MaxMemory {
+						continue // garbage, as far as is known: the runtime collects it
+					}
 					runtime.GC()
 					lastGC = time.Now()
-					if heapBytes()-base <= r.opts.MaxMemory {
+					if heapBytes().objects-base <= r.opts.MaxMemory {
 						continue
 					}
 				}
@@ -459,14 +472,18 @@ func (r *run) watch(ctx context.Context) func() {
 	}
 }
 
-var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 var heapMu sync.Mutex
 
-func heapBytes() int64 {
+// heap is the Go heap: its objects, live or not yet collected, and what
+// the last collection found live.
+type heap struct{ objects, live int64 }
+
+func heapBytes() heap {
 	heapMu.Lock()
 	defer heapMu.Unlock()
 	metrics.Read(heapSample)
-	return int64(heapSample[0].Value.Uint64())
+	return heap{int64(heapSample[0].Value.Uint64()), int64(heapSample[1].Value.Uint64())}
 }
 
 func clip(s string, n int) string {

@@ -355,3 +355,34 @@ return {status: r.statusCode, n: r.body.number};`
 		})
 	}
 }
+
+// 100,000 console.log() calls with no text kept 100,000 empty lines: each
+// counted 0 bytes against the 4 KiB bound, a 750 KB answer. A line costs
+// what it takes in the answer's JSON, quotes and escapes included, in
+// process and as the parent counts a worker's lines.
+func TestScriptEmptyLogLinesCountAgainstBound(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		code string
+	}{
+		{"empty lines", `for (let i = 0; i < 100000; i++) console.log(); return 1;`},
+		{"empty strings", `for (let i = 0; i < 100000; i++) console.log(""); return 1;`},
+		{"escaped bytes", `const s = "\u0001".repeat(1000); for (let i = 0; i < 1000; i++) console.log(s); return 1;`},
+	} {
+		for _, runner := range []struct {
+			name string
+			r    Runner
+		}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+			t.Run(tt.name+"/"+runner.name, func(t *testing.T) {
+				res, err := runner.r.Run(t.Context(), tt.code, &fakeCaller{}, Options{})
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				text, _ := json.Marshal(res.Logs)
+				if len(text) > DefaultMaxLogBytes+2 || !res.LogsCut {
+					t.Errorf("%d lines, %d bytes of JSON (cut %v), want at most %d and cut", len(res.Logs), len(text), res.LogsCut, DefaultMaxLogBytes)
+				}
+			})
+		}
+	}
+}

@@ -169,7 +169,7 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
 		return nil, cancelledError(res)
 	case stderr.outOfMemory():
-		return nil, memoryError(opts, res)
+		return nil, backstopError(opts, res)
 	case ctx.Err() != nil || pastDeadline:
 		return nil, timeoutError(opts, res)
 	case killedBy(waitErr, syscall.SIGKILL):
@@ -180,6 +180,20 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 		why = readErr.Error()
 	}
 	return nil, &Error{Code: CodeScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
+}
+
+// backstopRoom is how much address space a worker may map past what it
+// had mapped at its start: far above the memory bound, since Go reserves
+// address space it does not use, and only what the sampler could not stop
+// in time reaches it.
+func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
+
+// backstopError is a worker the OS killed for its address space: the
+// script allocated past the backstop before its live heap was seen past the
+// bound, which is not the same as the bound passed.
+func backstopError(o Options, res *Result) *Error {
+	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
+		backstopRoom(o.MaxMemory)>>20, o.MaxMemory>>20), Result: res}
 }
 
 func (w *Worker) broken(res *Result, err error) error {
@@ -205,7 +219,7 @@ type parent struct {
 	wg     sync.WaitGroup
 	encMu  sync.Mutex
 	enc    *json.Encoder
-	stdin  io.Closer
+	stdin  io.WriteCloser
 	mu     sync.Mutex // guards res's calls, waited, logLen
 	waited time.Duration
 	logLen int
@@ -303,6 +317,10 @@ func (p *parent) call(m message) {
 			}
 		}
 		reply.Error = ce
+	} else if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
+		if !json.Valid(resp.Body.(json.RawMessage)) {
+			reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
+		}
 	} else if b, merr := json.Marshal(out); merr == nil {
 		reply.Response = b
 	} else {
@@ -314,7 +332,55 @@ func (p *parent) call(m message) {
 		p.mu.Unlock()
 		p.opts.Progress(n)
 	}
+	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
+		p.sendRaw(reply, resp)
+		return
+	}
 	p.send(reply)
+}
+
+func isRaw(body any) bool {
+	_, ok := body.(json.RawMessage)
+	return ok
+}
+
+// sendRaw writes a reply whose body is JSON text, the body streamed from
+// the caller's own bytes: marshalled into the reply and then into the
+// line, an answer was copied twice more in the server, on top of the
+// decoding scriptBody did (three times a direct invoke's memory).
+func (p *parent) sendRaw(reply message, resp *Response) {
+	body := resp.Body.(json.RawMessage)
+	head := *resp
+	head.Body = nil
+	h, err1 := json.Marshal(&head)
+	m, err2 := json.Marshal(reply)
+	if err1 != nil || err2 != nil {
+		// Both hold only plain values; still, the call must be answered.
+		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: "internal", Message: "the answer could not be encoded"}})
+		return
+	}
+	p.encMu.Lock()
+	defer p.encMu.Unlock()
+	w := bufio.NewWriterSize(p.stdin, 32<<10)
+	_, _ = w.Write(m[:len(m)-1])
+	_, _ = w.WriteString(`,"response":`)
+	_, _ = w.Write(h[:len(h)-1])
+	_, _ = w.WriteString(`,"body":`)
+	// A newline in valid JSON text is whitespace between tokens (in a
+	// string it is escaped): a space keeps the value and the line.
+	var chunk [32 << 10]byte
+	for rest := body; len(rest) > 0; {
+		n := copy(chunk[:], rest)
+		rest = rest[n:]
+		for i, c := range chunk[:n] {
+			if c == '\n' {
+				chunk[i] = ' '
+			}
+		}
+		_, _ = w.Write(chunk[:n])
+	}
+	_, _ = w.WriteString("}}\n")
+	_ = w.Flush() // a dead child is seen by the read loop
 }
 
 func (p *parent) count(out any, err error, wait time.Duration) {
@@ -330,13 +396,14 @@ func (p *parent) log(line string, cut bool) {
 	if p.res.LogsCut {
 		return
 	}
-	if room := p.opts.MaxLogBytes - p.logLen; len(line) > room {
-		line = clipBytes(line, max(room, 0))
-		cut = true
+	// The worker is not trusted to have counted: each line costs here what
+	// it costs in the answer, as in process.
+	line, cost, full := fitLog(line, p.opts.MaxLogBytes-p.logLen)
+	p.logLen += cost
+	p.res.LogsCut = cut || full
+	if line != "" || !p.res.LogsCut {
+		p.res.Logs = append(p.res.Logs, line)
 	}
-	p.logLen += len(line)
-	p.res.Logs = append(p.res.Logs, line)
-	p.res.LogsCut = cut
 }
 
 func (p *parent) finish() {
@@ -522,9 +589,18 @@ func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error
 	if err != nil {
 		return nil, err
 	}
-	var resp Response
-	if err := decodeAnswer(r.Response, &resp); err != nil {
+	// The body stays JSON text until the script's JSON.parse reads it: one
+	// decoding, not a Go value marshalled again for the VM.
+	var wire struct {
+		Response
+		Body json.RawMessage `json:"body,omitempty"`
+	}
+	if err := decodeAnswer(r.Response, &wire); err != nil {
 		return nil, err
+	}
+	resp := wire.Response
+	if len(wire.Body) > 0 {
+		resp.Body = wire.Body
 	}
 	resp.QueueWait = r.QueueWait
 	return &resp, nil

@@ -17,19 +17,22 @@ func workerAttr() *syscall.SysProcAttr {
 
 // limitSelf bounds the worker before it reads any code: the Go heap's soft
 // limit at the memory bound (the collector works harder near it, and the
-// run's own sampler stops the script past it), and the address space at
-// what the process has mapped now plus room for the bound twice over and
-// the collector's own needs, so an allocation the sampler did not see in
-// time fails in this process and kills it, not the server. CPU time is
-// bounded too, as a backstop behind the parent's wall-clock deadline
-// (the collector may use more than one core, hence the room).
+// run's own sampler stops the script when its live heap passes it), and
+// the address space, as a last resort only, at what the process has mapped
+// now plus backstopRoom: an allocation too large and too quick for the
+// sampler then fails in this process and kills it, not the server. The
+// address space counts what Go reserves (arenas, stacks, the collector's
+// own needs) as well as what the script holds, so a limit near the bound
+// killed scripts holding a fraction of it. CPU time is bounded too, as a
+// backstop behind the parent's wall-clock deadline (the collector may use
+// more than one core, hence the room).
 func limitSelf(maxMemory int64, cpuSeconds int) error {
 	debug.SetMemoryLimit(maxMemory + 32<<20)
 	mapped := vmSize()
 	if mapped <= 0 {
 		mapped = 1 << 30
 	}
-	as := uint64(mapped + 2*maxMemory + raceAddressRoom)
+	as := uint64(mapped + backstopRoom(maxMemory) + raceAddressRoom)
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		return err
 	}
