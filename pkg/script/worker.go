@@ -81,6 +81,8 @@ type message struct {
 	Value   json.RawMessage `json:"value,omitempty"`
 	Failure *wireFailure    `json:"failure,omitempty"`
 	LogsCut bool            `json:"logsCut,omitempty"`
+	// progress: the script's api.progress.
+	Mark *Mark `json:"mark,omitempty"`
 }
 
 type wireOptions struct {
@@ -206,10 +208,13 @@ type parent struct {
 	encMu  sync.Mutex
 	enc    *json.Encoder
 	stdin  io.Closer
-	mu     sync.Mutex // guards res's calls, waited, logLen
+	mu     sync.Mutex // guards res's calls, waited, logLen, mark
 	waited time.Duration
 	logLen int
 	calls  int
+	mark   Mark
+	// reportMu keeps reports to Options.Progress one at a time.
+	reportMu sync.Mutex
 }
 
 func (p *parent) send(m message) {
@@ -249,6 +254,10 @@ func (p *parent) serve(stdout io.Reader) (*message, error) {
 			go p.call(m)
 		case "log":
 			p.log(m.Line, m.LogsCut)
+		case "progress":
+			if m.Mark != nil {
+				p.progress(m.Mark)
+			}
 		case "done":
 			return &m, nil
 		default:
@@ -308,13 +317,30 @@ func (p *parent) call(m message) {
 	} else {
 		reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
 	}
-	if p.opts.Progress != nil {
-		p.mu.Lock()
-		n := p.res.Calls.Total
-		p.mu.Unlock()
-		p.opts.Progress(n)
-	}
+	p.report()
 	p.send(reply)
+}
+
+// progress keeps the worker's api.progress, its note bounded again here:
+// the worker is not trusted to bound it.
+func (p *parent) progress(m *Mark) {
+	p.mu.Lock()
+	p.mark = Mark{Done: max(m.Done, 0), Total: max(m.Total, 0), Note: clipBytes(m.Note, MaxNoteBytes)}
+	p.mu.Unlock()
+	p.report()
+}
+
+// report tells Options.Progress where the run stands, one report at a time.
+func (p *parent) report() {
+	if p.opts.Progress == nil {
+		return
+	}
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
+	p.mu.Lock()
+	pr := Progress{Calls: p.res.Calls.clone(), QueueWait: p.waited, Mark: p.mark}
+	p.mu.Unlock()
+	p.opts.Progress(pr)
 }
 
 func (p *parent) count(out any, err error, wait time.Duration) {
@@ -430,7 +456,8 @@ func WorkerMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	go w.readReplies(r)
 	o := m.Options
 	opts := Options{Timeout: o.Timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent,
-		MaxMemory: o.MaxMemory, MaxLogBytes: o.MaxLogBytes, onLog: w.sendLog}
+		MaxMemory: o.MaxMemory, MaxLogBytes: o.MaxLogBytes, onLog: w.sendLog,
+		onMark: func(m Mark) { w.send(message{Op: "progress", Mark: &m}) }}
 	res, err := Run(context.Background(), m.Code, w, opts)
 	done := message{Op: "done"}
 	var se *Error
