@@ -37,6 +37,21 @@ type RunProgress struct {
 	// the calls left.
 	ETASeconds  *float64 `json:"etaSeconds,omitempty"`
 	QueueWaitMs int64    `json:"queueWaitMs"`
+	// ETAFrom is when ETASeconds was reckoned (Unix ms), kept in the
+	// record so a later read counts down from it; never shown.
+	ETAFrom int64 `json:"etaFrom,omitempty"`
+}
+
+// sinceReckoned returns p as of now: its ETA less the time passed since it
+// was reckoned, and ETAFrom cleared.
+func (p RunProgress) sinceReckoned(now time.Time) RunProgress {
+	if p.ETASeconds != nil && p.ETAFrom > 0 {
+		passed := now.Sub(time.UnixMilli(p.ETAFrom)).Seconds()
+		eta := math.Round(max(*p.ETASeconds-max(passed, 0), 0)*10) / 10
+		p.ETASeconds = &eta
+	}
+	p.ETAFrom = 0
+	return p
 }
 
 // RunState is the answer for a run that has not ended as done or failed:
@@ -139,7 +154,7 @@ func (t *runTracker) view(p script.Progress) *RunProgress {
 	v := &RunProgress{Calls: calls, Done: p.Done, Total: p.Total, Note: p.Note, QueueWaitMs: p.QueueWait.Milliseconds()}
 	if p.Total > 0 {
 		eta := t.eta(p, time.Since(t.started))
-		v.ETASeconds = &eta
+		v.ETASeconds, v.ETAFrom = &eta, time.Now().UnixMilli()
 	}
 	return v
 }
@@ -160,8 +175,10 @@ func (t *runTracker) current() *RunProgress {
 }
 
 // eta is the seconds the run should still take: the larger of its own pace
-// so far and what the budgets of the upstreams it calls allow for the calls
-// left (assuming each unit of work left costs the calls a unit cost so far).
+// so far, its waits for the rate limits left out (the budgets' share of the
+// time is counted by the floor), and what the budgets of the upstreams it
+// calls allow for the calls left (assuming each unit of work left costs
+// what a unit cost so far).
 func (t *runTracker) eta(p script.Progress, elapsed time.Duration) float64 {
 	left := p.Total - p.Done
 	if left <= 0 {
@@ -170,12 +187,13 @@ func (t *runTracker) eta(p script.Progress, elapsed time.Duration) float64 {
 	pace := 0.0
 	perUnit := 1.0
 	if p.Done > 0 {
-		pace = elapsed.Seconds() * float64(left) / float64(p.Done)
+		own := max(elapsed-p.QueueWait, elapsed/20)
+		pace = own.Seconds() * float64(left) / float64(p.Done)
 		if p.Calls.Total > 0 {
 			perUnit = float64(p.Calls.Total) / float64(p.Done)
 		}
 	}
-	floor := t.budgetFloor(int(math.Ceil(float64(left) * perUnit)))
+	floor := t.budgetFloor(int(math.Round(float64(left) * perUnit)))
 	return math.Round(max(pace, floor.Seconds())*10) / 10
 }
 
@@ -248,6 +266,7 @@ func (s *Server) runAnswer(rec *runs.Record, t *runTracker) *mcp.CallToolResult 
 	} else if len(rec.Progress) > 0 {
 		_ = json.Unmarshal(rec.Progress, &p)
 	}
+	p = p.sinceReckoned(time.Now())
 	if p.Calls.ByStatus == nil {
 		p.Calls.ByStatus = map[string]int{}
 	}
@@ -257,7 +276,7 @@ func (s *Server) runAnswer(rec *runs.Record, t *runTracker) *mcp.CallToolResult 
 		out.Hint = "It goes on in the background: call script_result with this runId to wait for its answer."
 	case runs.Cancelled:
 		out.Calls, out.Logs = &p.Calls, rec.Logs
-		out.Hint = "Cancelled: nothing more was sent; the calls counted had gone out."
+		out.Hint = "Cancelled: nothing more is sent. calls counts what was done (a call cancelled while it waited sent nothing)."
 	case runs.Lost:
 		out.Calls, out.Logs = &p.Calls, rec.Logs
 		out.Hint = "The specgate running it stopped before it ended; the calls counted had gone out. Run it again if you still need its answer."
@@ -315,6 +334,7 @@ func (s *Server) runStatuses(ctx context.Context) []RunState {
 		if len(rec.Progress) > 0 {
 			_ = json.Unmarshal(rec.Progress, &p)
 		}
+		p = p.sinceReckoned(time.Now())
 		out = append(out, RunState{RunID: rec.ID, Status: string(rec.Status), Progress: &p})
 	}
 	return out
