@@ -6,7 +6,17 @@ import (
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/redisstore"
+	"github.com/specgate/specgate/pkg/runs"
 )
+
+// newRunStore returns where run records live: in Redis when the answers
+// are (rc set), so that any replica answers script_result; else in memory.
+func newRunStore(rc *redisstore.Client) runs.Store {
+	if rc != nil {
+		return redisstore.NewRuns(rc)
+	}
+	return nil
+}
 
 // newAnswers returns the store of upstream answers that read_response
 // reads: in memory, or in Redis on rc (store.backend redis or

@@ -120,7 +120,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Credentials:        credentialsFunc(cfg),
 		ReadOnly:           allReadOnly(cfg),
 		Metrics:            metrics,
-		Scripts:            scriptOptions(cfg, log),
+		Scripts:            scriptOptions(cfg, newRunStore(rc), log),
 		Approve:            approve,
 		ApprovalKey:        approvalSigner,
 		ApprovalSpend:      approvalSpend,
@@ -197,6 +197,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}()
 	if !httpAddr.on {
 		err = a.srv.ServeStdio(ctx, stdin, stdout)
+		// The one client is gone: its runs have nobody to collect them.
+		stopped, cancel := context.WithTimeout(context.Background(), time.Second)
+		a.srv.DrainRuns(stopped)
+		cancel()
 	} else {
 		addr := httpAddr.addr
 		if addr == "" {

@@ -169,7 +169,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Skip("node or test/ts/node_modules not present; run `cd test/ts && npm ci`")
 	}
 	bin := specgateBinary(t)
-	cmd := exec.CommandContext(t.Context(), node, "--test", "e2e.test.mjs")
+	cmd := exec.CommandContext(t.Context(), node, "--test", "e2e.test.mjs", "longwork.test.mjs")
 	cmd.Dir = filepath.Join("..", "..", "test", "ts")
 	cmd.Env = append(os.Environ(), "SPECGATE_BIN="+bin, "XDG_CACHE_HOME="+t.TempDir())
 	var out bytes.Buffer

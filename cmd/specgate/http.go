@@ -85,6 +85,9 @@ type httpServer struct {
 	// drain, if set, answers the calls waiting in the limiter's queues at once
 	// when shutdown begins (retryable, nothing sent).
 	drain func()
+	// drainRuns, if set, lets the runs in the background end within the
+	// shutdown timeout and records the rest as lost.
+	drainRuns func(context.Context)
 }
 
 // newHTTPServer builds the server for addr. Without inbound auth it refuses
@@ -115,7 +118,8 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		d, _, reason := a.limiter.Degraded()
 		return d, reason
 	}
-	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth}
+	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth,
+		drainRuns: a.srv.DrainRuns}
 	if a.limiter != nil {
 		s.drain = a.limiter.Drain
 	}
@@ -171,8 +175,16 @@ func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	runsDone := make(chan struct{})
+	go func() {
+		defer close(runsDone)
+		if s.drainRuns != nil {
+			s.drainRuns(shutdown)
+		}
+	}()
 	err := s.hs.Shutdown(shutdown)
 	<-errc // http.ErrServerClosed once Shutdown has begun
+	<-runsDone
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.hs.Close()
 		return fmt.Errorf("shutdown: calls still in flight after http.shutdown_timeout (%s) were cut", s.timeout)

@@ -18,11 +18,7 @@ import (
 )
 
 // JQSubsetNote explains the jq subset to the model, in the server instructions.
-const JQSubsetNote = `jq filters are read-only and bounded: paths, pipes, select, map, object and array
-construction, reduce/foreach over the data, if, try, regex functions, sort_by, group_by,
-to_entries, @csv/@json. Refused: def, assignment (= |= +=), range, repeat, while, until,
-recurse/.., env/$ENV, input, string*number. Several outputs come back as one array.
-Example: .[] | {number, title, user: .user.login}`
+const JQSubsetNote = `jq is a read-only subset: paths, pipes, select, map, construction, reduce/foreach, if, try, regex, sort_by, group_by, to_entries, @csv/@json; no def, assignment, range, repeat, while, until, recurse, env, input. Several outputs come back as one array. Example: .[] | {number, title, user: .user.login}`
 
 // Limits of the query text itself.
 const (

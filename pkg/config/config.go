@@ -594,9 +594,14 @@ type Scripts struct {
 	// AllowWrites lets scripts call operations other than GET, HEAD and
 	// OPTIONS. Default false.
 	AllowWrites bool `yaml:"allow_writes" json:"allow_writes"`
-	// Timeout is a run's longest deadline and its default. Default 60s, at
-	// most 5m.
+	// Timeout is a run's whole deadline, the background included, and the
+	// most a caller's timeoutSeconds may ask. Default 10m, at most 1h.
 	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// AnswerWithin is how long run_script waits for a run to end before it
+	// answers {runId, status: running, progress} and the run goes on, to
+	// be collected with script_result. 0: answer at the end, however long.
+	// Default 20s.
+	AnswerWithin Duration `yaml:"answer_within" json:"answer_within"`
 	// MaxCalls bounds api calls per run. Default 200.
 	MaxCalls int `yaml:"max_calls" json:"max_calls"`
 	// MaxConcurrent bounds a run's calls in flight. Default 4.
@@ -619,7 +624,7 @@ func Default() *Config {
 		ResponseStoreBytes: 64 << 20,
 		ResponseTTL:        Duration(15 * time.Minute),
 		JQTimeout:          Duration(time.Second),
-		Scripts: Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
+		Scripts: Scripts{Timeout: Duration(10 * time.Minute), AnswerWithin: Duration(20 * time.Second), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
 			MaxMemory: 64 << 20},
 		Approvals:        Approvals{TTL: Duration(DefaultApprovalTTL)},
 		SpecFetchTimeout: Duration(30 * time.Second),

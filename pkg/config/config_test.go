@@ -443,9 +443,10 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "scripts: bounds out of range",
-			yaml: "scripts:\n  timeout: 6m\n  max_calls: 0\n  max_concurrent: -1\n  per_principal: 0\n  max_memory: 1MiB\n",
+			yaml: "scripts:\n  timeout: 61m\n  answer_within: 2m\n  max_calls: 0\n  max_concurrent: -1\n  per_principal: 0\n  max_memory: 1MiB\n",
 			want: []string{
-				"scripts.timeout: may be at most 5m",
+				"scripts.timeout: may be at most 1h",
+				"scripts.answer_within: must be from 0s (answer at the end) to 1m",
 				"scripts.max_calls: must be from 1 to 1048576 (got 0)",
 				"scripts.max_concurrent: must be from 1 to 1048576 (got -1)",
 				"scripts.per_principal: must be from 1 to 1048576 (got 0)",
@@ -640,7 +641,7 @@ func TestValidateDefaultIsValid(t *testing.T) {
 // TestScriptsDefaults: run_script's bounds default to what the issue and
 // DESIGN.md state, and a config that sets only some keeps the others.
 func TestScriptsDefaults(t *testing.T) {
-	want := Scripts{Timeout: Duration(time.Minute), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2, MaxMemory: 64 << 20}
+	want := Scripts{Timeout: Duration(10 * time.Minute), AnswerWithin: Duration(20 * time.Second), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2, MaxMemory: 64 << 20}
 	if got := Default().Scripts; got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}

@@ -43,8 +43,11 @@ func (c *Config) Validate() error {
 	v.positive("response_ttl", c.ResponseTTL)
 	v.positive("jq_timeout", c.JQTimeout)
 	v.positive("scripts.timeout", c.Scripts.Timeout)
-	if c.Scripts.Timeout > Duration(5*60*1e9) {
-		v.add("scripts.timeout", "may be at most 5m")
+	if c.Scripts.Timeout > Duration(3600*1e9) {
+		v.add("scripts.timeout", "may be at most 1h")
+	}
+	if c.Scripts.AnswerWithin < 0 || c.Scripts.AnswerWithin > Duration(60*1e9) {
+		v.add("scripts.answer_within", "must be from 0s (answer at the end) to 1m: MCP clients give a tool call about 60s")
 	}
 	for _, n := range []struct {
 		key string

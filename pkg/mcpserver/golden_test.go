@@ -125,7 +125,7 @@ func TestGoldenToolsListAndInstructions(t *testing.T) {
 	if n := len(init.Instructions); n > 2048 {
 		t.Errorf("instructions of %d bytes, want at most 2 KB", n)
 	}
-	want := []string{"begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "run_script", "search", "set_rate_limit"}
+	want := []string{"begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "run_script", "script_result", "search", "set_rate_limit"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
@@ -206,7 +206,7 @@ func TestGoldenErrorResults(t *testing.T) {
 
 // runIDs are random; the transcripts hold one fixed id.
 var (
-	runIDs     = regexp.MustCompile(`run-[0-9a-f]{12}`)
+	runIDs     = regexp.MustCompile(`run-[0-9a-f]{12,32}`)
 	requestIDs = regexp.MustCompile(`req-[0-9a-f]{12}`)
 )
 

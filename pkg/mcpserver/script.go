@@ -18,6 +18,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/script"
 )
 
@@ -31,9 +32,18 @@ type ScriptOptions struct {
 	// AllowWrites lets scripts call operations other than GET, HEAD and
 	// OPTIONS. False: such a call throws validation_failed, nothing sent.
 	AllowWrites bool
-	// Timeout is the longest a run may take and its default. If zero,
-	// script.DefaultTimeout (60s).
+	// Timeout is the longest a run may take, waits and the background
+	// included, and its default. If zero, DefaultScriptTimeout.
 	Timeout time.Duration
+	// AnswerWithin is how long run_script waits for a run to end before it
+	// answers {runId, status: running, progress} and the run goes on in the
+	// background, collected by script_result. If zero,
+	// DefaultAnswerWithin; if negative, run_script answers when the run
+	// ends, however long that takes.
+	AnswerWithin time.Duration
+	// Runs keeps the runs' records where script_result finds them. If nil,
+	// a runs.Manager of the server's own, in memory.
+	Runs *runs.Manager
 	// MaxCalls bounds api calls per run. If zero, 200.
 	MaxCalls int
 	// MaxConcurrent bounds calls in flight per run. If zero, 4.
@@ -45,11 +55,26 @@ type ScriptOptions struct {
 }
 
 // MaxScriptTimeout is the most scripts.timeout may be set to.
-const MaxScriptTimeout = 5 * time.Minute
+const MaxScriptTimeout = time.Hour
+
+// DefaultScriptTimeout is scripts.timeout's default: long enough for a
+// task paced by a quota, now that a run outlives the call.
+const DefaultScriptTimeout = 10 * time.Minute
+
+// DefaultAnswerWithin is scripts.answer_within's default: well inside the
+// 60 s MCP clients give a tool call.
+const DefaultAnswerWithin = 20 * time.Second
+
+func (o ScriptOptions) answerWithin() time.Duration {
+	if o.AnswerWithin == 0 {
+		return DefaultAnswerWithin
+	}
+	return max(o.AnswerWithin, 0)
+}
 
 func (o ScriptOptions) timeout() time.Duration {
 	if o.Timeout <= 0 {
-		return script.DefaultTimeout
+		return DefaultScriptTimeout
 	}
 	return min(o.Timeout, MaxScriptTimeout)
 }
@@ -72,8 +97,8 @@ func (o ScriptOptions) perPrincipal() int {
 
 // RunScriptArgs are the run_script tool's arguments.
 type RunScriptArgs struct {
-	Code           string   `json:"code" jsonschema:"JavaScript: the body of an async function (await and return work at the top level)"`
-	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline of the whole run in seconds, waits included (default and most: the configured scripts.timeout)"`
+	Code           string   `json:"code" jsonschema:"JavaScript: an async function body (await, return)"`
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline in seconds, waits included (default and most: scripts.timeout)"`
 	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
 }
 
@@ -85,6 +110,8 @@ type ScriptRateLimit struct {
 
 // RunScriptResult is run_script's answer.
 type RunScriptResult struct {
+	// Status is "done": a run past answer_within answers a RunState.
+	Status string `json:"status"`
 	// Result is the return value: whole within the budget, else a
 	// valid-JSON preview (Shaped says what was left out).
 	Result     any             `json:"result"`
@@ -111,16 +138,20 @@ func runScriptDescription(o ScriptOptions) string {
 	if o.AllowWrites {
 		writes = "Writes are allowed."
 	}
+	later := ""
+	if w := o.answerWithin(); w > 0 {
+		later = " After " + w.String() + " it answers {runId, status: running, progress} and runs on: collect it with script_result."
+	}
 	return "Run JavaScript making many calls in one step; only its return value reaches you. code is an async function body:\n" +
-		"await api.invoke(id, {parameters, requestBody, headers, contentType, pages}) -> {statusCode, headers, body (whole, decoded), nextPage (args of the next page)}\n" +
-		"await api.search(query, {limit}) -> {endpoints}; console.log -> logs.\n" +
+		"await api.invoke(id, {parameters, requestBody, headers, contentType, pages}) -> {statusCode, headers, body (decoded), nextPage (next page's args)}\n" +
+		"await api.search(query, {limit}) -> {endpoints}; console.log -> logs; api.progress(done, total, note) reports progress.\n" +
 		"A failed call throws an Error with code, message, retryAfterSeconds, status, scope. Example:\n" +
-		"let a = {parameters: {owner: \"o\", repo: \"r\"}}, prs = [];\n" +
+		"const q = {owner: \"o\", repo: \"r\"}; let a = {parameters: q}, prs = [];\n" +
 		"for (let p = 0; p < 3 && a; p++) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
-		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {owner: \"o\", repo: \"r\", pull_number: pr.number}})).body.title));\n" +
-		"Every call is paced by invoke's rate limits (it waits, not refused). At most " +
+		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {...q, pull_number: pr.number}})).body.title));\n" +
+		"Calls are paced by invoke's rate limits (they wait). At most " +
 		strconv.Itoa(calls) + " calls a run, " + strconv.Itoa(conc) + " in flight. " + writes +
-		" No modules, timers, files, network. Returns {result, calls, rateLimit {queueWaitMs}, logs}; a large result is previewed with a responseId."
+		" No modules, timers, files, network. Returns {status: done, result, calls, rateLimit, logs}; a large result is previewed with a responseId." + later
 }
 
 // scriptRuns counts the runs in progress per principal.
@@ -181,25 +212,80 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	principal := principalOf(ctx)
 	if !s.scripts.take(principal, o.perPrincipal()) {
 		return errorResult(&ErrorObject{Code: CodeRateLimit, Scope: "proxy", Retryable: true,
-			Message: fmt.Sprintf("%d of your scripts are already running (scripts.per_principal)", o.perPrincipal()),
-			Hint:    "Wait for one of them to finish, then run this one.",
+			Message: fmt.Sprintf("%d of your scripts are already running (scripts.per_principal), in the background too", o.perPrincipal()),
+			Hint:    "Wait for one of them to end (script_result), or cancel one, then run this one.",
 			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}), nil
 	}
-	defer s.scripts.release(principal)
+	t := &runTracker{s: s, started: time.Now(), notify: s.progressSender(ctx, req)}
+	t.live.Store(true)
+	defer t.live.Store(false)
+	run, err := s.runs.Start(ctx, principal, timeout, func(rctx context.Context, r *runs.Run) runs.Outcome {
+		defer s.scripts.release(principal)
+		return s.runScript(rctx, st, r, t, in.Code, timeout, maxBytes)
+	})
+	if err != nil {
+		s.scripts.release(principal)
+		return errorResult(&ErrorObject{Code: CodeUnreachable, Retryable: true, Message: "this specgate is shutting down and takes no new runs",
+			Hint: "Run it again: another replica (or this one, once restarted) will take it."}), nil
+	}
+	var within <-chan time.Time
+	if w := o.answerWithin(); w > 0 {
+		timer := time.NewTimer(w)
+		defer timer.Stop()
+		within = timer.C
+	}
+	select {
+	case <-run.Done():
+	case <-within:
+	case <-ctx.Done():
+		// The client gave up on the call before an answer: it asked to stop.
+		t.live.Store(false)
+		if rec, err := s.runs.Cancel(context.WithoutCancel(ctx), principal, run.ID()); err == nil {
+			return s.runAnswer(rec, nil), nil
+		}
+	}
+	rec := run.Record()
+	return s.runAnswer(&rec, t), nil
+}
 
-	runID := newRunID()
-	c := &scriptCaller{s: s, st: st, runID: runID, allowWrites: o.AllowWrites, maxRequests: o.maxCalls()}
+// runScript runs the script as run r, and returns its final answer: what
+// run_script answers at once when the run ends within answer_within, and
+// script_result after.
+func (s *Server) runScript(ctx context.Context, st *state, r *runs.Run, t *runTracker, code string, timeout time.Duration, maxBytes int) runs.Outcome {
+	o := s.opts.Scripts
+	t.run = r
+	principal := principalOf(ctx)
+	c := &scriptCaller{s: s, st: st, runID: r.ID(), allowWrites: o.AllowWrites, maxRequests: o.maxCalls(), track: t}
 	opts := script.Options{Timeout: timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent, MaxMemory: o.MaxMemory,
-		Progress: s.scriptProgress(ctx, req)}
+		Progress: t.progress}
 	runner := o.Runner
 	if runner == nil {
 		runner = script.InProcess{}
 	}
-	res, err := runner.Run(ctx, in.Code, c, opts)
+	res, err := runner.Run(ctx, code, c, opts)
+	var result *mcp.CallToolResult
+	final := res
 	if err != nil {
-		return errorResult(s.scriptError(err, runID, maxBytes)), nil
+		obj := s.scriptError(err, r.ID(), maxBytes)
+		if se, ok := err.(*script.Error); ok {
+			final = se.Result
+		}
+		result = errorResult(obj)
+	} else {
+		result = s.scriptResult(ctx, principal, res, r.ID(), maxBytes)
 	}
-	return s.scriptResult(ctx, principal, res, runID, maxBytes), nil
+	out := runs.Outcome{IsError: result.IsError}
+	if text, ok := result.Content[0].(mcp.TextContent); ok {
+		out.Answer = json.RawMessage(text.Text)
+	}
+	if final != nil {
+		t.progress(script.Progress{Calls: final.Calls, QueueWait: final.QueueWait, Mark: t.mark()})
+		out.Logs = final.Logs
+	}
+	if b, err := json.Marshal(t.current()); err == nil {
+		out.Progress = b
+	}
+	return out
 }
 
 // scriptResult fits the return value and the logs into the budget: whole
@@ -207,7 +293,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 // the logs cut to what the result leaves (at least a quarter of the budget)
 // and the value stored and previewed, as invoke previews a body.
 func (s *Server) scriptResult(ctx context.Context, principal string, res *script.Result, runID string, maxBytes int) *mcp.CallToolResult {
-	out := &RunScriptResult{Result: json.RawMessage(res.Value), Calls: res.Calls, Logs: res.Logs, LogsCut: res.LogsCut, RunID: runID,
+	out := &RunScriptResult{Status: string(runs.Done), Result: json.RawMessage(res.Value), Calls: res.Calls, Logs: res.Logs, LogsCut: res.LogsCut, RunID: runID,
 		RateLimit: ScriptRateLimit{QueueWaitMs: res.QueueWait.Milliseconds()}}
 	if out.Calls.ByStatus == nil {
 		out.Calls.ByStatus = map[string]int{}
@@ -302,26 +388,6 @@ func newRunID() string {
 	return "run-" + hex.EncodeToString(b[:])
 }
 
-// scriptProgress sends a progress notification after each call of a run,
-// when the client asked for them with a progress token.
-func (s *Server) scriptProgress(ctx context.Context, req mcp.CallToolRequest) func(int) {
-	send := s.progressSender(ctx, req)
-	if send == nil {
-		return nil
-	}
-	var mu sync.Mutex
-	last := 0
-	return func(done int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if done <= last {
-			return // progress only rises
-		}
-		last = done
-		send(map[string]any{"progress": done, "message": strconv.Itoa(done) + " calls done"})
-	}
-}
-
 // scriptCaller makes a run's calls: each through the invoke tool's governed
 // call (invokeCall), with the caller's scopes checked per call. It holds
 // no credential the script could reach: the script sees only answers.
@@ -336,8 +402,10 @@ type scriptCaller struct {
 	// up to five. Each call reserves its pages before it goes and gives back
 	// what it did not send.
 	maxRequests int
-	mu          sync.Mutex
-	requests    int // sent or reserved
+	// track hears each endpoint called, for the run's ETA.
+	track    *runTracker
+	mu       sync.Mutex
+	requests int // sent or reserved
 }
 
 // reserve takes up to pages requests of the run's bound; zero when none is
@@ -411,6 +479,9 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 		if _, obj := s.approveCall(ctx, nil, e, in, pages, c.runID); obj != nil {
 			return nil, callError(obj)
 		}
+	}
+	if c.track != nil {
+		c.track.called(e.ID)
 	}
 	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true, waitUnderCaller: true})
 	if r != nil && r.Paged != nil {

@@ -228,6 +228,8 @@ type scriptBenchModel struct {
 	c     *client.Client
 	calls int
 	bytes int
+	// longest is the longest one tool call took.
+	longest time.Duration
 }
 
 // call makes one tool call as a model would: on a retryable error it waits
@@ -237,10 +239,12 @@ func (m *scriptBenchModel) call(b testing.TB, name string, args map[string]any) 
 	for {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = name, args
+		start := time.Now()
 		res, err := m.c.CallTool(context.Background(), req)
 		if err != nil {
 			b.Fatalf("%s: %v", name, err)
 		}
+		m.longest = max(m.longest, time.Since(start))
 		text := res.Content[0].(mcp.TextContent).Text
 		m.calls++
 		m.bytes += len(text)
@@ -300,6 +304,7 @@ func BenchmarkRunScriptVersusInvoke(b *testing.B) {
 			b.ReportMetric(float64(fig.requests), "upstream-reqs")
 			b.ReportMetric(float64(fig.limited), "upstream-429s")
 			b.ReportMetric(fig.wall.Seconds(), "wall-s")
+			b.ReportMetric(fig.longest.Seconds(), "longest-call-s")
 		})
 	}
 }
@@ -316,7 +321,7 @@ type scriptBenchVariant struct {
 type scriptBenchFigures struct {
 	calls, bytes      int
 	requests, limited int64
-	wall              time.Duration
+	wall, longest     time.Duration
 }
 
 // measure runs v once on a fixture of its own (on served, in memory, when
@@ -327,7 +332,7 @@ func (v scriptBenchVariant) measure(tb testing.TB, served *scriptBenchServed) sc
 	m := &scriptBenchModel{c: c}
 	start := time.Now()
 	got := v.run(tb, m)
-	fig := scriptBenchFigures{calls: m.calls, bytes: m.bytes, requests: up.requests.Load(), limited: up.limited.Load(), wall: time.Since(start)}
+	fig := scriptBenchFigures{calls: m.calls, bytes: m.bytes, longest: m.longest, requests: up.requests.Load(), limited: up.limited.Load(), wall: time.Since(start)}
 	if got != v.want {
 		tb.Fatalf("%s: got %d items, want %d", v.name, got, v.want)
 	}
@@ -376,9 +381,14 @@ func TestRunScriptVersusInvokeAt10Per10s(t *testing.T) {
 				fig := v.measure(t, served)
 				t.Logf("%s: %d tool calls, model reads %d B, %d upstream requests, %d 429s, %.1fs simulated",
 					v.name, fig.calls, fig.bytes, fig.requests, fig.limited, fig.wall.Seconds())
-				wantCalls := 1
+				// A run answers within 20s and each script_result waits 20s at
+				// most: one call per 20s of the run, and one for its end.
+				wantCalls := 1 + int(fig.wall/DefaultAnswerWithin)
 				if strings.HasSuffix(v.name, "invoke") || strings.HasSuffix(v.name, "invoke+jq") {
 					wantCalls = int(fig.requests)
+				}
+				if fig.longest > MaxScriptWait {
+					t.Errorf("%s: a tool call took %v, over %v", v.name, fig.longest, MaxScriptWait)
 				}
 				floor := time.Duration(fig.requests-scriptBenchLimit) * scriptBenchWindow / scriptBenchLimit
 				if fig.limited != 0 || fig.calls != wantCalls || fig.wall < floor {
@@ -425,10 +435,15 @@ func scriptBenchPRsByInvoke(b testing.TB, m *scriptBenchModel, listJQ, getJQ str
 	return got
 }
 
-// scriptBenchRun does a task with one run_script and returns how many
-// items its result holds; the last must contain last.
+// scriptBenchRun does a task with one run_script, collected with
+// script_result while it answers running, as a client with a 60 s call
+// timeout and no progress token must; it returns how many items the
+// result holds; the last must contain last.
 func scriptBenchRun(b testing.TB, m *scriptBenchModel, code, last string) int {
 	out := m.call(b, "run_script", map[string]any{"code": code})
+	for out["status"] == "running" {
+		out = m.call(b, "script_result", map[string]any{"runId": out["runId"]})
+	}
 	res, ok := out["result"].([]any)
 	if !ok || len(res) == 0 || !strings.Contains(mustJSONString(res[len(res)-1]), last) {
 		b.Fatalf("result %.300s", mustJSONString(out))

@@ -45,7 +45,7 @@ func waitFixtureSlow(t *testing.T, served *scriptBenchServed, slow time.Duration
 	cl := invoke.New(invoke.Options{Timeout: 30 * time.Second, HTTPClient: &http.Client{Transport: ctxTransport{handlerTransport{h}}}})
 	t.Cleanup(cl.Close)
 	srv := New(Options{SpecNames: served.cat.SpecNames(),
-		Scripts: ScriptOptions{Timeout: MaxScriptTimeout}, JQSlots: answer.NewJQSlots(1),
+		Scripts: ScriptOptions{Timeout: MaxScriptTimeout, AnswerWithin: -1}, JQSlots: answer.NewJQSlots(1),
 		Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}},
 	})
 	srv.Publish(served.cat, served.ix, nil)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -135,6 +136,8 @@ type Server struct {
 	table map[string]*tool
 	// scripts counts run_script runs in progress per principal.
 	scripts scriptRuns
+	// runs keeps the records of runs, for script_result.
+	runs *runs.Manager
 	// approvals signs and checks approval requestStates.
 	approvals *approvals
 	// order keeps progress notifications ahead of answers on stdio.
@@ -165,6 +168,10 @@ func New(opts Options) *Server {
 	}
 	s.call = s.newCaller(opts.Caller)
 	s.answers = s.call.Answers
+	s.runs = opts.Scripts.Runs
+	if s.runs == nil {
+		s.runs = runs.NewManager(runs.Options{Logger: s.log})
+	}
 	s.approvals = newApprovals(opts.ApprovalKey, opts.ApprovalTTL, opts.ApprovalSpend)
 	hooks := s.promptHooks()
 	hooks.AddBeforeInitialize(skipBatchEra)
@@ -196,6 +203,10 @@ func skipBatchEra(_ context.Context, _ any, req *mcp.InitializeRequest) {
 		req.Params.ProtocolVersion = mcp.ProtocolVersion20250618
 	}
 }
+
+// DrainRuns takes no new runs, lets the runs in progress end until ctx
+// ends, then stops the rest and records them as lost (see runs.Manager).
+func (s *Server) DrainRuns(ctx context.Context) { s.runs.Drain(ctx) }
 
 // MCP returns the underlying mcp-go server, for transports and in-process
 // clients.
@@ -255,12 +266,11 @@ func instructions(specs []string) string {
 		}
 		fmt.Fprintf(&b, " (loaded: %s%s)", strings.Join(list, ", "), more)
 	}
-	b.WriteString(".\nFlow: 1) search with a plain-language intent to find endpoint ids; " +
-		"2) inspect an id to read its parameters and body; 3) invoke it with parameters (path, query, header, cookie values by name) and requestBody.\n" +
+	b.WriteString(".\nFlow: search (a plain-language intent) -> inspect an id (its parameters and body) -> invoke it with parameters " +
+		"(path, query, header, cookie values by name) and requestBody.\n" +
 		"A failed call has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}. Calls are rate-governed: " +
-		"a refusal says how long to wait, who refused (scope proxy: specgate's limit; upstream: the API's) and what to call meanwhile. " +
-		"Search hits say whether each endpoint is ready now.\n" +
-		"For a task of many calls (each of these ids, every page), write one run_script program instead of many invokes: its calls are paced the same, and only its result reaches you.\n" +
+		"a refusal says how long to wait, who refused (scope proxy: specgate; upstream: the API) and what to call meanwhile.\n" +
+		"For many calls (each of these ids, every page), write one run_script instead of many invokes: paced the same, only its result reaches you.\n" +
 		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
 		answer.JQSubsetNote)
 	return b.String()

@@ -21,7 +21,10 @@ type StatusResult struct {
 	// SemanticSearch says whether search ranks by meaning too (when
 	// search.embeddings is configured), and why not.
 	SemanticSearch *search.SemanticStatus `json:"semanticSearch,omitempty"`
-	Note           string                 `json:"note"`
+	// Runs are the caller's run_script runs in flight on this replica,
+	// with their progress.
+	Runs []RunState `json:"runs,omitempty"`
+	Note string     `json:"note"`
 }
 
 // StoreStatus says where limits live and whether the shared store answers.
@@ -88,7 +91,7 @@ type ShadowBudget struct {
 
 func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *StatusArgs) (*mcp.CallToolResult, error) {
 	if s.call.Limiter == nil {
-		return jsonResult(StatusResult{At: s.now().UTC().Format(time.RFC3339Nano), Upstreams: []UpstreamStatus{}, Note: "rate governance is off"}), nil
+		return jsonResult(StatusResult{At: s.now().UTC().Format(time.RFC3339Nano), Upstreams: []UpstreamStatus{}, Runs: s.runStatuses(ctx), Note: "rate governance is off"}), nil
 	}
 	endpointID, specName := a.EndpointID, a.Spec
 	st, err := s.wait(ctx)
@@ -114,6 +117,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 	out := StatusResult{At: now.UTC().Format(time.RFC3339Nano), Store: &StoreStatus{Backend: ls.Store},
 		Note: "proxy refusals are specgate's own limits (raising them helps); upstream refusals are the API's (raising specgate's limits does not help)."}
 	out.SemanticSearch = st.ix.Semantic()
+	out.Runs = s.runStatuses(ctx)
 	if ls.Degraded {
 		out.Store.Degraded, out.Store.Reason = true, ls.DegradedReason
 		out.Store.Since = ls.DegradedSince.UTC().Format(time.RFC3339Nano)

@@ -109,15 +109,15 @@ func (s *Server) tools() []tool {
 			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
 			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
 
-		newTool("inspect", "Show one endpoint's contract: parameters (name, in, required, schema), request body types and schema, "+
-			"main responses, base URL, auth needed, and its current rate limit. Read it before invoke.",
+		newTool("inspect", "Show one endpoint's contract: parameters, request body types and schema, "+
+			"main responses, base URL, auth needed, current rate limit. Read it before invoke.",
 			[]string{CodeNotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
 			inputSchema[InspectArgs](), outputSchema[inspectResult](), hints(true, false, true, false)),
 
 		newTool("invoke", "Call an endpoint. Returns {statusCode, headers, body, rateLimit}; over budget, body is a valid-JSON preview "+
 			"with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage holds the next page's "+
 			"arguments. Use jq to pick fields.",
-			[]string{CodeRateLimit + " (specgate's limit, scope proxy)", CodeUpstreamRateLimit + " (the API's, scope upstream)",
+			[]string{CodeRateLimit, CodeUpstreamRateLimit,
 				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
 				CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal},
 			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
@@ -125,19 +125,25 @@ func (s *Server) tools() []tool {
 
 		newTool("read_response", "Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
 			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}.",
-			[]string{CodeNotFound + " (unknown, expired or evicted id)", CodeValidationFailed, CodeTimeout + " (jq too slow)"},
+			[]string{CodeNotFound, CodeValidationFailed, CodeTimeout + " (jq too slow)"},
 			ScopeRead, nil, (*Server).handleReadResponse,
 			inputSchema[ReadResponseArgs](), outputSchema[ReadResult](), hints(true, false, true, false)),
 
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
-			[]string{CodeScriptError + " (syntax error with its line, uncaught throw, memory bound; with calls and logs)",
-				CodeTimeout + " (with calls and logs)", CodeCancelled, CodeValidationFailed, CodeRateLimit + " (scripts.per_principal)", CodeInternal},
+			[]string{CodeScriptError + " (syntax, throw or memory bound, with its line)",
+				CodeTimeout, CodeCancelled + " (each with calls and logs)", CodeValidationFailed, CodeRateLimit, CodeInternal},
 			ScopeRead, nil, (*Server).handleRunScript,
-			inputSchema[RunScriptArgs](), outputSchema[RunScriptResult](), hints(false, true, false, true)),
+			// No output schema: the answer is the run's result, or where a run
+			// past answer_within stands.
+			inputSchema[RunScriptArgs](), hints(false, true, false, true)),
 
-		newTool("rate_limit_status", "Show rate governance now: per upstream and endpoint, configured limits, used and remaining in the window, "+
-			"next allowed time, limits learned from the upstream (and the header that set them), queue depth, admitted calls, "+
-			"refusals by code and scope (proxy or upstream), upstream 429s, latency.",
+		newTool("script_result", scriptResultDescription,
+			[]string{CodeNotFound, CodeValidationFailed},
+			ScopeRead, nil, (*Server).handleScriptResult,
+			inputSchema[ScriptResultArgs](), hints(false, false, true, false)),
+
+		newTool("rate_limit_status", "Show rate governance now, per upstream and endpoint: limits, used and remaining, next allowed time, "+
+			"limits learned from the upstream's headers, queue depth, refusals by scope (proxy or upstream), 429s; your runs in flight.",
 			[]string{CodeNotFound}, ScopeRead, nil, (*Server).handleStatus,
 			inputSchema[StatusArgs](), outputSchema[StatusResult](), hints(true, false, true, false)),
 
@@ -151,8 +157,8 @@ func (s *Server) tools() []tool {
 			nil, ScopeRead, nil, (*Server).handleBeginTask,
 			inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](), hints(false, false, false, false)),
 
-		newTool("end_task", "End a task and review it: wall time, upstream time, calls, refusals by scope and code, queue wait, "+
-			"the serial estimate, and the round at which the given concurrency would hit each configured limit.",
+		newTool("end_task", "End a task and review it: wall and upstream time, calls, refusals, queue wait, "+
+			"and the round at which the given concurrency would hit each limit.",
 			[]string{CodeNotFound, CodeValidationFailed}, ScopeRead, nil, (*Server).handleEndTask,
 			inputSchema[EndTaskArgs](), outputSchema[TaskReview](), hints(false, false, false, false)),
 	}

@@ -36,13 +36,13 @@ type InspectArgs struct {
 
 // InvokeArgs are the invoke tool's arguments.
 type InvokeArgs struct {
-	EndpointID  string            `json:"endpointId" jsonschema:"The endpoint id from search or inspect"`
-	Parameters  map[string]any    `json:"parameters,omitempty" jsonschema:"Path, query, header and cookie parameter values by name"`
-	RequestBody any               `json:"requestBody,omitempty" jsonschema:"The request body as a JSON value (objects for JSON, form and multipart bodies)"`
-	Headers     map[string]string `json:"headers,omitempty" jsonschema:"Extra request headers (credential headers are not allowed)"`
-	ContentType string            `json:"contentType,omitempty" jsonschema:"Body media type, one of those inspect lists (default: the first)"`
-	JQ          string            `json:"jq,omitempty" jsonschema:"A read-only jq filter applied to the JSON answer, e.g. [.[] | {id, title}]"`
-	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow the API's next pages, 1-5 (default 1); arrays are joined"`
+	EndpointID  string            `json:"endpointId" jsonschema:"From search or inspect"`
+	Parameters  map[string]any    `json:"parameters,omitempty" jsonschema:"Path, query, header and cookie values by name"`
+	RequestBody any               `json:"requestBody,omitempty" jsonschema:"The body as a JSON value (objects for JSON, form, multipart)"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"Extra request headers (no credentials)"`
+	ContentType string            `json:"contentType,omitempty" jsonschema:"Body media type among those inspect lists"`
+	JQ          string            `json:"jq,omitempty" jsonschema:"A read-only jq filter on the JSON answer, e.g. [.[] | {id, title}]"`
+	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow next pages, 1-5 (default 1); arrays joined"`
 	MaxBytes    *float64          `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
 	NextPageOf  string            `json:"nextPageOf,omitempty"`
 }

@@ -63,6 +63,7 @@ func (r *run) install() error {
 	api := vm.NewObject()
 	api.Set("invoke", r.invoke)
 	api.Set("search", r.search)
+	api.Set("progress", r.progress)
 	vm.Set("console", console)
 	vm.Set("api", api)
 	_, err = vm.RunString(`Object.freeze(api); Object.freeze(console);
@@ -181,6 +182,50 @@ func clipBytes(s string, n int) string {
 	return s[:n]
 }
 
+// progress is api.progress(done, total, note): the script's own account of
+// where it stands, which the answer of a run still going carries (with an
+// ETA when total is known). Only the last one is kept, its note bounded.
+func (r *run) progress(call goja.FunctionCall) goja.Value {
+	count := func(i int, name string) int {
+		v := call.Argument(i)
+		if goja.IsUndefined(v) || goja.IsNull(v) {
+			return 0
+		}
+		f, ok := v.Export().(float64)
+		if n, isInt := v.Export().(int64); isInt {
+			f, ok = float64(n), true
+		}
+		if !ok || f != f || f < 0 {
+			panic(r.vm.NewTypeError("api.progress(done, total, note): " + name + " must be a number from 0 up"))
+		}
+		return int(min(f, 1e9))
+	}
+	m := Mark{Done: count(0, "done"), Total: count(1, "total")}
+	if v := call.Argument(2); !goja.IsUndefined(v) && !goja.IsNull(v) {
+		m.Note = clipBytes(v.String(), MaxNoteBytes)
+	}
+	r.mu.Lock()
+	r.mark = m
+	r.mu.Unlock()
+	if r.opts.onMark != nil {
+		r.opts.onMark(m)
+	}
+	r.report()
+	return goja.Undefined()
+}
+
+// report tells Options.Progress where the run stands. It runs on the VM's
+// goroutine, which alone changes the calls.
+func (r *run) report() {
+	if r.opts.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	p := Progress{Calls: r.res.Calls.clone(), QueueWait: r.waited, Mark: r.mark}
+	r.mu.Unlock()
+	r.opts.Progress(p)
+}
+
 // invoke is api.invoke(endpointId, args): a promise of the call's answer.
 func (r *run) invoke(call goja.FunctionCall) goja.Value {
 	p, resolve, reject := r.vm.NewPromise()
@@ -273,9 +318,7 @@ func (r *run) start(site string, do func() (any, error), resolve, reject func(an
 		job := func() error {
 			r.inflight--
 			r.count(out, err)
-			if r.opts.Progress != nil {
-				r.opts.Progress(r.res.Calls.Total)
-			}
+			r.report()
 			if err != nil {
 				e := r.jsError(err)
 				if o, ok := e.(*goja.Object); ok && site != "" {

@@ -99,8 +99,13 @@ type Options struct {
 	MaxMemory int64
 	// MaxLogBytes bounds console.log output kept. If zero, DefaultMaxLogBytes.
 	MaxLogBytes int
-	// Progress, if set, is called after each call with the calls finished.
-	Progress func(done int)
+	// Progress, if set, hears where the run stands after each call and
+	// each api.progress. It is called from more than one goroutine, never
+	// at once.
+	Progress func(Progress)
+	// onMark, if set, hears each api.progress (a worker streams them to
+	// its parent).
+	onMark func(Mark)
 	// onLog, if set, hears each line kept, as it is kept (a worker streams
 	// its logs to the parent, so a killed run still returns them).
 	onLog func(line string, cut bool)
@@ -122,6 +127,38 @@ func (o *Options) defaults() {
 	if o.MaxLogBytes <= 0 {
 		o.MaxLogBytes = DefaultMaxLogBytes
 	}
+}
+
+// Mark is a script's own account of its progress: its last
+// api.progress(done, total, note).
+type Mark struct {
+	Done int `json:"done"`
+	// Total is 0 when the script gave none.
+	Total int    `json:"total,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// MaxNoteBytes bounds the note of api.progress.
+const MaxNoteBytes = 200
+
+// Progress is where a run stands.
+type Progress struct {
+	// Calls are the calls finished so far.
+	Calls Calls
+	// QueueWait sums their waits for the rate limit.
+	QueueWait time.Duration
+	Mark
+}
+
+func (c Calls) clone() Calls {
+	out := Calls{Total: c.Total}
+	if c.ByStatus != nil {
+		out.ByStatus = make(map[string]int, len(c.ByStatus))
+		for k, v := range c.ByStatus {
+			out.ByStatus[k] = v
+		}
+	}
+	return out
 }
 
 // Calls counts a run's calls.
@@ -191,6 +228,8 @@ type run struct {
 	mu sync.Mutex // guards waited
 	// waited sums the queue waits of finished calls.
 	waited time.Duration
+	// mark is the script's last api.progress.
+	mark Mark
 }
 
 // Run runs code, the body of an async function, and returns its return

@@ -81,6 +81,8 @@ type message struct {
 	Value   json.RawMessage `json:"value,omitempty"`
 	Failure *wireFailure    `json:"failure,omitempty"`
 	LogsCut bool            `json:"logsCut,omitempty"`
+	// progress: the script's api.progress.
+	Mark *Mark `json:"mark,omitempty"`
 }
 
 type wireOptions struct {
@@ -220,10 +222,13 @@ type parent struct {
 	encMu  sync.Mutex
 	enc    *json.Encoder
 	stdin  io.WriteCloser
-	mu     sync.Mutex // guards res's calls, waited, logLen
+	mu     sync.Mutex // guards res's calls, waited, logLen, mark
 	waited time.Duration
 	logLen int
 	calls  int
+	mark   Mark
+	// reportMu keeps reports to Options.Progress one at a time.
+	reportMu sync.Mutex
 }
 
 func (p *parent) send(m message) {
@@ -263,6 +268,10 @@ func (p *parent) serve(stdout io.Reader) (*message, error) {
 			go p.call(m)
 		case "log":
 			p.log(m.Line, m.LogsCut)
+		case "progress":
+			if m.Mark != nil {
+				p.progress(m.Mark)
+			}
 		case "done":
 			return &m, nil
 		default:
@@ -326,12 +335,7 @@ func (p *parent) call(m message) {
 	} else {
 		reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
 	}
-	if p.opts.Progress != nil {
-		p.mu.Lock()
-		n := p.res.Calls.Total
-		p.mu.Unlock()
-		p.opts.Progress(n)
-	}
+	p.report()
 	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
 		p.sendRaw(reply, resp)
 		return
@@ -342,6 +346,28 @@ func (p *parent) call(m message) {
 func isRaw(body any) bool {
 	_, ok := body.(json.RawMessage)
 	return ok
+}
+
+// progress keeps the worker's api.progress, its note bounded again here:
+// the worker is not trusted to bound it.
+func (p *parent) progress(m *Mark) {
+	p.mu.Lock()
+	p.mark = Mark{Done: max(m.Done, 0), Total: max(m.Total, 0), Note: clipBytes(m.Note, MaxNoteBytes)}
+	p.mu.Unlock()
+	p.report()
+}
+
+// report tells Options.Progress where the run stands, one report at a time.
+func (p *parent) report() {
+	if p.opts.Progress == nil {
+		return
+	}
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
+	p.mu.Lock()
+	pr := Progress{Calls: p.res.Calls.clone(), QueueWait: p.waited, Mark: p.mark}
+	p.mu.Unlock()
+	p.opts.Progress(pr)
 }
 
 // sendRaw writes a reply whose body is JSON text, the body streamed from
@@ -497,7 +523,8 @@ func WorkerMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	go w.readReplies(r)
 	o := m.Options
 	opts := Options{Timeout: o.Timeout, MaxCalls: o.MaxCalls, MaxConcurrent: o.MaxConcurrent,
-		MaxMemory: o.MaxMemory, MaxLogBytes: o.MaxLogBytes, onLog: w.sendLog}
+		MaxMemory: o.MaxMemory, MaxLogBytes: o.MaxLogBytes, onLog: w.sendLog,
+		onMark: func(m Mark) { w.send(message{Op: "progress", Mark: &m}) }}
 	res, err := Run(context.Background(), m.Code, w, opts)
 	done := message{Op: "done"}
 	var se *Error
