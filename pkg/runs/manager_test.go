@@ -206,6 +206,27 @@ func TestDrainLetsRunsFinishThenRecordsTheRestLost(t *testing.T) {
 	})
 }
 
+func TestARunFailingWhileItsProcessShutsDownIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(nil)
+		refused := make(chan struct{})
+		r, _ := m.Start(t.Context(), "ada", time.Hour, func(ctx context.Context, r *Run) Outcome {
+			<-refused // its next call is refused as the limiter drains
+			return Outcome{Answer: json.RawMessage(`{"error":{"code":"script_error"}}`), IsError: true}
+		})
+		go func() {
+			time.Sleep(time.Second)
+			close(refused)
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		m.Drain(ctx)
+		if rec, _ := m.Get(t.Context(), "ada", r.ID()); rec.Status != Lost {
+			t.Errorf("a run failing during the drain: %s, want lost", rec.Status)
+		}
+	})
+}
+
 // failingStore fails every write while down is true.
 type failingStore struct {
 	*MemoryStore
