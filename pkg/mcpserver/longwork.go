@@ -70,12 +70,11 @@ type RunState struct {
 type ScriptResultArgs struct {
 	RunID       string   `json:"runId" jsonschema:"From run_script"`
 	WaitSeconds *float64 `json:"waitSeconds,omitempty" jsonschema:"0-30 (default 20)"`
-	Cancel      bool     `json:"cancel,omitempty" jsonschema:"Stop the run"`
+	Cancel      bool     `json:"cancel,omitempty"`
 }
 
-const scriptResultDescription = "Wait up to waitSeconds for a run_script run that answered {runId, status: running}: " +
-	"its final answer once it ends, else {status: running, progress}. cancel: true stops it. " +
-	"Cancelled and lost runs say so, with calls and logs."
+const scriptResultDescription = "Wait up to waitSeconds for a run_script run that answered running: " +
+	"its final answer once it ends, else its progress. cancel: true stops it."
 
 // runTracker follows one run: it turns the script's progress into the
 // record's, with an ETA, and into progress notifications while the call

@@ -97,9 +97,9 @@ func (o ScriptOptions) perPrincipal() int {
 
 // RunScriptArgs are the run_script tool's arguments.
 type RunScriptArgs struct {
-	Code           string   `json:"code" jsonschema:"JavaScript: an async function body (await, return)"`
-	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline in seconds, waits included (default and most: scripts.timeout)"`
-	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+	Code           string   `json:"code" jsonschema:"An async function body"`
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline in seconds (default and most: scripts.timeout)"`
+	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
 }
 
 // ScriptRateLimit is the governance summary of a run.
@@ -134,7 +134,7 @@ func runScriptDescription(o ScriptOptions) string {
 	if conc <= 0 {
 		conc = script.DefaultMaxConcurrent
 	}
-	writes := "GET/HEAD/OPTIONS only (scripts.allow_writes)."
+	writes := "GET/HEAD/OPTIONS only."
 	if o.AllowWrites {
 		writes = "Writes are allowed."
 	}
@@ -142,16 +142,16 @@ func runScriptDescription(o ScriptOptions) string {
 	if w := o.answerWithin(); w > 0 {
 		later = " After " + w.String() + " it answers {runId, status: running, progress} and runs on: collect it with script_result."
 	}
-	return "Run JavaScript making many calls in one step; only its return value reaches you. code is an async function body:\n" +
-		"await api.invoke(id, {parameters, requestBody, headers, contentType, pages}) -> {statusCode, headers, body (decoded), nextPage (next page's args)}\n" +
-		"await api.search(query, {limit}) -> {endpoints}; console.log -> logs; api.progress(done, total, note) reports progress.\n" +
-		"A failed call throws an Error with code, message, retryAfterSeconds, status, scope. Example:\n" +
+	return "Run JavaScript that makes many calls; only its return value reaches you. code is an async function body with\n" +
+		"await api.invoke(id, {parameters, requestBody, headers, pages}) -> {statusCode, headers, body, nextPage},\n" +
+		"await api.search(query, {limit}), console.log, api.progress(done, total, note).\n" +
+		"A failed call throws an Error with code, message, retryAfterSeconds. Example:\n" +
 		"const q = {owner: \"o\", repo: \"r\"}; let a = {parameters: q}, prs = [];\n" +
-		"for (let p = 0; p < 3 && a; p++) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
-		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {...q, pull_number: pr.number}})).body.title));\n" +
-		"Calls are paced by invoke's rate limits (they wait). At most " +
-		strconv.Itoa(calls) + " calls a run, " + strconv.Itoa(conc) + " in flight. " + writes +
-		" No modules, timers, files, network. Returns {status: done, result, calls, rateLimit, logs}; a large result is previewed with a responseId." + later
+		"while (a) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
+		"return Promise.all(prs.map(async p => (await api.invoke(\"gh.pulls/get\", {parameters: {...q, pull_number: p.number}})).body.title));\n" +
+		"Calls wait for the rate limits. At most " +
+		strconv.Itoa(calls) + " calls, " + strconv.Itoa(conc) + " in flight. " + writes +
+		later
 }
 
 // scriptRuns counts the runs in progress per principal.

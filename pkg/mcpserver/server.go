@@ -266,13 +266,11 @@ func instructions(specs []string) string {
 		}
 		fmt.Fprintf(&b, " (loaded: %s%s)", strings.Join(list, ", "), more)
 	}
-	b.WriteString(".\nFlow: search (a plain-language intent) -> inspect an id (its parameters and body) -> invoke it with parameters " +
-		"(path, query, header, cookie values by name) and requestBody.\n" +
-		"A failed call has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}. Calls are rate-governed: " +
-		"a refusal says how long to wait, who refused (scope proxy: specgate; upstream: the API) and what to call meanwhile.\n" +
-		"For many calls (each of these ids, every page), write one run_script instead of many invokes: paced the same, only its result reaches you.\n" +
-		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
-		answer.JQSubsetNote)
+	b.WriteString(".\nFlow: search (a plain-language intent) -> inspect an id -> invoke it with parameters and requestBody.\n" +
+		"A failed call has isError and {error:{code,message,hint,...}}. Calls are rate-governed: " +
+		"a refusal says how long to wait (retryAfterSeconds), who refused (scope proxy: specgate; upstream: the API) and what to call meanwhile.\n" +
+		"For many calls, write one run_script instead of many invokes: paced the same, only its result reaches you.\n" +
+		"A large answer comes back as a preview with a responseId: read more with read_response (jq, or offset/limit), not by calling again.")
 	return b.String()
 }
 
