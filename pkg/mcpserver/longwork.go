@@ -93,8 +93,8 @@ type runTracker struct {
 	mu        sync.Mutex
 	last      script.Progress
 	endpoints map[string]int // calls made, by endpoint id
-	notified  int         // calls when the last notification went
-	marked    script.Mark // the script's account then
+	notified  int            // calls when the last notification went
+	marked    script.Mark    // the script's account then
 	sentAt    time.Time
 	seq       int // notifications sent
 }
