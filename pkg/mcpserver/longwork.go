@@ -84,15 +84,19 @@ type runTracker struct {
 	run     *runs.Run
 	started time.Time
 	// notify sends a progress notification; live says the call that
-	// started the run still waits, so notifications may go.
+	// started the run still waits, so notifications may go. (No lock is
+	// held across a send: a client that stops reading its stream would
+	// hold the answer behind it.)
 	notify func(map[string]any)
 	live   atomic.Bool
 
 	mu        sync.Mutex
 	last      script.Progress
 	endpoints map[string]int // calls made, by endpoint id
-	notified  int
+	notified  int            // calls when the last notification went
+	marked    script.Mark    // the script's account then
 	sentAt    time.Time
+	seq       int // notifications sent
 }
 
 // called counts a call of endpoint id, for the ETA's budget floor.
@@ -117,32 +121,41 @@ func (t *runTracker) progress(p script.Progress) {
 			t.run.Update(b, nil)
 		}
 	}
-	if t.notify == nil || !t.live.Load() {
+	if t.notify == nil {
 		return
 	}
+	// One a call, and for api.progress at most four a second; progress
+	// counts the notifications, so that it only rises (MCP's rule) while
+	// calls and the script's own account go in the message.
 	now := time.Now()
 	t.mu.Lock()
-	send := p.Calls.Total > t.notified || now.Sub(t.sentAt) >= 250*time.Millisecond
+	send := p.Calls.Total > t.notified || p.Mark != t.marked && now.Sub(t.sentAt) >= 250*time.Millisecond
 	if send {
-		t.notified, t.sentAt = p.Calls.Total, now
+		t.notified, t.marked, t.sentAt = p.Calls.Total, p.Mark, now
+		t.seq++
 	}
+	seq := t.seq
 	t.mu.Unlock()
 	if !send {
 		return
 	}
 	msg := strconv.Itoa(p.Calls.Total) + " calls done"
 	if p.Total > 0 {
-		msg = fmt.Sprintf("%d of %d done, %s", p.Done, p.Total, msg)
+		msg += fmt.Sprintf(", %d of %d", p.Done, p.Total)
 	}
 	if p.Note != "" {
 		msg += ": " + p.Note
 	}
-	n := map[string]any{"progress": p.Calls.Total, "message": msg}
-	if p.Total > 0 {
-		n["progress"], n["total"] = p.Done, p.Total
+	if t.live.Load() {
+		t.notify(map[string]any{"progress": seq, "message": msg})
 	}
-	t.notify(n)
 }
+
+// setLive says whether the call that started the run still waits for its
+// answer; once it does not, no notification goes and no person is asked.
+func (t *runTracker) setLive(on bool) { t.live.Store(on) }
+
+func (t *runTracker) isLive() bool { return t.live.Load() }
 
 // view is the model's view of p, with its ETA as of now.
 func (t *runTracker) view(p script.Progress) *RunProgress {

@@ -16,12 +16,13 @@ import (
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/runs"
+	"github.com/specgate/specgate/pkg/spec"
 )
 
 // longFixture serves the bench spec in memory with a budget of 1 request
 // per 40s, run_script answering within its default 20s, and the runs'
 // records in store.
-func longFixture(t *testing.T, served *scriptBenchServed, store runs.Store) (*Server, *scriptBenchUpstream) {
+func longFixture(t *testing.T, served *scriptBenchServed, store runs.Store, approve ...func(*spec.Endpoint) bool) (*Server, *scriptBenchUpstream) {
 	t.Helper()
 	up := newScriptBenchUpstream(t, 100)
 	l, err := ratelimit.New(ratelimit.Options{Endpoints: served.eps, Budgets: []ratelimit.Budget{{Match: HostKey(served.base),
@@ -32,7 +33,11 @@ func longFixture(t *testing.T, served *scriptBenchServed, store runs.Store) (*Se
 	cl := invoke.New(invoke.Options{Timeout: 30 * time.Second, HTTPClient: &http.Client{Transport: handlerTransport{up}}})
 	t.Cleanup(cl.Close)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := New(Options{SpecNames: served.cat.SpecNames(), Logger: quiet, JQSlots: answer.NewJQSlots(1),
+	var ask func(*spec.Endpoint) bool
+	if len(approve) > 0 {
+		ask = approve[0]
+	}
+	srv := New(Options{SpecNames: served.cat.SpecNames(), Logger: quiet, JQSlots: answer.NewJQSlots(1), Approve: ask,
 		Scripts: ScriptOptions{Runs: runs.NewManager(runs.Options{Store: store, Logger: quiet})},
 		Caller:  invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}},
 	})
@@ -257,10 +262,13 @@ func TestNoProgressAfterTheAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, _ := longFixture(t, served, nil)
 		var notes []time.Duration
+		var values []float64
 		start := time.Now()
 		c := connectTB(t, srv, func(n mcp.JSONRPCNotification) {
 			if n.Method == "notifications/progress" {
 				notes = append(notes, time.Since(start))
+				v, _ := n.Params.AdditionalFields["progress"].(float64)
+				values = append(values, v)
 			}
 		})
 		req := mcp.CallToolRequest{}
@@ -277,10 +285,48 @@ func TestNoProgressAfterTheAnswer(t *testing.T) {
 		if len(notes) == 0 {
 			t.Fatal("no progress while run_script waited")
 		}
-		for _, at := range notes {
+		for i, at := range notes {
 			if at > DefaultAnswerWithin {
 				t.Errorf("a progress notification at %v, after run_script answered at %v", at, DefaultAnswerWithin)
 			}
+			if i > 0 && values[i] <= values[i-1] {
+				t.Errorf("progress %v after %v: MCP's progress must rise", values[i], values[i-1])
+			}
+		}
+	})
+}
+
+// TestABackgroundRunsApprovalIsRefusedNotHeld: once run_script answered,
+// nobody waits on its call, so a write needing a person's approval is
+// not_approved at once (nothing sent) instead of holding the run, and its
+// per_principal place, until the deadline.
+func TestABackgroundRunsApprovalIsRefusedNotHeld(t *testing.T) {
+	served := scriptBenchServe(t, scriptBenchMemoryBase)
+	synctest.Test(t, func(t *testing.T) {
+		srv, up := longFixture(t, served, nil, func(e *spec.Endpoint) bool { return e.ID == "bench.listPulls" })
+		user := &answerer{action: mcp.ElicitationResponseActionAccept, value: true}
+		c := connectEra(t, srv, true, user)
+		start := time.Now()
+		out := structuredOf(t, callRaw(t, c, "run_script", map[string]any{"code": `
+			await api.invoke("bench.getItem", {parameters: {id: 1}});
+			await api.invoke("bench.getItem", {parameters: {id: 2}});
+			try { await api.invoke("bench.listPulls", {parameters: {owner: "o", repo: "r"}}); return "sent" }
+			catch (e) { return e.code }`}))
+		if out["status"] != "running" {
+			t.Fatalf("run_script: %v", out)
+		}
+		out = structuredOf(t, callRaw(t, c, "script_result", map[string]any{"runId": out["runId"], "waitSeconds": 30}))
+		if out["status"] != "done" || out["result"] != CodeNotApproved {
+			t.Fatalf("the run's answer: %v", out)
+		}
+		if took := time.Since(start); took != 40*time.Second {
+			t.Errorf("the run ended at %v, want 40s (its second call's turn)", took)
+		}
+		if n := up.requests.Load(); n != 2 {
+			t.Errorf("upstream got %d requests, want the 2 lookups", n)
+		}
+		if q := user.questions(); len(q) != 0 {
+			t.Errorf("the user was asked %d questions after run_script answered", len(q))
 		}
 	})
 }

@@ -217,8 +217,8 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}), nil
 	}
 	t := &runTracker{s: s, started: time.Now(), notify: s.progressSender(ctx, req)}
-	t.live.Store(true)
-	defer t.live.Store(false)
+	t.setLive(true)
+	defer t.setLive(false)
 	run, err := s.runs.Start(ctx, principal, timeout, func(rctx context.Context, r *runs.Run) runs.Outcome {
 		defer s.scripts.release(principal)
 		return s.runScript(rctx, st, r, t, in.Code, timeout, maxBytes)
@@ -238,7 +238,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	case <-run.Done():
 	case <-within:
 	case <-ctx.Done():
-		t.live.Store(false)
+		t.setLive(false)
 		if !callerCancelled(ctx) {
 			// The connection went away, which asked nothing: the run goes
 			// on, listed by rate_limit_status and answered by script_result.
@@ -249,6 +249,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 			return s.runAnswer(rec, nil), nil
 		}
 	}
+	t.setLive(false)
 	rec := run.Record()
 	return s.runAnswer(&rec, t), nil
 }
@@ -478,6 +479,13 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	defer func() { c.settle(pages, sent) }()
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
 	if s.needsApproval(e) {
+		if c.track != nil && !c.track.isLive() {
+			// Nobody waits on the call that started the run: a question
+			// asked now would reach no one and hold the run until its
+			// deadline.
+			return nil, &script.CallError{Code: CodeNotApproved,
+				Message: fmt.Sprintf("%s needs a person's approval, which a run in the background cannot ask for; nothing was sent: make this call with invoke", e.ID)}
+		}
 		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))
 		}

@@ -333,3 +333,25 @@ func TestClipLogsKeepsTheLastLinesAndSaysHowManyWentOut(t *testing.T) {
 		t.Errorf("clipLogs kept %d bytes in %d lines, first %q", n, len(got), got[0])
 	}
 }
+
+func TestAFullStoreDropsTheBusiestPrincipalsRecordFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore(MemoryStoreOptions{MaxRecords: 3})
+		save := func(principal string) string {
+			r := &Record{ID: NewID(), Principal: principal, Status: Done, Answer: json.RawMessage(`{}`)}
+			blob, _ := Encode(r)
+			if err := s.Save(t.Context(), r, blob, 0, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			return r.ID
+		}
+		ada := save("ada")
+		save("bob")
+		save("bob")
+		save("bob") // full: one of bob's goes, not ada's older one
+		if _, _, err := s.Load(t.Context(), "ada", ada); err != nil {
+			t.Errorf("ada's record was dropped for bob's: %v", err)
+		}
+	})
+}
