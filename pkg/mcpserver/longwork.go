@@ -66,6 +66,14 @@ type RunState struct {
 	Hint  string        `json:"hint,omitempty"`
 }
 
+// runOutput is the output schema of run_script and script_result: a run's
+// final answer (RunScriptResult) or where it stands (RunState), each field
+// optional, so a client that checks structuredContent accepts both.
+type runOutput struct {
+	RunScriptResult
+	Progress *RunProgress `json:"progress,omitempty"`
+}
+
 // ScriptResultArgs are the script_result tool's arguments.
 type ScriptResultArgs struct {
 	RunID       string   `json:"runId" jsonschema:"From run_script"`

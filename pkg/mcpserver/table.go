@@ -128,14 +128,12 @@ func (s *Server) tools() []tool {
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
 			[]string{CodeScriptError, CodeTimeout, CodeCancelled, CodeValidationFailed, CodeRateLimit, CodeInternal},
 			ScopeRead, nil, (*Server).handleRunScript,
-			// No output schema: the answer is the run's result, or where a run
-			// past answer_within stands.
-			inputSchema[RunScriptArgs](), hints(false, true, false, true)),
+			inputSchema[RunScriptArgs](), outputSchema[runOutput](), hints(false, true, false, true)),
 
 		newTool("script_result", scriptResultDescription,
 			[]string{CodeNotFound, CodeValidationFailed},
 			ScopeRead, nil, (*Server).handleScriptResult,
-			inputSchema[ScriptResultArgs](), hints(false, false, true, false)),
+			inputSchema[ScriptResultArgs](), outputSchema[runOutput](), hints(false, false, true, false)),
 
 		newTool("rate_limit_status", "Show rate governance now per upstream and endpoint: limits, used and remaining, next allowed time, "+
 			"what the upstream said, queue, refusals by scope, 429s; your runs.",
