@@ -238,8 +238,13 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	case <-run.Done():
 	case <-within:
 	case <-ctx.Done():
-		// The client gave up on the call before an answer: it asked to stop.
 		t.live.Store(false)
+		if !callerCancelled(ctx) {
+			// The connection went away, which asked nothing: the run goes
+			// on, listed by rate_limit_status and answered by script_result.
+			break
+		}
+		// The client gave up on the call before an answer: it asked to stop.
 		if rec, err := s.runs.Cancel(context.WithoutCancel(ctx), principal, run.ID()); err == nil {
 			return s.runAnswer(rec, nil), nil
 		}

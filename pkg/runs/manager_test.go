@@ -287,6 +287,22 @@ func TestAHandEditedRecordIsDataNotTrusted(t *testing.T) {
 	}
 }
 
+// TestARecordWhoseAnswerIsNoObjectIsRefused: a hand-edited record whose
+// answer was a JSON string or array was answered as the run's final answer,
+// as a tool result's structuredContent, which MCP holds to an object.
+func TestARecordWhoseAnswerIsNoObjectIsRefused(t *testing.T) {
+	id := NewID()
+	for name, blob := range map[string]string{
+		"answer a string":   `{"id":"` + id + `","principal":"ada","status":"done","answer":"function(){}"}`,
+		"answer an array":   `{"id":"` + id + `","principal":"ada","status":"failed","isError":true,"answer":[1]}`,
+		"progress a number": `{"id":"` + id + `","principal":"ada","status":"running","progress":5}`,
+	} {
+		if rec, err := Decode([]byte(blob), "ada", id); err == nil {
+			t.Errorf("%s: decoded as %s", name, rec.Answer)
+		}
+	}
+}
+
 func TestValidID(t *testing.T) {
 	for s, want := range map[string]bool{
 		NewID():                           true,
