@@ -64,7 +64,10 @@ func TestUISignIn(t *testing.T) {
 		{"no admin scope", "reader-tok", "", func(err error) bool { return errors.Is(err, ui.ErrNotAdmin) }},
 		{"wrong 1", "nope", "", func(err error) bool { return err != nil && !errors.Is(err, ui.ErrNotAdmin) }},
 		{"wrong 2", "nope", "", func(err error) bool { var te *ui.ThrottledError; return err != nil && !errors.As(err, &te) }},
-		{"wrong 3, throttled", "nope", "", func(err error) bool { var te *ui.ThrottledError; return errors.As(err, &te) && te.RetryAfter == time.Minute }},
+		{"wrong 3, throttled", "nope", "", func(err error) bool {
+			var te *ui.ThrottledError
+			return errors.As(err, &te) && te.RetryAfter == time.Minute
+		}},
 		{"a valid token from a throttled address passes", "admin-tok", "ada", nil},
 	}
 	for _, tc := range tests {
