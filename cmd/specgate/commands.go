@@ -42,6 +42,9 @@ type app struct {
 	stopTracing func()
 	// auditTail keeps the last audit lines for the governance page.
 	auditTail *ui.AuditTail
+	// approvals are the writes waiting for a person on the page; nil when
+	// no page is served.
+	approvals *ui.Approvals
 }
 
 func (c *common) cacheDir() string {
@@ -113,6 +116,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if approve != nil {
 		approvalSigner, approvalSpend = approvalStore(ctx, cfg, rc, log)
 	}
+	var room *ui.Approvals
+	if c.servesPage && approve != nil && cfg.ApprovalChannel() != config.ChannelElicit {
+		room = ui.NewApprovals(0, nil)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:              audit,
 		ResultBytes:        int(cfg.ResultBytes),
@@ -130,9 +137,11 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		ApprovalKey:        approvalSigner,
 		ApprovalSpend:      approvalSpend,
 		ApprovalTTL:        cfg.ApprovalTTL(),
+		ApprovalChannel:    string(cfg.ApprovalChannel()),
+		PageApprovals:      room,
 		Caller:             call,
 	})
-	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing, auditTail: tail}
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing, auditTail: tail, approvals: room}
 	go func() {
 		// Specs served by a mock load pointed at it.
 		lcfg, err := startMocks(ctx, cfg, log)
@@ -181,6 +190,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	c.servesPage = httpAddr.on || uiAddr != ""
 	// Loading runs while the server answers. A required spec that fails
 	// stops the server with its reason; when no spec loads at all, the
 	// server serves on and answers every call with the reason, so a client

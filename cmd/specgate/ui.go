@@ -19,7 +19,7 @@ import (
 // if not empty, signs in once, by the URL printed at start. The hub ticks
 // once Run is called on it.
 func newUIPage(a *app, verify func(*http.Request, string) (string, error), oneTime string) (*ui.Handler, *ui.Hub) {
-	hub := ui.NewHub(a.srv.UISource(), ui.HubOptions{Audit: a.auditTail})
+	hub := ui.NewHub(a.srv.UISource(), ui.HubOptions{Audit: a.auditTail, Approvals: a.approvals})
 	return ui.New(ui.Options{Hub: hub, Verify: verify, OneTimeToken: oneTime}), hub
 }
 

@@ -20,6 +20,8 @@ const (
 type HubOptions struct {
 	// Audit is the audit tail shown. If nil, none.
 	Audit *AuditTail
+	// Approvals are the writes waiting for a person. If nil, none.
+	Approvals *Approvals
 	// Samples is how many one-second samples each upstream keeps. If zero,
 	// DefaultSamples.
 	Samples int
@@ -95,6 +97,9 @@ type statePage struct {
 	Samples   map[string][]Sample `json:"samples"`
 	Runs      []Run               `json:"runs"`
 	Audit     []json.RawMessage   `json:"audit"`
+	Approvals []Approval          `json:"approvals"`
+	// Pending counts every approval waiting; Approvals lists the oldest.
+	Pending int `json:"pendingApprovals"`
 }
 
 // Tick asks the Source for the state, samples each upstream and encodes
@@ -143,6 +148,7 @@ func (h *Hub) Tick(ctx context.Context) {
 		p.Samples[k] = r.all()
 	}
 	p.Audit = h.o.Audit.Lines()
+	p.Approvals, p.Pending = h.o.Approvals.Pending()
 	enc, err := json.Marshal(p)
 	if err != nil {
 		return
@@ -156,7 +162,7 @@ func (h *Hub) JSON() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.enc == nil {
-		return []byte(`{"upstreams":[],"samples":{},"runs":[],"audit":[]}`)
+		return []byte(`{"upstreams":[],"samples":{},"runs":[],"audit":[],"approvals":[],"pendingApprovals":0}`)
 	}
 	return h.enc
 }

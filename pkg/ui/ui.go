@@ -54,6 +54,9 @@ type Options struct {
 	Hub *Hub
 	// Source cancels runs. If nil, the Hub's.
 	Source Source
+	// Approvals are decided from the page. If nil, the Hub's (and with
+	// none, deciding is 404).
+	Approvals *Approvals
 	// Verify checks a bearer token offered to sign in and names who it
 	// stands for: ErrNotAdmin for a valid token without admin, a
 	// *ThrottledError once its address failed too often, any other error
@@ -94,6 +97,9 @@ func New(o Options) *Handler {
 	if o.Source == nil && o.Hub != nil {
 		o.Source = o.Hub.src
 	}
+	if o.Approvals == nil && o.Hub != nil {
+		o.Approvals = o.Hub.o.Approvals
+	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = DefaultSessionTTL
 	}
@@ -125,6 +131,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /ui/api/session", h.signedIn(false, h.serveSession))
 	h.mux.HandleFunc("GET /ui/api/state", h.signedIn(false, h.serveState))
 	h.mux.HandleFunc("POST /ui/api/runs/cancel", h.signedIn(true, h.serveCancel))
+	h.mux.HandleFunc("POST /ui/api/approvals/decide", h.signedIn(true, h.serveDecide))
 	return h
 }
 
@@ -287,6 +294,29 @@ func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, _ *session
 	default:
 		writeJSON(w, map[string]string{"runId": req.RunID, "status": "cancelled"})
 	}
+}
+
+func (h *Handler) serveDecide(w http.ResponseWriter, r *http.Request, s *session, _ [sha256.Size]byte) {
+	var req struct {
+		ID     string `json:"id"`
+		Action string `json:"action"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.ID == "" || len(req.ID) > maxIDBytes || (req.Action != "approve" && req.Action != "decline") {
+		writeError(w, http.StatusBadRequest, "bad_request", `send {"id": an approval's id, "action": "approve" or "decline"}`, 0)
+		return
+	}
+	err := ErrNotFound
+	if h.o.Approvals != nil {
+		err = h.o.Approvals.Decide(req.ID, Decision{Approved: req.Action == "approve", By: s.who + " from " + peer(r)})
+	}
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", "no write waits under that id here: decided already, expired, or asked elsewhere", 0)
+		return
+	}
+	writeJSON(w, map[string]string{"id": req.ID, "action": req.Action})
 }
 
 // readJSON decodes a small JSON body into v, or answers why not.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,4 +386,92 @@ func TestAuditTailKeepsTheLast100Lines(t *testing.T) {
 	if n, err := nilTail.Write([]byte("{}\n")); n != 3 || err != nil || len(nilTail.Lines()) != 0 {
 		t.Errorf("a nil tail: %d, %v", n, err)
 	}
+}
+
+func TestDecideApprovals(t *testing.T) {
+	room := NewApprovals(0, nil)
+	p := newPage(t, Options{Approvals: room})
+	cookie, csrf := p.signIn()
+	_, otherCSRF := p.signIn()
+	type asked struct {
+		d   Decision
+		err error
+	}
+	answers := make(chan asked, 1)
+	go func() {
+		d, err := room.Ask(t.Context(), Approval{Method: "POST", Path: "/pet"}, time.Minute)
+		answers <- asked{d, err}
+	}()
+	var id string
+	for id == "" && t.Context().Err() == nil {
+		if got, _ := room.Pending(); len(got) == 1 {
+			id = got[0].ID
+		}
+		runtime.Gosched()
+	}
+	body := func(id, action string) string { return `{"id":"` + id + `","action":"` + action + `"}` }
+	auth := map[string]string{"Cookie": cookie, csrfHeader: csrf}
+	tests := []struct {
+		name string
+		body string
+		hd   map[string]string
+		want int
+	}{
+		{"without CSRF", body(id, "approve"), map[string]string{"Cookie": cookie}, 403},
+		{"another session's CSRF", body(id, "approve"), map[string]string{"Cookie": cookie, csrfHeader: otherCSRF}, 403},
+		{"an id of 1 MB", body(strings.Repeat("a", 1<<20), "approve"), auth, 413},
+		{"an unknown action", body(id, "maybe"), auth, 400},
+		{"another deployment's id", body("apr_00000000000000000000000000000000", "approve"), auth, 404},
+		{"approve", body(id, "approve"), auth, 200},
+		{"approve again", body(id, "approve"), auth, 404},
+		{"decline once decided", body(id, "decline"), auth, 404},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if w := p.do("POST", "/ui/api/approvals/decide", tc.body, tc.hd); w.Code != tc.want {
+				t.Errorf("%d %s, want %d", w.Code, w.Body, tc.want)
+			}
+		})
+	}
+	a := <-answers
+	if a.err != nil || !a.d.Approved || !strings.HasPrefix(a.d.By, "ada from ") {
+		t.Errorf("the write heard %+v, %v; want approved by ada", a.d, a.err)
+	}
+}
+
+func TestTenThousandApprovalsPendingAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		room := NewApprovals(0, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		errs := make(chan error, 10000)
+		for range 10000 {
+			go func() {
+				_, err := room.Ask(ctx, Approval{Method: "DELETE", Path: "/pet/1"}, time.Hour)
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		shown, total := room.Pending()
+		if total != DefaultMaxPending || len(shown) != maxShown {
+			t.Errorf("pending %d, shown %d; want %d and %d", total, len(shown), DefaultMaxPending, maxShown)
+		}
+		refused := 0
+		for range 10000 - DefaultMaxPending {
+			if errors.Is(<-errs, ErrTooManyPending) {
+				refused++
+			}
+		}
+		if refused != 10000-DefaultMaxPending {
+			t.Errorf("%d refused at once, want %d", refused, 10000-DefaultMaxPending)
+		}
+		hub := NewHub(&fakeSource{}, HubOptions{Approvals: room})
+		hub.Tick(ctx)
+		if n := len(hub.JSON()); n > 200<<10 {
+			t.Errorf("the state with 1,000 pending is %d bytes", n)
+		}
+		cancel()
+		for range DefaultMaxPending {
+			<-errs
+		}
+	})
 }

@@ -85,6 +85,7 @@ async function poll() {
   if (r.status !== 200 || !r.body) { $('status').textContent = 'state unavailable (' + r.status + ')'; return; }
   $('status').textContent = 'updated ' + new Date(r.body.at).toLocaleTimeString();
   renderUpstreams(r.body.upstreams, r.body.samples || {});
+  renderApprovals(r.body.approvals || [], r.body.pendingApprovals || 0);
   renderRuns(r.body.runs);
   renderAudit(r.body.audit);
 }
@@ -204,6 +205,57 @@ function drawChart(c, u, s) {
   c.title.textContent = 'Last 10 minutes: ' + admitted + ' calls admitted, ' + got429 + ' upstream 429s, queue up to ' + qmax +
     (quota ? ', quota ' + Math.round(quota * 100) / 100 + ' calls per second' : '');
   c.chart.setAttribute('aria-label', c.title.textContent);
+}
+
+// --- approvals ---
+
+const asks = new Map();
+
+function renderApprovals(list, total) {
+  $('no-approvals').hidden = total > 0;
+  $('approvals-more').hidden = total <= list.length;
+  $('approvals-more').textContent = total + ' writes wait; the oldest ' + list.length + ' are shown.';
+  const keep = new Set();
+  for (const a of list) {
+    keep.add(a.id);
+    let c = asks.get(a.id);
+    if (!c) { c = makeAsk(a); asks.set(a.id, c); $('approvals').append(c.root); }
+    c.expires.textContent = 'expires in ' + a.expiresInSeconds + ' s';
+  }
+  for (const [id, c] of asks) if (!keep.has(id)) { c.root.remove(); asks.delete(id); }
+}
+
+function makeAsk(a) {
+  const root = el('article', { class: 'card approval', 'data-approval-id': a.id });
+  const h = el('h3', {}, a.method + ' ' + a.path + (a.query ? '?' + a.query : ''));
+  const dl = el('dl', { class: 'figures' });
+  fig(dl, 'endpoint', a.endpoint);
+  if (a.summary) fig(dl, 'summary', a.summary);
+  fig(dl, 'asked by', a.principal);
+  if (a.runId) fig(dl, 'run', a.runId);
+  if (a.headers && a.headers.length) fig(dl, 'header names', a.headers.join(', '));
+  if (a.pages) fig(dl, 'pages', 'up to ' + a.pages);
+  if (a.size) fig(dl, 'body', a.size + ' bytes, sha256 ' + a.sha256);
+  const body = el('pre', { class: 'body' }, a.body || '');
+  body.hidden = !a.body;
+  const expires = el('p', { class: 'status' });
+  const bar = el('div', { class: 'actions' });
+  const msg = el('p', { role: 'status' });
+  for (const [action, label] of [['approve', 'Approve and send once'], ['decline', 'Decline']]) {
+    const b = el('button', { type: 'button', 'data-action': action, 'aria-label': label + ': ' + a.method + ' ' + a.path }, label);
+    b.addEventListener('click', async () => {
+      for (const x of bar.querySelectorAll('button')) x.disabled = true;
+      const res = await api('api/approvals/decide', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ id: a.id, action }) });
+      if (res.status === 200) {
+        msg.textContent = action === 'approve' ? 'approved: specgate sends it once' : 'declined: nothing is sent';
+      } else {
+        msg.textContent = 'not recorded: ' + (res.body && res.body.error ? res.body.error.message : res.status);
+      }
+    });
+    bar.append(b);
+  }
+  root.append(h, dl, body, expires, bar, msg);
+  return { root, expires };
 }
 
 // --- runs ---
