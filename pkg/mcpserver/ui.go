@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/specgate/specgate/pkg/runs"
@@ -42,11 +44,26 @@ func (u uiSource) State(_ context.Context, now time.Time) ui.State {
 			_ = json.Unmarshal(rec.Progress, &p)
 		}
 		p = p.sinceReckoned(now)
-		out.Runs = append(out.Runs, ui.Run{ID: rec.ID, Principal: rec.Principal, Status: string(rec.Status), Done: p.Done, Total: p.Total,
+		out.Runs = append(out.Runs, ui.Run{ID: rec.ID, Principal: principalName(rec.Principal), Status: string(rec.Status), Done: p.Done, Total: p.Total,
 			Note: p.Note, ETASeconds: p.ETASeconds, Calls: p.Calls.Total, ByStatus: p.Calls.ByStatus,
 			StartedAt: rec.Started.UTC().Format(time.RFC3339)})
 	}
 	return out
+}
+
+// principalName names the principal of a key as the audit log does
+// (subject, or subject@org); a key it cannot read is shown as it is.
+func principalName(key string) string {
+	org, subject, ok := strings.Cut(key, "/")
+	if !ok {
+		return key
+	}
+	o, err1 := url.PathUnescape(org)
+	sub, err2 := url.PathUnescape(subject)
+	if err1 != nil || err2 != nil {
+		return key
+	}
+	return Principal{Subject: sub, Org: o}.String()
 }
 
 // uiUpstream takes the page's figures from rate_limit_status's rendering.

@@ -132,3 +132,11 @@ func TestUIMountedOnTheHTTPHandler(t *testing.T) {
 		t.Errorf("sign-in from the page's own public origin: %d %+v", resp.StatusCode, out)
 	}
 }
+
+func TestPrincipalNameOfAKey(t *testing.T) {
+	for _, p := range []Principal{{Subject: "ada"}, {Subject: "ada", Org: "acme"}, {Subject: "a/b@c", Org: "x y"}, {Subject: localPrincipal}} {
+		if got := principalName(p.Key()); got != p.String() {
+			t.Errorf("principalName(%q) = %q, want %q", p.Key(), got, p.String())
+		}
+	}
+}

@@ -248,6 +248,7 @@ function makeAsk(a) {
       const res = await api('api/approvals/decide', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ id: a.id, action }) });
       if (res.status === 200) {
         msg.textContent = action === 'approve' ? 'approved: specgate sends it once' : 'declined: nothing is sent';
+        root.setAttribute('data-decided', action);
       } else {
         msg.textContent = 'not recorded: ' + (res.body && res.body.error ? res.body.error.message : res.status);
       }
