@@ -42,8 +42,22 @@ function startUpstream() {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ server, seen, port: server.address().port })));
 }
 
+// hostile is a spec whose strings try to write HTML into the page.
+const hostile = `openapi: 3.0.3
+info: {title: "<b>hostile</b>", version: "1"}
+paths:
+  /things/{id}:
+    post:
+      operationId: makeThing
+      summary: "<img src=x onerror=\\"window.pwned=1\\"><script>window.pwned=2</script>"
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+      responses: {"200": {description: ok}}
+`;
+
 function config(port, dir) {
   const file = path.join(dir, "config.yaml");
+  fs.writeFileSync(path.join(dir, "hostile.yaml"), hostile);
   fs.writeFileSync(file, `disable_ratelimiter: true
 audit_log: ${JSON.stringify(path.join(dir, "audit.jsonl"))}
 approve_writes: true
@@ -52,6 +66,9 @@ scripts: {answer_within: 1s}
 specs:
   - name: pets
     location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}
+    base_url: http://127.0.0.1:${port}/api/v3
+  - name: hostile
+    location: ${JSON.stringify(path.join(dir, "hostile.yaml"))}
     base_url: http://127.0.0.1:${port}/api/v3
 upstreams:
   - match: 127.0.0.1:${port}
@@ -205,18 +222,34 @@ return "done";` });
   assert.match(d.body.error.message, /declined on the governance page/);
   assert.equal(posts().length, 1, "a declined write was sent");
 
+  // A spec's strings are text on the page, never markup.
+  const evil = call(sg.base, "invoke", { endpointId: "hostile.makeThing", parameters: { id: "<i>x</i>" } });
+  const card3 = await until("the hostile write on the page", () => page.$(`[data-approval-id]:not([data-approval-id="${firstID}"])`).then(async (c) => {
+    if (!c) return null;
+    const t = await c.evaluate((e) => e.textContent);
+    return /makeThing/.test(t) ? c : null;
+  }));
+  const shown = await card3.evaluate((e) => ({ text: e.textContent, imgs: e.querySelectorAll("img, script, i, b").length }));
+  assert.match(shown.text, /<img src=x onerror=/);
+  assert.equal(shown.imgs, 0, "a spec's summary became markup");
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  await page.screenshot({ path: path.join(shots, "5-hostile.png"), fullPage: true });
+  await card3.$eval('[data-action="decline"]', (b) => b.click());
+  assert.equal((await evil).body.error.code, "not_approved");
+  assert.equal(up.seen.filter((r) => r.url.includes("things")).length, 0);
+
   // The audit tail says who approved.
   await until("the audit tail", () => page.$$eval("#audit tbody tr", (rs) => rs.length > 0));
-  await page.screenshot({ path: path.join(shots, "5-audit.png"), fullPage: true });
+  await page.screenshot({ path: path.join(shots, "6-audit.png"), fullPage: true });
   const audit = fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8");
   assert.match(audit, /"approver":"ada from 127\.0\.0\.1"/);
 
   // Dark, and a phone.
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
-  await page.screenshot({ path: path.join(shots, "6-dark.png"), fullPage: true });
+  await page.screenshot({ path: path.join(shots, "7-dark.png"), fullPage: true });
   await page.setViewport({ width: 390, height: 844 });
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
-  await page.screenshot({ path: path.join(shots, "7-phone.png"), fullPage: true });
+  await page.screenshot({ path: path.join(shots, "8-phone.png"), fullPage: true });
 
   assert.deepEqual(foreign, [], "the page loaded from another origin");
   assert.deepEqual(problems, [], "the page logged errors");

@@ -339,7 +339,9 @@ function renderAudit(lines) {
     if (p && a.principal !== p) continue;
     if (code && codeOf(a) !== code) continue;
     const tr = el('tr', { 'data-principal': a.principal || '', 'data-code': codeOf(a) });
-    for (const v of [a.time, a.principal, a.endpoint, a.outcome + (a.approval ? ' (' + a.approval + ')' : ''), a.status, a.scope, a.queueWaitMs, a.latencyMs]) {
+    const when = el('td', { title: a.time || '' }, (a.time || '').slice(11, 23));
+    tr.append(when);
+    for (const v of [a.principal, a.endpoint, a.outcome + (a.approval ? ' (' + a.approval + ')' : ''), a.status, a.scope, a.queueWaitMs, a.latencyMs]) {
       tr.append(el('td', {}, v === undefined || v === null ? '' : v));
     }
     out.push(tr);
