@@ -140,3 +140,32 @@ func TestPrincipalNameOfAKey(t *testing.T) {
 		}
 	}
 }
+
+// Learned limits keep the header that set them, and a shadow budget its
+// would-refuse count, as rate_limit_status renders them.
+func TestUIUpstreamFromStatus(t *testing.T) {
+	rem, src := int64(7), "Retry-After"
+	got := uiUpstream(UpstreamStatus{Key: "api.github.com:443", RequestsUsed: 3, Limits: UpstreamLimits{RequestsPerWindow: 30, Window: "1m0s"},
+		Learned: []LearnedLimit{{Resource: "core", BlockSource: &src, BlockedForSeconds: 12,
+			Requests: &LearnedQuota{Limit: 5000, Remaining: &rem, Source: "X-RateLimit-Limit", ResetInSeconds: 30}}},
+		Shadow: &ShadowBudget{Calls: 9, WouldRefuse: 4, RequestsUsed: 9, Limits: UpstreamLimits{RequestsPerWindow: 5}}})
+	if got.Used != 3 || got.Limit != 30 || got.WindowSeconds != 60 {
+		t.Errorf("budget = %d/%d per %gs", got.Used, got.Limit, got.WindowSeconds)
+	}
+	kinds := map[string]ui.Learned{}
+	for _, l := range got.Learned {
+		kinds[l.Kind] = l
+	}
+	if b := kinds["block"]; b.Source != "Retry-After" || b.ResetInSeconds != 12 || b.Resource != "core" {
+		t.Errorf("block = %+v", b)
+	}
+	if r := kinds["requests"]; r.Limit != 5000 || r.Remaining == nil || *r.Remaining != 7 || r.Source != "X-RateLimit-Limit" {
+		t.Errorf("requests = %+v", r)
+	}
+	if len(got.Learned) != 2 {
+		t.Errorf("learned = %+v, want a block and a requests quota", got.Learned)
+	}
+	if got.Shadow == nil || got.Shadow.WouldRefuse != 4 || got.Shadow.Calls != 9 || got.Shadow.Limit != 5 {
+		t.Errorf("shadow = %+v", got.Shadow)
+	}
+}
