@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,6 +36,19 @@ func (u uiSource) State(_ context.Context, now time.Time) ui.State {
 		}
 		s.stats.mu.Unlock()
 	}
+	s.stats.mu.Lock()
+	for key, ps := range s.stats.who {
+		p := ui.Principal{Name: principalName(key), Calls: ps.calls, QueueTurns: ps.queueTurns, QueueWaitMs: ps.queueWait.Milliseconds()}
+		for scope, n := range ps.refused {
+			if p.Refused == nil {
+				p.Refused = map[string]int64{}
+			}
+			p.Refused[scope] = n
+		}
+		out.Principals = append(out.Principals, p)
+	}
+	s.stats.mu.Unlock()
+	sort.Slice(out.Principals, func(i, j int) bool { return out.Principals[i].Name < out.Principals[j].Name })
 	for _, rec := range s.runs.All() {
 		if rec.Status != runs.Running {
 			continue

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/spec"
 	"github.com/specgate/specgate/pkg/ui"
 )
 
@@ -38,6 +40,9 @@ func TestUIStateAgreesWithRateLimitStatus(t *testing.T) {
 	}
 	if u.Used != 4 || u.Limit != 10 || u.WindowSeconds != 60 {
 		t.Errorf("page used %d of %d per %gs, want 4 of 10 per 60s", u.Used, u.Limit, u.WindowSeconds)
+	}
+	if len(got.Principals) != 1 || got.Principals[0].Calls != 4 {
+		t.Errorf("principals = %+v, want one with 4 calls", got.Principals)
 	}
 }
 
@@ -167,5 +172,21 @@ func TestUIUpstreamFromStatus(t *testing.T) {
 	}
 	if got.Shadow == nil || got.Shadow.WouldRefuse != 4 || got.Shadow.Calls != 9 || got.Shadow.Limit != 5 {
 		t.Errorf("shadow = %+v", got.Shadow)
+	}
+}
+
+func TestPrincipalStatsAreBounded(t *testing.T) {
+	st := newStats()
+	e := &spec.Endpoint{ID: "s.e"}
+	for i := range maxPrincipalStats + 5 {
+		st.observe("org/p"+strconv.Itoa(i), e, "up", time.Millisecond, 0, 0)
+	}
+	st.observe("org/p1", e, "up", time.Millisecond, time.Second, 0)
+	st.refused("org/p1", &ratelimit.LimitError{Scope: ratelimit.ScopeProxy})
+	if n := len(st.who); n != maxPrincipalStats {
+		t.Errorf("%d principals counted, want %d", n, maxPrincipalStats)
+	}
+	if p := st.who["org/p1"]; p == nil || p.calls != 1 || p.queueTurns != 1 || p.refused["proxy"] != 1 {
+		t.Errorf("p1 = %+v, want 1 call, 1 queue turn, 1 proxy refusal", p)
 	}
 }

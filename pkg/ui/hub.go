@@ -92,12 +92,13 @@ func (h *Hub) Run(ctx context.Context) {
 
 // statePage is the JSON of /ui/api/state.
 type statePage struct {
-	At        string              `json:"at"`
-	Upstreams []Upstream          `json:"upstreams"`
-	Samples   map[string][]Sample `json:"samples"`
-	Runs      []Run               `json:"runs"`
-	Audit     []json.RawMessage   `json:"audit"`
-	Approvals []Approval          `json:"approvals"`
+	At         string              `json:"at"`
+	Upstreams  []Upstream          `json:"upstreams"`
+	Samples    map[string][]Sample `json:"samples"`
+	Runs       []Run               `json:"runs"`
+	Principals []Principal         `json:"principals"`
+	Audit      []json.RawMessage   `json:"audit"`
+	Approvals  []Approval          `json:"approvals"`
 	// Pending counts every approval waiting; Approvals lists the oldest.
 	Pending int `json:"pendingApprovals"`
 }
@@ -144,6 +145,10 @@ func (h *Hub) Tick(ctx context.Context) {
 	if p.Runs == nil {
 		p.Runs = []Run{}
 	}
+	p.Principals = st.Principals
+	if p.Principals == nil {
+		p.Principals = []Principal{}
+	}
 	for k, r := range h.ring {
 		p.Samples[k] = r.all()
 	}
@@ -162,7 +167,7 @@ func (h *Hub) JSON() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.enc == nil {
-		return []byte(`{"upstreams":[],"samples":{},"runs":[],"audit":[],"approvals":[],"pendingApprovals":0}`)
+		return []byte(`{"upstreams":[],"samples":{},"runs":[],"principals":[],"audit":[],"approvals":[],"pendingApprovals":0}`)
 	}
 	return h.enc
 }

@@ -24,8 +24,22 @@ var ErrNotFound = errors.New("not found")
 // State is what the page shows, apart from what the page keeps itself
 // (the samples of each upstream and the audit tail).
 type State struct {
-	Upstreams []Upstream `json:"upstreams"`
-	Runs      []Run      `json:"runs"`
+	Upstreams  []Upstream  `json:"upstreams"`
+	Runs       []Run       `json:"runs"`
+	Principals []Principal `json:"principals"`
+}
+
+// Principal is one caller's calls since the process started.
+type Principal struct {
+	Name  string `json:"principal"`
+	Calls int64  `json:"calls"`
+	// Refused counts refusals by scope (proxy: specgate's limits;
+	// upstream: the API's).
+	Refused map[string]int64 `json:"refusedByScope,omitempty"`
+	// QueueTurns counts the calls that waited in a queue, QueueWaitMs how
+	// long they waited in all.
+	QueueTurns  int64 `json:"queueTurns"`
+	QueueWaitMs int64 `json:"queueWaitMs"`
 }
 
 // Upstream is one upstream as rate_limit_status shows it.

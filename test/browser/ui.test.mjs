@@ -177,6 +177,8 @@ test("the governance page in chromium", async (t) => {
   assert.equal(Number(seen.used), want.requestsUsed);
   assert.equal(Number(seen.limit), want.limits.requestsPerWindow);
   assert.equal(want.requestsUsed, N);
+  const calls = await until("the principal's calls", () => page.$eval('#principals tr[data-principal="ada"]', (e) => Number(e.dataset.calls)).catch(() => null));
+  assert.equal(calls, N);
   await page.screenshot({ path: path.join(shots, "2-budget.png"), fullPage: true });
 
   // A run's progress advances on the page.

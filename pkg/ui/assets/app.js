@@ -85,6 +85,7 @@ async function poll() {
   if (r.status !== 200 || !r.body) { $('status').textContent = 'state unavailable (' + r.status + ')'; return; }
   $('status').textContent = 'updated ' + new Date(r.body.at).toLocaleTimeString();
   renderUpstreams(r.body.upstreams, r.body.samples || {});
+  renderPrincipals(r.body.principals || []);
   renderApprovals(r.body.approvals || [], r.body.pendingApprovals || 0);
   renderRuns(r.body.runs);
   renderAudit(r.body.audit);
@@ -205,6 +206,21 @@ function drawChart(c, u, s) {
   c.title.textContent = 'Last 10 minutes: ' + admitted + ' calls admitted, ' + got429 + ' upstream 429s, queue up to ' + qmax +
     (quota ? ', quota ' + Math.round(quota * 100) / 100 + ' calls per second' : '');
   c.chart.setAttribute('aria-label', c.title.textContent);
+}
+
+// --- principals ---
+
+function renderPrincipals(list) {
+  $('no-principals').hidden = list.length > 0;
+  $('principals').hidden = list.length === 0;
+  const out = [];
+  for (const p of list) {
+    const tr = el('tr', { 'data-principal': p.principal, 'data-calls': p.calls });
+    const r = p.refusedByScope || {};
+    for (const v of [p.principal, p.calls, r.proxy || 0, r.upstream || 0, p.queueTurns, (p.queueWaitMs / 1000).toFixed(1) + ' s']) tr.append(el('td', {}, v));
+    out.push(tr);
+  }
+  $('principals').tBodies[0].replaceChildren(...out);
 }
 
 // --- approvals ---
