@@ -481,10 +481,9 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	if s.needsApproval(e) {
 		if c.track != nil && !c.track.isLive() {
 			// Nobody waits on the call that started the run: a question
-			// asked now would reach no one and hold the run until its
-			// deadline.
-			return nil, &script.CallError{Code: CodeNotApproved,
-				Message: fmt.Sprintf("%s needs a person's approval, which a run in the background cannot ask for; nothing was sent: make this call with invoke", e.ID)}
+			// put to the client would reach no one and hold the run until
+			// its deadline. The governance page can still ask a person.
+			ctx = context.WithValue(ctx, backgroundRunKey{}, true)
 		}
 		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))

@@ -22,6 +22,7 @@ import (
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/ui"
 )
 
 // listCacheTTL is how long a 2026-07-28 client may reuse the tools and
@@ -93,6 +94,15 @@ type Options struct {
 	// reporting whether it was the first time, where every replica sees it
 	// (a store). If nil, or when it fails, each process keeps its own.
 	ApprovalSpend func(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	// ApprovalChannel says who asks the person: ChannelElicit (the client,
+	// by elicitation), ChannelPage (the governance page, for every client)
+	// or ChannelAuto (the client where it can ask, else the page). Without
+	// PageApprovals the page asks nobody. If empty, ChannelElicit.
+	ApprovalChannel string
+	// PageApprovals is the governance page's waiting room: a write asked
+	// there waits until a person decides or ApprovalTTL passes. If nil,
+	// the page asks nobody.
+	PageApprovals *ui.Approvals
 }
 
 // LoadFailure is a spec that could not be loaded.

@@ -406,6 +406,22 @@ func (m *Manager) Running(principal string) []Record {
 	return out
 }
 
+// All returns every run in this process, whoever started it, for the
+// operator's view; a run's Principal says whose it is.
+func (m *Manager) All() []Record {
+	m.mu.Lock()
+	rs := make([]*Run, 0, len(m.local))
+	for _, r := range m.local {
+		rs = append(rs, r)
+	}
+	m.mu.Unlock()
+	out := make([]Record, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Record())
+	}
+	return out
+}
+
 // Drain takes no new runs, waits for the runs in this process to end until
 // ctx ends, then stops the rest and records them as lost, so no client
 // waits on a run that nobody runs.

@@ -355,3 +355,26 @@ func TestAFullStoreDropsTheBusiestPrincipalsRecordFirst(t *testing.T) {
 		}
 	})
 }
+
+func TestAllListsEveryPrincipalsRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(nil)
+		release := make(chan struct{})
+		a, _ := m.Start(t.Context(), "ada", time.Minute, blockUntil(release))
+		b, _ := m.Start(t.Context(), "bob", time.Minute, blockUntil(release))
+		got := map[string]string{}
+		for _, rec := range m.All() {
+			got[rec.ID] = rec.Principal
+		}
+		if len(got) != 2 || got[a.ID()] != "ada" || got[b.ID()] != "bob" {
+			t.Errorf("All = %v, want ada's and bob's runs", got)
+		}
+		close(release)
+		<-a.Done()
+		<-b.Done()
+		synctest.Wait()
+		if n := len(m.All()); n != 0 {
+			t.Errorf("All after both ended: %d runs, want 0", n)
+		}
+	})
+}
