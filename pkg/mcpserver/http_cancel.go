@@ -129,7 +129,11 @@ func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner 
 	ctx, call, done := h.inflight.start(r.Context(), k)
 	defer done()
 	qw := &quietWriter{ResponseWriter: w, call: call}
-	h.streamable.ServeHTTP(qw, r.WithContext(ctx))
+	if tm := (taskMessage{}); json.Unmarshal(body, &tm) == nil && tm.isTask() {
+		h.s.serveTask(ctx, qw, body, &tm, msg.ID)
+	} else {
+		h.streamable.ServeHTTP(qw, r.WithContext(ctx))
+	}
 	if call.cancelled.Load() && !qw.wrote.Load() {
 		w.Header().Del("Content-Type")
 		w.WriteHeader(http.StatusAccepted)

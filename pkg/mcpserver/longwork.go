@@ -131,18 +131,24 @@ func (t *runTracker) progress(p script.Progress) {
 	if !send {
 		return
 	}
-	msg := strconv.Itoa(p.Calls.Total) + " calls done"
-	if p.Total > 0 {
-		msg = fmt.Sprintf("%d of %d done, %s", p.Done, p.Total, msg)
-	}
-	if p.Note != "" {
-		msg += ": " + p.Note
-	}
-	n := map[string]any{"progress": p.Calls.Total, "message": msg}
+	n := map[string]any{"progress": p.Calls.Total, "message": runProgressLine(p.Calls.Total, p.Done, p.Total, p.Note)}
 	if p.Total > 0 {
 		n["progress"], n["total"] = p.Done, p.Total
 	}
 	t.notify(n)
+}
+
+// runProgressLine is a run's progress in one line: a progress notification's
+// message, and a task's statusMessage.
+func runProgressLine(calls, done, total int, note string) string {
+	msg := strconv.Itoa(calls) + " calls done"
+	if total > 0 {
+		msg = fmt.Sprintf("%d of %d done, %s", done, total, msg)
+	}
+	if note != "" {
+		msg += ": " + note
+	}
+	return msg
 }
 
 // view is the model's view of p, with its ETA as of now.

@@ -135,7 +135,9 @@ func (s *Server) tools() []tool {
 			ScopeRead, nil, (*Server).handleRunScript,
 			// No output schema: the answer is the run's result, or where a run
 			// past answer_within stands.
-			inputSchema[RunScriptArgs](), hints(false, true, false, true)),
+			inputSchema[RunScriptArgs](), hints(false, true, false, true),
+			// A client may run it as an MCP task: the task id is the run id.
+			mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 
 		newTool("script_result", scriptResultDescription,
 			[]string{CodeNotFound, CodeValidationFailed},
