@@ -55,12 +55,26 @@ func (m *taskMessage) isTask() bool {
 	return strings.HasPrefix(m.Method, "tasks/")
 }
 
-// serveTask answers a task-augmented tools/call or a tasks/* request of
-// the principal in ctx, with the JSON-RPC id id.
+// serveTask answers, over HTTP, a task request with the JSON-RPC id id.
 func (s *Server) serveTask(ctx context.Context, w http.ResponseWriter, body []byte, m *taskMessage, id json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(s.answerTask(ctx, body, m, id))
+}
+
+// answerTask is the JSON-RPC response to a task-augmented tools/call or a
+// tasks/* request of the principal in ctx, with the JSON-RPC id id.
+func (s *Server) answerTask(ctx context.Context, body []byte, m *taskMessage, id json.RawMessage) map[string]any {
+	out := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
+	reply := func(result any) { out["result"] = result }
+	fail := func(code int, msg string) { out["error"] = map[string]any{"code": code, "message": msg} }
+	s.task(ctx, body, m, reply, fail)
+	return out
+}
+
+// task answers a task request with reply or fail.
+func (s *Server) task(ctx context.Context, body []byte, m *taskMessage, reply func(any), fail func(int, string)) {
 	principal := principalOf(ctx)
-	reply := func(result any) { writeRPC(w, id, result, nil) }
-	fail := func(code int, msg string) { writeRPC(w, id, nil, &rpcError{code: code, msg: msg}) }
 	if m.Method == string(mcp.MethodToolsCall) {
 		s.startTask(ctx, body, m, reply, fail)
 		return
@@ -183,17 +197,4 @@ func (s *Server) taskOf(rec *runs.Record) mcp.Task {
 		t.StatusMessage = "lost: the specgate running it stopped; " + t.StatusMessage
 	}
 	return t
-}
-
-// writeRPC writes a JSON-RPC response: result, or the error e.
-func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, e *rpcError) {
-	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
-	if e != nil {
-		msg["error"] = map[string]any{"code": e.code, "message": e.msg}
-	} else {
-		msg["result"] = result
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(msg)
 }

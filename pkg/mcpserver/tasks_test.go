@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -225,4 +228,58 @@ func connectTasks(t *testing.T, srv *Server) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestStdioTasksAreRuns: on stdio, as over HTTP, a task is a run: its id
+// is the run id, tasks/get carries the progress line, tasks/result is the
+// final answer, and script_result reads the same run. (Not in a synctest
+// bubble: mcp-go's stdio session is made outside it; the script sends
+// nothing, so no time needs to pass.)
+func TestStdioTasksAreRuns(t *testing.T) {
+	served := scriptBenchServe(t, scriptBenchMemoryBase)
+	srv, up := longFixture(t, served, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	ended := make(chan error, 1)
+	go func() { ended <- srv.ServeStdio(ctx, inR, outW) }()
+	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-ended })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	call := func(id int, method string, params any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := inW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for lines.Scan() {
+			var m map[string]any
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m["id"] == float64(id) {
+				return m
+			}
+		}
+		t.Fatalf("no answer to %s", method)
+		return nil
+	}
+	call(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	created := call(2, "tools/call", map[string]any{"name": "run_script", "task": map[string]any{},
+		"arguments": map[string]any{"code": `api.progress(1, 2, "half"); return 42;`}})
+	task, _ := created["result"].(map[string]any)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if !strings.HasPrefix(id, "run-") {
+		t.Fatalf("created: %v", created)
+	}
+	res := call(3, "tasks/result", map[string]any{"taskId": id})["result"].(map[string]any)
+	text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+	if !strings.Contains(text, `"status":"done","result":42`) {
+		t.Errorf("tasks/result: %s", text)
+	}
+	got := call(4, "tasks/get", map[string]any{"taskId": id})["result"].(map[string]any)
+	if got["status"] != "completed" || got["statusMessage"] != "1 of 2 done, 0 calls done: half" {
+		t.Errorf("tasks/get: %v", got)
+	}
+	sr := call(5, "tools/call", map[string]any{"name": "script_result", "arguments": map[string]any{"runId": id, "waitSeconds": 0}})["result"].(map[string]any)
+	if sr["content"].([]any)[0].(map[string]any)["text"] != text || up.requests.Load() != 0 {
+		t.Errorf("script_result differs from tasks/result, or sent something: %v", sr)
+	}
 }
