@@ -134,6 +134,8 @@ type lineRewriter struct {
 	r   *bufio.Reader
 	buf []byte
 	err error
+	// divert, if set, may take a message for itself: it is then not read.
+	divert func(msg []byte) bool
 }
 
 func newLineRewriter(r io.Reader) *lineRewriter {
@@ -150,6 +152,9 @@ func (l *lineRewriter) Read(p []byte) (int, error) {
 		if len(line) > 0 {
 			body := bytes.TrimRight(line, "\r\n")
 			out := rewriteToolCall(body)
+			if l.divert != nil && l.divert(out) {
+				continue
+			}
 			if len(out) != len(body) || !bytes.Equal(out, body) {
 				line = append(out, '\n')
 			}

@@ -138,7 +138,14 @@ func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner 
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	var tm taskMessage
+	isTask := json.Unmarshal(body, &tm) == nil && tm.isTask()
 	id, ok := canonicalID(msg.ID)
+	if isTask && !ok {
+		// Never mcp-go's: its task store is shared by every caller.
+		(&rpcError{code: mcp.INVALID_REQUEST, msg: "a task request needs a string or number id"}).write(w)
+		return
+	}
 	if msg.Method == "" || !ok {
 		h.streamable.ServeHTTP(w, r)
 		return
@@ -147,7 +154,11 @@ func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner 
 	ctx, call, done := h.inflight.start(r.Context(), k)
 	defer done()
 	qw := &quietWriter{ResponseWriter: w, call: call}
-	h.streamable.ServeHTTP(qw, r.WithContext(ctx))
+	if isTask {
+		h.s.serveTask(ctx, qw, body, &tm, msg.ID)
+	} else {
+		h.streamable.ServeHTTP(qw, r.WithContext(ctx))
+	}
 	if call.cancelled.Load() && !qw.wrote.Load() {
 		w.Header().Del("Content-Type")
 		w.WriteHeader(http.StatusAccepted)

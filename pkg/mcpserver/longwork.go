@@ -147,15 +147,8 @@ func (t *runTracker) progress(p script.Progress) {
 	if !send {
 		return
 	}
-	msg := strconv.Itoa(p.Calls.Total) + " calls done"
-	if p.Total > 0 {
-		msg += fmt.Sprintf(", %d of %d", p.Done, p.Total)
-	}
-	if p.Note != "" {
-		msg += ": " + p.Note
-	}
 	if t.live.Load() {
-		t.notify(map[string]any{"progress": seq, "message": msg})
+		t.notify(map[string]any{"progress": seq, "message": runProgressLine(p.Calls.Total, p.Done, p.Total, p.Note)})
 	}
 }
 
@@ -164,6 +157,19 @@ func (t *runTracker) progress(p script.Progress) {
 func (t *runTracker) setLive(on bool) { t.live.Store(on) }
 
 func (t *runTracker) isLive() bool { return t.live.Load() }
+
+// runProgressLine is a run's progress in one line: a progress notification's
+// message, and a task's statusMessage.
+func runProgressLine(calls, done, total int, note string) string {
+	msg := strconv.Itoa(calls) + " calls done"
+	if total > 0 {
+		msg = fmt.Sprintf("%d of %d done, %s", done, total, msg)
+	}
+	if note != "" {
+		msg += ": " + note
+	}
+	return msg
+}
 
 // view is the model's view of p, with its ETA as of now.
 func (t *runTracker) view(p script.Progress) *RunProgress {

@@ -228,8 +228,17 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 		return errorResult(&ErrorObject{Code: CodeUnreachable, Retryable: true, Message: "this specgate is shutting down and takes no new runs",
 			Hint: "Run it again: another replica (or this one, once restarted) will take it."}), nil
 	}
+	if ts, ok := ctx.Value(taskStartKey{}).(*taskStart); ok {
+		// A task specgate serves itself (tasks.go): the client polls
+		// tasks/get and collects tasks/result, so the call answers at once.
+		ts.run = run
+		rec := run.Record()
+		return s.runAnswer(&rec, t), nil
+	}
 	var within <-chan time.Time
-	if w := o.answerWithin(); w > 0 {
+	// In a task mcp-go runs, the call's answer is the run's final answer,
+	// collected with tasks/result: no answer_within.
+	if w := o.answerWithin(); w > 0 && req.Params.Task == nil {
 		timer := time.NewTimer(w)
 		defer timer.Stop()
 		within = timer.C

@@ -190,6 +190,10 @@ func New(opts Options) *Server {
 		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
+		// run_script as an MCP task (list, cancel, tool calls). Over HTTP
+		// specgate answers tasks itself, per principal (tasks.go); on stdio
+		// and in process mcp-go's task store serves the one client.
+		server.WithTaskCapabilities(true, true, true),
 		// The tools and prompts are fixed for the life of the process and the
 		// same for every caller: on MCP 2026-07-28 their lists say so.
 		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),

@@ -128,7 +128,9 @@ func (s *Server) tools() []tool {
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
 			[]string{CodeScriptError, CodeTimeout, CodeCancelled, CodeValidationFailed, CodeRateLimit, CodeInternal},
 			ScopeRead, nil, (*Server).handleRunScript,
-			inputSchema[RunScriptArgs](), outputSchema[runOutput](), hints(false, true, false, true)),
+			inputSchema[RunScriptArgs](), outputSchema[runOutput](), hints(false, true, false, true),
+			// A client may run it as an MCP task: the task id is the run id.
+			mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 
 		newTool("script_result", scriptResultDescription,
 			[]string{CodeNotFound, CodeValidationFailed},

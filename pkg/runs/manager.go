@@ -389,6 +389,9 @@ func (m *Manager) Cancel(ctx context.Context, principal, id string) (*Record, er
 	return m.Wait(ctx, principal, id, stopWait)
 }
 
+// Keep is how long an ended run's record is kept.
+func (m *Manager) Keep() time.Duration { return m.o.Keep }
+
 // Running returns principal's runs in this process.
 func (m *Manager) Running(principal string) []Record {
 	m.mu.Lock()

@@ -149,3 +149,39 @@ test("TypeScript SDK: cancel stops a run's calls", async () => {
     up.server.close();
   }
 });
+
+test("TypeScript SDK, experimental tasks client: the same run as an MCP task", async () => {
+  const up = await startQuotaUpstream(10, 10_000);
+  const client = await connect(up.port);
+  try {
+    const tools = await client.listTools();
+    assert.equal(tools.tools.find((t) => t.name === "run_script").execution?.taskSupport, "optional");
+    let taskId;
+    const statuses = [];
+    let result;
+    const stream = client.experimental.tasks.callToolStream({ name: "run_script", arguments: { code: lookups(25) } }, undefined, { task: {} });
+    for await (const msg of stream) {
+      if (msg.type === "taskCreated") taskId = msg.task.taskId;
+      if (msg.type === "taskStatus") statuses.push(msg.task);
+      if (msg.type === "result") result = msg.result;
+      if (msg.type === "error") throw msg.error;
+    }
+    // The task id names the run.
+    assert.match(taskId, /^run-[0-9a-f]+$/);
+    assert.ok(statuses.some((s) => s.status === "working" && / of 25 done, \d+ calls done: pet \d+/.test(s.statusMessage)),
+      JSON.stringify(statuses.map((s) => s.statusMessage)));
+    const out = structured(result);
+    assert.equal(out.status, "done", JSON.stringify(out));
+    assert.equal(out.result.length, 25);
+    assert.equal(out.runId, taskId);
+    // script_result reads the very same run and answer.
+    const again = await client.callTool({ name: "script_result", arguments: { runId: taskId, waitSeconds: 0 } });
+    assert.equal(again.content[0].text, result.content[0].text);
+    assert.equal(up.seen.requests, 25, "upstream requests");
+    assert.equal(up.seen.limited, 0, "upstream 429s");
+    console.log(`# task: ${statuses.length} tasks/get polls, last "${statuses.at(-2)?.statusMessage}"`);
+  } finally {
+    await client.close();
+    up.server.close();
+  }
+});
