@@ -194,6 +194,8 @@ func New(opts Options) *Server {
 		// specgate answers tasks itself, per principal (tasks.go); on stdio
 		// and in process mcp-go's task store serves the one client.
 		server.WithTaskCapabilities(true, true, true),
+		// 2026-07-28 clients find tasks as an extension (tasks_ext.go).
+		server.WithExtensions(map[string]any{extTasksID: map[string]any{}}),
 		// The tools and prompts are fixed for the life of the process and the
 		// same for every caller: on MCP 2026-07-28 their lists say so.
 		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),

@@ -40,9 +40,10 @@ type taskStart struct{ run *runs.Run }
 type taskMessage struct {
 	Method string `json:"method"`
 	Params struct {
-		Name   string          `json:"name"`
-		Task   json.RawMessage `json:"task"`
-		TaskID string          `json:"taskId"`
+		Name   string                     `json:"name"`
+		Task   json.RawMessage            `json:"task"`
+		TaskID string                     `json:"taskId"`
+		Meta   map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
 }
 
@@ -50,7 +51,7 @@ type taskMessage struct {
 func (m *taskMessage) isTask() bool {
 	if m.Method == string(mcp.MethodToolsCall) {
 		t := strings.TrimSpace(string(m.Params.Task))
-		return t != "" && t != "null"
+		return t != "" && t != "null" || m.extTasks() && m.Params.Name == "run_script"
 	}
 	return strings.HasPrefix(m.Method, "tasks/")
 }
@@ -74,6 +75,10 @@ func (s *Server) answerTask(ctx context.Context, body []byte, m *taskMessage, id
 
 // task answers a task request with reply or fail.
 func (s *Server) task(ctx context.Context, body []byte, m *taskMessage, reply func(any), fail func(int, string)) {
+	if m.extTasks() {
+		s.extTask(ctx, body, m, reply, fail)
+		return
+	}
 	principal := principalOf(ctx)
 	if m.Method == string(mcp.MethodToolsCall) {
 		s.startTask(ctx, body, m, reply, fail)
@@ -146,29 +151,40 @@ func (s *Server) task(ctx context.Context, body []byte, m *taskMessage, reply fu
 // startTask runs a task-augmented tools/call: run_script starts its run and
 // the task is answered at once; anything else is refused as mcp-go would.
 func (s *Server) startTask(ctx context.Context, body []byte, m *taskMessage, reply func(any), fail func(int, string)) {
-	t := s.table[m.Params.Name]
-	if t == nil || t.name != "run_script" {
-		fail(mcp.METHOD_NOT_FOUND, "tool '"+clip(m.Params.Name, 80)+"' does not support task augmentation")
-		return
-	}
-	var req mcp.CallToolRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		fail(mcp.INVALID_REQUEST, "the tools/call could not be read")
-		return
-	}
-	started := &taskStart{}
-	res, err := s.handlerOf(t)(context.WithValue(ctx, taskStartKey{}, started), req)
+	res, run, ok := s.startRun(ctx, body, m, fail)
 	switch {
-	case err != nil:
-		fail(mcp.INTERNAL_ERROR, "run_script failed inside specgate")
-	case started.run == nil:
+	case !ok:
+	case run == nil:
 		// Refused before a run started: the answer is the refusal, as a
 		// call without a task would have it.
 		reply(res)
 	default:
-		rec := started.run.Record()
+		rec := run.Record()
 		reply(map[string]any{"task": s.taskOf(&rec)})
 	}
+}
+
+// startRun runs a task's run_script, which starts its run and answers at
+// once: the run, or the refusal when none started; false when it failed
+// (fail has answered).
+func (s *Server) startRun(ctx context.Context, body []byte, m *taskMessage, fail func(int, string)) (*mcp.CallToolResult, *runs.Run, bool) {
+	t := s.table[m.Params.Name]
+	if t == nil || t.name != "run_script" {
+		fail(mcp.METHOD_NOT_FOUND, "tool '"+clip(m.Params.Name, 80)+"' does not support task augmentation")
+		return nil, nil, false
+	}
+	var req mcp.CallToolRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		fail(mcp.INVALID_REQUEST, "the tools/call could not be read")
+		return nil, nil, false
+	}
+	started := &taskStart{}
+	res, err := s.handlerOf(t)(context.WithValue(ctx, taskStartKey{}, started), req)
+	if err != nil {
+		fail(mcp.INTERNAL_ERROR, "run_script failed inside specgate")
+		return nil, nil, false
+	}
+	return res, started.run, true
 }
 
 // taskOf is the MCP task of a run's record.
