@@ -100,7 +100,7 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 	t, rf, ok := l.admitUp(ctx, ep, up, req, start.UnixNano(), jump)
 	if ok && jump {
 		up.mu.Unlock()
-		return t, nil
+		return admitted(ctx, t)
 	}
 	if rf.ctxErr != nil {
 		up.mu.Unlock()
@@ -127,6 +127,16 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
+}
+
+// admitted hands t to a caller whose ctx may have ended while the store decided: a call
+// nobody will send must not hold its slot until its caller's Release that never comes.
+func admitted(ctx context.Context, t Ticket) (Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		t.Release()
+		return Ticket{}, err
+	}
+	return t, nil
 }
 
 // Drain answers every call waiting in a queue, and every call that would wait from now on,
@@ -258,7 +268,8 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 		// measured after the admission: a store call that timed out on the way (the
 		// switch to the fallback share) is part of the wait
 		t.QueueWait = time.Since(start)
-		return outcome{done: true, t: t}
+		t, err := admitted(ctx, t)
+		return outcome{done: true, t: t, err: err}
 	}
 	if rf.ctxErr != nil {
 		up.remove(w)

@@ -378,13 +378,21 @@ func (s *Store) probeOnce(ctx context.Context) {
 //
 // go-redis bounds a call by the context's deadline but does not watch its cancellation,
 // so the script runs on its own goroutine (ended by the timeout at the latest, and waited
-// for by Close) and a cancelled caller returns at once. A script the caller left may
-// still charge: a count that only errs on the strict side.
-func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, args ...any) (any, error) {
+// for by Close) and a cancelled caller returns at once. The script may still charge
+// after that: orphan, when not nil, is handed a reply that came after its caller left,
+// so that it gives back what the script took (a concurrency lease left in Redis would
+// hold a slot of every replica until its TTL).
+func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
 	type reply struct {
 		v   any
 		err error
 	}
+	const (
+		waiting = iota
+		answered
+		left
+	)
+	var state atomic.Int32
 	done := make(chan reply, 1)
 	s.calls.Add(1)
 	go func() {
@@ -392,20 +400,31 @@ func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 		defer cancel()
 		v, err := sc.Run(cctx, s.c, keys, args...).Result()
-		done <- reply{v, err}
+		if state.CompareAndSwap(waiting, answered) {
+			done <- reply{v, err}
+			return
+		}
+		if err == nil && orphan != nil {
+			orphan(v)
+		}
 	}()
+	var r reply
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
-	case r := <-done:
-		if r.err != nil {
-			if ctx.Err() == nil {
-				s.fail(group, r.err)
-			}
-			return nil, r.err
+		if state.CompareAndSwap(waiting, left) {
+			return nil, ctx.Err()
 		}
-		return r.v, nil
+		// the reply is on its way: taking it is the one way its charge is not lost
+		r = <-done
+	case r = <-done:
 	}
+	if r.err != nil {
+		if ctx.Err() == nil {
+			s.fail(group, r.err)
+		}
+		return nil, r.err
+	}
+	return r.v, nil
 }
 
 // micros converts d to whole microseconds, rounded up: a limit never shrinks in Redis.
@@ -442,10 +461,22 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		requests, tokens, minIv, maxConc = int64(b.Requests), b.Tokens, micros(b.MinInterval), int64(b.MaxConcurrent)
 		span = micros(b.Span())
 	}
-	v, err := s.run(ctx, g, admitScript, keys,
+	units := min(max(a.Units, 1), max(int(requests), 1))
+	orphan := func(v any) {
+		var n int
+		var tok int64
+		if requests > 0 {
+			n = units
+		}
+		if tokens > 0 {
+			tok = a.Tokens
+		}
+		s.unadmit(g, lease, n, tok, span, v)
+	}
+	v, err := s.run(ctx, g, admitScript, keys, orphan,
 		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
 		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
-		min(max(a.Units, 1), max(int(requests), 1)))
+		units)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -476,6 +507,35 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		d.Lease = lease
 	}
 	return d, nil
+}
+
+// unadmit gives back what an admission of units and tokens charged when its caller had
+// left before the reply v came: the concurrency lease, the units in the requests window
+// and the tokens. The cooldown and the minimum interval stay charged, on the strict side.
+func (s *Store) unadmit(group, lease string, units int, tokens, span int64, v any) {
+	r, ok := v.([]any)
+	if !ok || len(r) != 10 || toInt(r[0]) != 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := s.c.ZRem(ctx, s.key(group, "lease"), lease).Err()
+	if units > 0 && err == nil {
+		// the members admit.lua wrote for the call's units
+		now := strconv.FormatInt(toInt(r[1]), 10)
+		ms := make([]any, units)
+		for u := range units {
+			ms[u] = now + "-" + lease + "-" + strconv.Itoa(u+1)
+		}
+		err = s.c.ZRem(ctx, s.key(group, "req"), ms...).Err()
+	}
+	if bucket := toInt(r[6]); bucket != 0 && tokens > 0 && err == nil {
+		err = settleScript.Run(ctx, s.c, []string{s.key(group, "tok")}, -tokens, bucket, bucketWidth(span), span).Err()
+	}
+	if err != nil {
+		s.logf(slog.LevelWarn, "redis store: an abandoned admission was not given back; its lease ends with its TTL",
+			"group", group, "reason", describe(err))
+	}
 }
 
 // bucketWidth is the token bucket width for a span, in microseconds, as the memory
@@ -517,7 +577,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 // Settle corrects a call's token charge.
 func (s *Store) Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error {
 	sp := micros(span)
-	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")},
+	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")}, nil,
 		delta, bucket, bucketWidth(sp), sp)
 	return err
 }
@@ -527,14 +587,14 @@ func (s *Store) Block(ctx context.Context, upstream, resource string, d time.Dur
 	if d <= 0 {
 		return nil
 	}
-	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, micros(d), source)
+	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
 	return err
 }
 
 // CountEvent counts one event of a Window's key.
 func (s *Store) CountEvent(ctx context.Context, e ratelimit.Event) (ratelimit.EventCount, error) {
 	uid := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
-	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, e.Limit, micros(e.Span), uid)
+	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
 	if err != nil {
 		return ratelimit.EventCount{}, err
 	}
