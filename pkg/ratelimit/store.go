@@ -97,6 +97,10 @@ type Decision struct {
 	Requests     int
 	RequestsFree time.Duration
 	Tokens       int64
+	// Epoch names the generation of the group's state in the store: it changes when the
+	// store lost that state (a Redis that restarted empty), and with it what the other
+	// replicas admitted on their fallback shares meanwhile. Zero: the store does not say.
+	Epoch int64
 }
 
 // Group is the store group of an admission: its upstream, else its endpoint (see
@@ -206,6 +210,15 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 	sw.onStore()
 	if up != nil {
 		up.observeShared(d, now)
+		if up.foundReset(d.Epoch, now) && !grace && d.OK && a.Charge {
+			// this call was charged before the reset was known: it keeps to the share too
+			if lr, _ := up.checkLocked(ep, req, now); lr.wait > 0 {
+				if d.Lease != "" {
+					_ = st.Release(detached(), up.key, d.Lease) // on error the lease ends by its TTL
+				}
+				return Ticket{}, lr, false
+			}
+		}
 	}
 	rf := lrf
 	if !d.OK {
@@ -378,6 +391,29 @@ func (u *upstream) observeShared(d Decision, now int64) {
 	}
 	if u.full.Tokens > 0 {
 		u.seenTok.see(d.Tokens, now)
+	}
+}
+
+// foundReset records the store's epoch of the upstream's state and reports whether it
+// changed since this replica last saw it: the store lost its windows (a Redis that
+// restarted empty), and with them what every replica admitted on its fallback share while
+// it was away, which this replica cannot see. So for one window from now this replica keeps
+// to its share as if it had run on it (see inGrace), as every replica does once it finds
+// the new epoch: together they stay within the budget. The caller holds u.mu.
+func (u *upstream) foundReset(epoch, now int64) bool {
+	if epoch == 0 {
+		return false
+	}
+	prev := u.epoch
+	u.epoch = epoch
+	if prev == 0 || prev == epoch {
+		return false
+	}
+	for {
+		last := u.lastFallback.Load()
+		if last >= now || u.lastFallback.CompareAndSwap(last, now) {
+			return true
+		}
 	}
 }
 

@@ -37,8 +37,10 @@ type upstream struct {
 	// Redis Cluster, only the upstreams on an unreachable slot do.
 	sw switchClock
 	// lastFallback is when this replica last admitted a call to it on the fallback
-	// share, unix nanoseconds; zero: never.
+	// share, or found that the store had lost its state (see foundReset), unix
+	// nanoseconds; zero: never.
 	lastFallback atomic.Int64
+	epoch        int64 // the store's epoch of this upstream's state, last seen; zero: none
 
 	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
 	adapt   *adaptive     // the adaptive concurrency limit, when Budget.Adaptive; nil: none

@@ -83,6 +83,7 @@ type Options struct {
 //	{upstream}:tok              hash of token buckets (tokens window)
 //	{upstream}:last             last admission (minimum interval)
 //	{upstream}:lease            sorted set of concurrency leases by expiry
+//	{upstream}:epoch            when the tag's state was first written (see Decision.Epoch)
 //	{upstream}:blk:{resource}   learned block: until, source
 //	{key}:w:{name}              sorted set of a Window's events for one key
 //
@@ -448,6 +449,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		s.key(g, "lease"),
 		s.key(g, "blk:"),
 		s.key(g, "blk:"+a.Resource),
+		s.key(g, "epoch"),
 	}
 	charge, cooldown := 0, micros(a.Cooldown)
 	if a.Charge {
@@ -481,7 +483,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		return ratelimit.Decision{}, err
 	}
 	r, ok := v.([]any)
-	if !ok || len(r) != 10 {
+	if !ok || len(r) != 11 {
 		err := errors.New("redis store: unexpected reply to admit")
 		s.fail(g, err)
 		return ratelimit.Decision{}, err
@@ -497,6 +499,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		Requests:     int(toInt(r[7])),
 		RequestsFree: time.Duration(toInt(r[8])) * time.Microsecond,
 		Tokens:       toInt(r[9]),
+		Epoch:        toInt(r[10]),
 	}
 	if !d.OK {
 		d.Scope = ratelimit.ScopeProxy
@@ -514,13 +517,13 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 // and the tokens. The cooldown and the minimum interval stay charged, on the strict side.
 func (s *Store) unadmit(group, lease string, units int, tokens, span int64, v any) {
 	r, ok := v.([]any)
-	if !ok || len(r) != 10 || toInt(r[0]) != 1 {
+	if !ok || len(r) != 11 || toInt(r[0]) != 1 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	err := s.c.ZRem(ctx, s.key(group, "lease"), lease).Err()
-	if units > 0 && err == nil {
+	var err error
+	if units > 0 {
 		// the members admit.lua wrote for the call's units
 		now := strconv.FormatInt(toInt(r[1]), 10)
 		ms := make([]any, units)
@@ -531,6 +534,10 @@ func (s *Store) unadmit(group, lease string, units int, tokens, span int64, v an
 	}
 	if bucket := toInt(r[6]); bucket != 0 && tokens > 0 && err == nil {
 		err = settleScript.Run(ctx, s.c, []string{s.key(group, "tok")}, -tokens, bucket, bucketWidth(span), span).Err()
+	}
+	if err == nil {
+		// the lease last, so that a slot seen free has all of the call given back
+		err = s.c.ZRem(ctx, s.key(group, "lease"), lease).Err()
 	}
 	if err != nil {
 		s.logf(slog.LevelWarn, "redis store: an abandoned admission was not given back; its lease ends with its TTL",
