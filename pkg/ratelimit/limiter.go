@@ -112,7 +112,9 @@ type Limiter struct {
 	// answered when the Limiter was made: an upstream made later starts on it then.
 	sw           switchClock
 	storeStarted bool
-	draining     atomic.Bool // see Drain
+	draining     atomic.Bool   // see Drain
+	drained      chan struct{} // closed by Drain, for calls waiting outside a queue
+	drainOnce    sync.Once
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -171,6 +173,7 @@ func New(opts Options) (*Limiter, error) {
 		norm:          map[string]string{},
 		store:         opts.Store,
 		share:         1,
+		drained:       make(chan struct{}),
 	}
 	if l.store != nil {
 		l.share = l.store.FallbackShare()

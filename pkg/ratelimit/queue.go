@@ -145,6 +145,7 @@ func admitted(ctx context.Context, t Ticket) (Ticket, error) {
 // it begins to shut down, so the calls in flight can finish within its shutdown timeout.
 func (l *Limiter) Drain() {
 	l.draining.Store(true)
+	l.drainOnce.Do(func() { close(l.drained) })
 	ups := l.upstreams.Load()
 	if ups == nil {
 		return
