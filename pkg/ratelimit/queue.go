@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -62,13 +63,16 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	if names := ep.classNames(); len(names) > 0 {
 		var err error
 		if classes, err = l.acquireClasses(ctx, ep, req, names); err != nil {
-			return Ticket{}, err
+			return Ticket{}, waitedBefore(err, shareWait)
 		}
 	}
 	t, err := l.acquire(ctx, ep, up, req)
 	if err != nil {
 		releaseAll(classes)
-		return t, err
+		for i := range classes {
+			shareWait += classes[i].QueueWait
+		}
+		return t, waitedBefore(err, shareWait)
 	}
 	t.QueueWait += shareWait
 	for i := range classes {
@@ -127,6 +131,17 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 	up.join(w)
 	up.mu.Unlock()
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
+}
+
+// waitedBefore adds to a queue's refusal the time its call waited before it reached
+// that queue (for its principal's share, for its classes): the call waited that long
+// in all, and says so.
+func waitedBefore(err error, d time.Duration) error {
+	var qe *QueueError
+	if d > 0 && errors.As(err, &qe) {
+		qe.Waited += d
+	}
+	return err
 }
 
 // admitted hands t to a caller whose ctx may have ended while the store decided: a call
