@@ -772,7 +772,9 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	if t.seq > 0 {
 		others = min(others, int(up.admitted-t.seq))
 	}
-	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}, now.UnixNano())
+	a := answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}
+	up.learn(t.ep, sig, a, now.UnixNano())
+	share := !up.tooManyInFlight(sig, a) // nor do the other replicas block for it
 	up.adapt429(sig, t.seq)
 	if sig.Status == http.StatusNotModified && up.full.FreeNotModified && !t.refunded && t.sh == nil && up.budget.Requests > 0 {
 		t.refunded = up.reqs.remove(t.admitted)
@@ -787,7 +789,7 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 			c.up.mu.Unlock()
 		}
 	}
-	if st != nil {
+	if st != nil && share {
 		shareBlock(st, key, sig, now)
 	}
 }

@@ -393,6 +393,9 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 	if !sig.RateLimited && sig.Requests.empty() && sig.Tokens.empty() {
 		return
 	}
+	if u.tooManyInFlight(sig, a) {
+		return
+	}
 	s := u.set(res)
 	if s == nil {
 		if s = u.set(""); s == nil {
@@ -422,6 +425,18 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 		return
 	}
 	u.infer(s, a, until-now, src, now)
+}
+
+// tooManyInFlight reports whether sig, the answer to the call a, says only that too many
+// calls were in flight, to an adaptive limit: a bare rate-limited answer (no retry time,
+// no quota) to a call sent with others in flight. The adaptive limit halves for it
+// (adapt429); nothing blocks the upstream and no budget is inferred. A block of a second
+// and a requests budget inferred from each such 429 starved an upstream that allows 8 in
+// flight to a fifth of what it serves, and the adaptive probe past its ceiling kept that
+// budget alive. The caller holds u.mu.
+func (u *upstream) tooManyInFlight(sig Signal, a answer) bool {
+	return sig.RateLimited && u.adapt != nil && a.ahead > 0 && sig.RetryAt.IsZero() &&
+		sig.Requests.empty() && sig.Tokens.empty()
 }
 
 // minInFlightLife is the least time a limit on calls in flight inferred from a
