@@ -33,10 +33,8 @@ func newStore(ctx context.Context, cfg *config.Config, rc *redisstore.Client, lo
 		Client:        rc,
 		FallbackShare: cfg.Store.FallbackShare,
 		Timeout:       time.Duration(cfg.Store.Timeout),
-		// a lease must outlive the longest call, or a slow call stops counting in flight
-		LeaseTTL: max(redisstore.DefaultLeaseTTL, 2*time.Duration(cfg.CallTimeout)),
-		OnError:  onError,
-		Logger:   log,
+		OnError:       onError,
+		Logger:        log,
 	})
 }
 

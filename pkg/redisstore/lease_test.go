@@ -91,3 +91,65 @@ func TestLeaseOfACallerThatLeftDuringAdmissionIsGivenBack(t *testing.T) {
 		held[i].Release()
 	}
 }
+
+// TestLeasesOfAKilledReplicaComeBackWithinTheirTTL: a replica killed with calls in flight
+// held its concurrency leases for 2 minutes (2 of 6 slots held 119.5 s). Leases live a
+// short TTL, renewed while their calls run: the live replica's calls keep their slots past
+// the TTL, and the killed one's come back within it.
+func TestLeasesOfAKilledReplicaComeBackWithinTheirTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 600 * time.Millisecond
+	opts := ratelimit.Options{
+		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+		Budgets:   []ratelimit.Budget{{Match: "up", MaxConcurrent: 2, OnLimit: ratelimit.Reject}},
+	}
+	var sts []*Store
+	var ls []*ratelimit.Limiter
+	for range 2 {
+		st, err := New(t.Context(), Options{URL: srv.URL(), KeyPrefix: testPrefix(t), LeaseTTL: ttl, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		o := opts
+		o.Store = st
+		sts, ls = append(sts, st), append(ls, newLimiter(t, o))
+	}
+	live, err := ls[0].Acquire(t.Context(), ratelimit.Request{Endpoint: "svc.get"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Release()
+	doomed, err := ls[1].Acquire(t.Context(), ratelimit.Request{Endpoint: "svc.get"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = doomed // never released: its replica is killed
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	key := sts[0].key("up", "lease")
+	first, err := rdb.ZRangeWithScores(t.Context(), key, 0, -1).Result()
+	if err != nil || len(first) != 2 {
+		t.Fatalf("leases %v (%v), want 2", first, err)
+	}
+	sts[1].Close() // the kill: its renewals stop, its calls are never released
+	killed := time.Now()
+	// the live call's lease is renewed past the TTL it was given at admission
+	waitUntil(t, 3*ttl, func() bool {
+		got, err := rdb.ZRangeWithScores(t.Context(), key, 0, -1).Result()
+		return err == nil && len(got) > 0 && got[len(got)-1].Score > first[1].Score+float64(ttl.Microseconds()/2)
+	})
+	// and the killed replica's slot comes back within the TTL (and a renewal period)
+	waitUntil(t, 3*ttl, func() bool {
+		tk, err := ls[0].Acquire(t.Context(), ratelimit.Request{Endpoint: "svc.get"})
+		if err != nil {
+			return false
+		}
+		tk.Release()
+		return true
+	})
+	t.Logf("the killed replica's slot came back %v after the kill", time.Since(killed).Round(time.Millisecond))
+	if n, _ := rdb.ZCard(t.Context(), key).Result(); n != 1 {
+		t.Errorf("%d leases left, want the live call's 1", n)
+	}
+}

@@ -34,7 +34,7 @@ const (
 	DefaultFallbackShare = 0.34
 	DefaultTimeout       = 250 * time.Millisecond
 	DefaultProbeInterval = 500 * time.Millisecond
-	DefaultLeaseTTL      = 2 * time.Minute
+	DefaultLeaseTTL      = 10 * time.Second
 )
 
 // Options configure a Store. The zero value talks to redis://127.0.0.1:6379/0.
@@ -62,8 +62,9 @@ type Options struct {
 	Timeout time.Duration
 	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
 	ProbeInterval time.Duration
-	// LeaseTTL is how long a concurrency lease lives when its call is never released (a
-	// replica that crashed); it should exceed the longest call. Zero: 2m.
+	// LeaseTTL is how long a concurrency lease lives past its last renewal: the store
+	// renews the leases of its calls in flight every LeaseTTL/3, so a replica that was
+	// killed holds its slots at most this long. Zero: 10s.
 	LeaseTTL time.Duration
 	// OnError, when not nil, is called after each failed call to Redis (for a metric); it
 	// must not block.
@@ -114,6 +115,10 @@ type Store struct {
 	calls sync.WaitGroup // scripts running, see run
 	stop  chan struct{}
 	done  chan struct{}
+
+	leaseMu sync.Mutex
+	leases  map[string]map[string]bool // by group, the leases of this store's calls in flight
+	renewed chan struct{}              // closed when the renewal ends, see renew
 }
 
 // outage is one part of the store that did not answer: since when, why, and a key of
@@ -141,6 +146,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		down:     map[int]*outage{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		leases:   map[string]map[string]bool{},
+		renewed:  make(chan struct{}),
 	}
 	if opts.Client != nil {
 		s.c = opts.Client.rdb
@@ -179,6 +186,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.fail("", err)
 	}
 	go s.probe(probe)
+	go s.renew(s.leaseTTL / 3)
 	return s, nil
 }
 
@@ -191,6 +199,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	<-s.done
+	<-s.renewed
 	s.calls.Wait()
 	if s.own {
 		return s.c.Close()
@@ -428,6 +437,60 @@ func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []
 	return r.v, nil
 }
 
+// hold records that this store's call in group holds lease (on), or no longer does.
+func (s *Store) hold(group, lease string, on bool) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	m := s.leases[group]
+	switch {
+	case on && m == nil:
+		s.leases[group] = map[string]bool{lease: true}
+	case on:
+		m[lease] = true
+	case m != nil:
+		delete(m, lease)
+		if len(m) == 0 {
+			delete(s.leases, group)
+		}
+	}
+}
+
+// renew extends, every period, the leases of this store's calls in flight by the lease
+// TTL, so that a lease outlives its call however long the call runs while a replica that
+// is killed holds its slots for one TTL at most (a lease of a fixed two minutes held 2 of
+// 6 slots of every replica that long after a SIGKILL). A renewal that fails is tried
+// again at the next period; while Redis is unreachable the fallback share governs.
+func (s *Store) renew(period time.Duration) {
+	defer close(s.renewed)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.leaseMu.Lock()
+		groups := make(map[string][]any, len(s.leases))
+		for g, m := range s.leases {
+			args := []any{micros(s.leaseTTL)}
+			for l := range m {
+				args = append(args, l)
+			}
+			groups[g] = args
+		}
+		s.leaseMu.Unlock()
+		for g, args := range groups {
+			if !s.Available(g) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+			_ = renewScript.Run(ctx, s.c, []string{s.key(g, "lease")}, args...).Err() // tried again next period
+			cancel()
+		}
+	}
+}
+
 // micros converts d to whole microseconds, rounded up: a limit never shrinks in Redis.
 func micros(d time.Duration) int64 {
 	if d <= 0 {
@@ -508,6 +571,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		}
 	} else if a.Charge && maxConc > 0 {
 		d.Lease = lease
+		s.hold(g, lease, true)
 	}
 	return d, nil
 }
@@ -570,6 +634,7 @@ func toString(v any) string {
 
 // Release ends a concurrency lease.
 func (s *Store) Release(ctx context.Context, upstream, lease string) error {
+	s.hold(upstream, lease, false)
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.c.ZRem(cctx, s.key(upstream, "lease"), lease).Err(); err != nil {
@@ -630,9 +695,12 @@ var (
 	blockLua string
 	//go:embed count.lua
 	countLua string
+	//go:embed renew.lua
+	renewLua string
 
 	admitScript  = redis.NewScript(prelude + admitLua)
 	settleScript = redis.NewScript(prelude + settleLua)
 	blockScript  = redis.NewScript(prelude + blockLua)
 	countScript  = redis.NewScript(prelude + countLua)
+	renewScript  = redis.NewScript(prelude + renewLua)
 )
