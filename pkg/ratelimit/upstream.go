@@ -41,6 +41,9 @@ type upstream struct {
 	// nanoseconds; zero: never.
 	lastFallback atomic.Int64
 	epoch        int64 // the store's epoch of this upstream's state, last seen; zero: none
+	// unsynced holds when each request unit admitted on the fallback share was charged,
+	// until an admission through the store writes them there (see backlog).
+	unsynced []int64
 
 	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
 	adapt   *adaptive     // the adaptive concurrency limit, when Budget.Adaptive; nil: none

@@ -16,6 +16,8 @@ local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
 local units = tonumber(ARGV[14]) -- what the call charges the requests window, 1..nreq
+-- ARGV[15..]: ages of the units the replica admitted on its fallback share, written into
+-- the requests window before anything is decided
 local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
 local epoch = redis.call('GET', KEYS[8])
 if not epoch then
@@ -39,6 +41,13 @@ if iv > 0 then
     cd = 1
     consider('cooldown', last + iv - now)
   end
+end
+if hasUp and nreq > 0 and #ARGV >= 15 then
+  for i = 15, #ARGV do
+    local at = now - tonumber(ARGV[i])
+    if at > now - span then redis.call('ZADD', KEYS[2], num(at), num(at) .. '-' .. lease .. '-b' .. i) end
+  end
+  redis.call('PEXPIRE', KEYS[2], num(math.ceil(span / 1000) + 1000))
 end
 if hasUp then
   for i = 6, 7 do

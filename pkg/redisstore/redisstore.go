@@ -538,10 +538,13 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		}
 		s.unadmit(g, lease, n, tok, span, v)
 	}
-	v, err := s.run(ctx, g, admitScript, keys, orphan,
-		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
+	args := []any{charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
 		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
-		units)
+		units}
+	for _, age := range a.Backlog {
+		args = append(args, micros(age))
+	}
+	v, err := s.run(ctx, g, admitScript, keys, orphan, args...)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
