@@ -186,7 +186,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.fail("", err)
 	}
 	go s.probe(probe)
-	go s.renew(s.leaseTTL / 3)
+	go s.renew(max(s.leaseTTL/3, time.Millisecond))
 	return s, nil
 }
 
