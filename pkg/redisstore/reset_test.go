@@ -60,8 +60,13 @@ func TestReplicasStayInBudgetWhenRedisComesBackEmpty(t *testing.T) {
 			for _, st := range r.sts {
 				waitUntil(t, 3*time.Second, func() bool { return st.Available("") })
 			}
-			for _, l := range r.ls {
+			// the hand-over is even: no replica takes more than its share of the window
+			for i, l := range r.ls {
+				before := admitted
 				admit(l, time.Now(), limit)
+				if got, most := admitted-before, part(share, limit); got > most {
+					t.Errorf("replica %d took %d of the window after Redis came back, want at most its share %d", i, got, most)
+				}
 			}
 			if admitted > limit {
 				t.Errorf("%d admitted in one window of %d (%d on the fallback shares), want at most %d",
