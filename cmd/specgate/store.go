@@ -22,7 +22,7 @@ func redisClient(cfg *config.Config) (*redisstore.Client, error) {
 }
 
 // newStore returns the shared limiter store on rc: nil when rc is (backend memory),
-// else a redisstore.Store with store.fallback_share. Redis being unreachable is not an
+// else a redisstore.Store with store.fallback_share and store.timeout. Redis being unreachable is not an
 // error: the store starts degraded and each replica runs on its fallback share until
 // Redis answers. The caller closes the store after the limiter's last use.
 func newStore(ctx context.Context, cfg *config.Config, rc *redisstore.Client, log *slog.Logger, onError func()) (*redisstore.Store, error) {
@@ -32,10 +32,9 @@ func newStore(ctx context.Context, cfg *config.Config, rc *redisstore.Client, lo
 	return redisstore.New(ctx, redisstore.Options{
 		Client:        rc,
 		FallbackShare: cfg.Store.FallbackShare,
-		// a lease must outlive the longest call, or a slow call stops counting in flight
-		LeaseTTL: max(redisstore.DefaultLeaseTTL, 2*time.Duration(cfg.CallTimeout)),
-		OnError:  onError,
-		Logger:   log,
+		Timeout:       time.Duration(cfg.Store.Timeout),
+		OnError:       onError,
+		Logger:        log,
 	})
 }
 

@@ -587,6 +587,10 @@ type Store struct {
 	// is unreachable (cooldowns stretch by its inverse). In (0, 1]. Default
 	// 0.34, so three replicas stay within a budget.
 	FallbackShare float64 `yaml:"fallback_share" json:"fallback_share"`
+	// Timeout bounds one call to Redis; past it, that call runs on the
+	// fallback share and Redis counts as unreachable until it answers a
+	// probe. Default 250ms, at most 3s.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
 }
 
 // Scripts bound run_script programs.
@@ -653,6 +657,7 @@ func Default() *Config {
 			RedisURL:      NewSecret("redis://127.0.0.1:6379/0"),
 			KeyPrefix:     "specgate:",
 			FallbackShare: 0.34,
+			Timeout:       Duration(250 * time.Millisecond),
 		},
 	}
 }

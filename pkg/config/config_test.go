@@ -544,6 +544,20 @@ upstreams:
 			yaml: "store: {fallback_share: 1}\n",
 		},
 		{
+			name: "store timeout of zero",
+			yaml: "store: {timeout: 0s}\n",
+			want: []string{"store.timeout: must be positive (got 0s)"},
+		},
+		{
+			name: "store timeout past the connection's bound",
+			yaml: "store: {timeout: 5s}\n",
+			want: []string{"store.timeout: may be at most 3s (got 5s)"},
+		},
+		{
+			name: "store timeout of a second",
+			yaml: "store: {timeout: 1s}\n",
+		},
+		{
 			name: "redis without url",
 			yaml: "store: {backend: redis, redis_url: \"${NO_SUCH_REDIS}\"}\n",
 			want: []string{"store.redis_url: is empty: set NO_SUCH_REDIS"},

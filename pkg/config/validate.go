@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Validate reports every problem in c at once as an *Error, or returns nil.
@@ -475,7 +476,15 @@ func (v *validator) store(s *Store) {
 	if math.IsNaN(s.FallbackShare) || s.FallbackShare <= 0 || s.FallbackShare > 1 {
 		v.addf("store.fallback_share", "must be in (0, 1] (got %v)", s.FallbackShare)
 	}
+	v.positive("store.timeout", s.Timeout)
+	if s.Timeout > MaxStoreTimeout {
+		// the connection's own read and write bound (redisstore.DefaultSocketTimeout)
+		v.addf("store.timeout", "may be at most %s (got %s)", MaxStoreTimeout, s.Timeout)
+	}
 }
+
+// MaxStoreTimeout bounds store.timeout: every admission may wait that long for Redis.
+const MaxStoreTimeout = Duration(3 * time.Second)
 
 func (v *validator) embeddings(e *Embeddings) {
 	if e == nil {

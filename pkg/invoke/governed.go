@@ -183,6 +183,10 @@ func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endp
 						return lastErr
 					}
 				}
+				var qe *ratelimit.QueueError
+				if errors.As(err, &qe) {
+					tr.QueueWait += qe.Waited // a call refused after it waited still waited
+				}
 				g.refused(ctx, e, err)
 				return err
 			}

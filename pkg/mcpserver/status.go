@@ -166,11 +166,28 @@ type UpstreamLimits struct {
 type LearnedLimit struct {
 	// BlockSource is the header that set a block. It is set exactly while
 	// the block lasts, empty or not, so it is a pointer.
-	BlockSource       *string       `json:"blockSource,omitempty"`
-	BlockedForSeconds float64       `json:"blockedForSeconds,omitempty"`
-	Requests          *LearnedQuota `json:"requests,omitempty"`
-	Resource          string        `json:"resource,omitempty"`
-	Tokens            *LearnedQuota `json:"tokens,omitempty"`
+	BlockSource       *string `json:"blockSource,omitempty"`
+	BlockedForSeconds float64 `json:"blockedForSeconds,omitempty"`
+	// InFlight is a limit on calls in flight inferred from rate-limited
+	// answers that advertised no quota.
+	InFlight *InferredLimit `json:"inFlight,omitempty"`
+	// Inferred is a requests budget inferred the same way.
+	Inferred *InferredLimit `json:"inferred,omitempty"`
+	// Probing is true while one call probes after a block and the others wait.
+	Probing  bool          `json:"probing,omitempty"`
+	Requests *LearnedQuota `json:"requests,omitempty"`
+	Resource string        `json:"resource,omitempty"`
+	Tokens   *LearnedQuota `json:"tokens,omitempty"`
+}
+
+// InferredLimit is a limit specgate inferred from an upstream's bare 429s:
+// at most Limit calls (in any rolling Window when there is one) for
+// ForSeconds more.
+type InferredLimit struct {
+	ForSeconds float64 `json:"forSeconds"`
+	Limit      int64   `json:"limit"`
+	Source     string  `json:"source,omitempty"`
+	Window     string  `json:"window,omitempty"`
 }
 
 // LearnedQuota is one quota an upstream advertised. Remaining is nil when
@@ -238,6 +255,14 @@ func learnedLimit(l ratelimit.LearnedStatus, now time.Time) LearnedLimit {
 	}
 	out.Requests = learnedQuota(l.Requests, now)
 	out.Tokens = learnedQuota(l.Tokens, now)
+	out.Probing = l.Probing
+	if inf := l.Inferred; inf.Limit > 0 && inf.Until.After(now) {
+		out.Inferred = &InferredLimit{Limit: inf.Limit, Window: inf.Window.String(), Source: inf.Source,
+			ForSeconds: retrySeconds(inf.Until.Sub(now))}
+	}
+	if l.InFlight > 0 && l.InFlightUntil.After(now) {
+		out.InFlight = &InferredLimit{Limit: int64(l.InFlight), ForSeconds: retrySeconds(l.InFlightUntil.Sub(now))}
+	}
 	return out
 }
 

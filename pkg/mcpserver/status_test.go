@@ -192,3 +192,33 @@ func TestUpstreamStatusJSONUnchangedByTypedStructs(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsInferredLimitsAndProbe: while a budget inferred from bare 429s, a limit
+// on calls in flight or a probe held the calls, rate_limit_status showed learned: [{}].
+func TestStatusShowsInferredLimitsAndProbe(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		l    ratelimit.LearnedStatus
+		want string
+	}{
+		{"inferred budget", ratelimit.LearnedStatus{Inferred: ratelimit.InferredBudget{Limit: 2, Window: time.Second,
+			Until: now.Add(30 * time.Second), Source: "status"}},
+			`{"inferred":{"forSeconds":30,"limit":2,"source":"status","window":"1s"}}`},
+		{"in-flight limit", ratelimit.LearnedStatus{InFlight: 2, InFlightUntil: now.Add(1500 * time.Millisecond)},
+			`{"inFlight":{"forSeconds":1.5,"limit":2}}`},
+		{"probing", ratelimit.LearnedStatus{Probing: true}, `{"probing":true}`},
+		{"an inferred budget past its time", ratelimit.LearnedStatus{Inferred: ratelimit.InferredBudget{Limit: 2,
+			Window: time.Second, Until: now.Add(-time.Second)}}, `{}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(learnedLimit(tt.l, now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

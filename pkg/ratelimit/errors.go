@@ -71,21 +71,30 @@ func (e *LimitError) Hint() string {
 }
 
 func (e *LimitError) Error() string {
-	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
+	wait := inSeconds(e.RetryAfterSeconds())
 	switch e.Kind {
 	case KindCooldown:
-		return fmt.Sprintf("endpoint %s is cooling down: try again in %s seconds", e.Key, wait)
+		return fmt.Sprintf("endpoint %s is cooling down: try again in %s", e.Key, wait)
 	case KindRequests:
-		return fmt.Sprintf("upstream %s request budget (%d per %s) is spent: try again in %s seconds", e.Key, e.Limit, e.Window, wait)
+		return fmt.Sprintf("upstream %s request budget (%d per %s) is spent: try again in %s", e.Key, e.Limit, e.Window, wait)
 	case KindTokens:
-		return fmt.Sprintf("upstream %s token budget (%d per %s) is spent: try again in %s seconds", e.Key, e.Limit, e.Window, wait)
+		return fmt.Sprintf("upstream %s token budget (%d per %s) is spent: try again in %s", e.Key, e.Limit, e.Window, wait)
 	case KindInterval:
-		return fmt.Sprintf("upstream %s allows one call every %s: try again in %s seconds", e.Key, e.Interval, wait)
+		return fmt.Sprintf("upstream %s allows one call every %s: try again in %s", e.Key, e.Interval, wait)
 	case KindConcurrency:
-		return fmt.Sprintf("upstream %s has %d calls in flight: try again in about %s seconds", e.Key, e.Limit, wait)
+		return fmt.Sprintf("upstream %s has %d calls in flight: try again in about %s", e.Key, e.Limit, wait)
 	default:
-		return fmt.Sprintf("upstream %s asked to slow down (%s): try again in %s seconds", e.Key, e.Source, wait)
+		return fmt.Sprintf("upstream %s asked to slow down (%s): try again in %s", e.Key, e.Source, wait)
 	}
+}
+
+// inSeconds writes a wait of s seconds for the model: "1 second", "2.5 seconds".
+func inSeconds(s float64) string {
+	n := strconv.FormatFloat(s, 'f', -1, 64)
+	if s == 1 {
+		return n + " second"
+	}
+	return n + " seconds"
 }
 
 // QueueReason says why the wait queue of an upstream could not hold a call.
@@ -129,14 +138,18 @@ func (e *QueueError) Hint() string {
 }
 
 func (e *QueueError) Error() string {
-	wait := strconv.FormatFloat(e.RetryAfterSeconds(), 'f', -1, 64)
-	if e.Reason == QueueShutdown {
-		return fmt.Sprintf("specgate is shutting down: the call waiting for upstream %s was not sent; try again in about %s seconds", e.Upstream, wait)
+	wait := inSeconds(e.RetryAfterSeconds())
+	switch {
+	case e.Reason == QueueShutdown:
+		return fmt.Sprintf("specgate is shutting down: the call waiting for upstream %s was not sent; try again in about %s", e.Upstream, wait)
+	case e.Reason == QueueFull:
+		return fmt.Sprintf("wait queue for upstream %s is full (%d calls): try again in about %s", e.Upstream, e.Depth, wait)
+	case e.Waited < e.Timeout:
+		// refused ahead of time: the wait it faces is known to end past the timeout
+		return fmt.Sprintf("call to upstream %s would wait past the queue timeout of %s (it waited %s): try again in about %s",
+			e.Upstream, e.Timeout, e.Waited.Round(time.Millisecond), wait)
 	}
-	if e.Reason == QueueFull {
-		return fmt.Sprintf("wait queue for upstream %s is full (%d calls): try again in about %s seconds", e.Upstream, e.Depth, wait)
-	}
-	return fmt.Sprintf("call waited %s for upstream %s, past the queue timeout of %s: try again in about %s seconds", e.Waited.Round(time.Millisecond), e.Upstream, e.Timeout, wait)
+	return fmt.Sprintf("call waited %s for upstream %s, past the queue timeout of %s: try again in about %s", e.Waited.Round(time.Millisecond), e.Upstream, e.Timeout, wait)
 }
 
 // WaitSeconds is a wait in seconds, rounded up to whole milliseconds and never less than

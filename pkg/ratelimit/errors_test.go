@@ -32,3 +32,31 @@ func TestQueueErrorHintOnShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorWordingReadsRight: "try again in about 1 seconds", and a call refused at once
+// because its wait would run past the queue timeout read "call waited 0s ..., past the
+// queue timeout of 20s", which contradicts itself.
+func TestErrorWordingReadsRight(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"one second", &LimitError{Kind: KindConcurrency, Key: "u", Limit: 2, RetryAfter: time.Second},
+			"upstream u has 2 calls in flight: try again in about 1 second"},
+		{"seconds", &LimitError{Kind: KindCooldown, Key: "e", RetryAfter: 1500 * time.Millisecond},
+			"endpoint e is cooling down: try again in 1.5 seconds"},
+		{"shutdown in one second", &QueueError{Reason: QueueShutdown, Upstream: "u", RetryAfter: time.Second},
+			"specgate is shutting down: the call waiting for upstream u was not sent; try again in about 1 second"},
+		{"timeout ahead of time", &QueueError{Reason: QueueTimeout, Upstream: "u", Timeout: 20 * time.Second, RetryAfter: 25 * time.Second},
+			"call to upstream u would wait past the queue timeout of 20s (it waited 0s): try again in about 25 seconds"},
+		{"timeout reached", &QueueError{Reason: QueueTimeout, Upstream: "u", Timeout: 20 * time.Second, Waited: 20 * time.Second, RetryAfter: 2 * time.Second},
+			"call waited 20s for upstream u, past the queue timeout of 20s: try again in about 2 seconds"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

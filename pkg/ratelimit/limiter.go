@@ -112,7 +112,9 @@ type Limiter struct {
 	// answered when the Limiter was made: an upstream made later starts on it then.
 	sw           switchClock
 	storeStarted bool
-	draining     atomic.Bool // see Drain
+	draining     atomic.Bool   // see Drain
+	drained      chan struct{} // closed by Drain, for calls waiting outside a queue
+	drainOnce    sync.Once
 
 	endpoints atomic.Pointer[map[string]*endpoint]
 	upstreams atomic.Pointer[map[string]*upstream] // by every key seen, several keys may share one
@@ -171,6 +173,7 @@ func New(opts Options) (*Limiter, error) {
 		norm:          map[string]string{},
 		store:         opts.Store,
 		share:         1,
+		drained:       make(chan struct{}),
 	}
 	if l.store != nil {
 		l.share = l.store.FallbackShare()
@@ -769,7 +772,9 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	if t.seq > 0 {
 		others = min(others, int(up.admitted-t.seq))
 	}
-	up.learn(t.ep, sig, answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}, now.UnixNano())
+	a := answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}
+	up.learn(t.ep, sig, a, now.UnixNano())
+	share := !up.tooManyInFlight(sig, a) // nor do the other replicas block for it
 	up.adapt429(sig, t.seq)
 	if sig.Status == http.StatusNotModified && up.full.FreeNotModified && !t.refunded && t.sh == nil && up.budget.Requests > 0 {
 		t.refunded = up.reqs.remove(t.admitted)
@@ -784,7 +789,7 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 			c.up.mu.Unlock()
 		}
 	}
-	if st != nil {
+	if st != nil && share {
 		shareBlock(st, key, sig, now)
 	}
 }

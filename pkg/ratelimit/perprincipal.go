@@ -80,17 +80,21 @@ func (l *Limiter) admitPrincipal(ctx context.Context, up *upstream, req Request)
 			now.Add(wait).Sub(start) > allowedWait(KindRequests, b.QueueTimeout, start, deadline, hasDeadline) {
 			return 0, le
 		}
-		if err := l.waitShare(ctx, wait, start, req.Progress); err != nil {
+		if l.draining.Load() {
+			return 0, up.shutdownError(now.Sub(start))
+		}
+		if err := l.waitShare(ctx, up, wait, start, req.Progress); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// waitShare waits d for a principal's share to have room, telling progress
+// waitShare waits d for a principal's share of up to have room, telling progress
 // (when not nil) at once and every progress interval how long the call has
 // waited since start and how long is left; the call holds no place in the
-// queue meanwhile, so Position is 0.
-func (l *Limiter) waitShare(ctx context.Context, d time.Duration, start time.Time, progress func(Progress)) error {
+// queue meanwhile, so Position is 0. A Drain ends the wait with the answer every
+// queued call gets.
+func (l *Limiter) waitShare(ctx context.Context, up *upstream, d time.Duration, start time.Time, progress func(Progress)) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	end := time.Now().Add(d)
@@ -107,6 +111,8 @@ func (l *Limiter) waitShare(ctx context.Context, d time.Duration, start time.Tim
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-l.drained:
+			return up.shutdownError(time.Since(start))
 		case now := <-tick:
 			if !now.Before(end) {
 				return nil // the ticker and the timer fired together

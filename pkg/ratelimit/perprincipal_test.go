@@ -94,3 +94,46 @@ func TestPerPrincipalShareWaits(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainAnswersCallsWaitingForTheirPrincipalsShare: on SIGTERM the calls waiting for a
+// per_principal share were not drained; they waited on, to be cut with a bare EOF at
+// shutdown_timeout. They get the retryable shutdown answer of every queued call, with the
+// time they waited.
+func TestDrainAnswersCallsWaitingForTheirPrincipalsShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, Options{Budgets: []Budget{{Match: "u", Requests: 100, Window: time.Minute, WindowPad: -1,
+			PerPrincipal: 1, QueueTimeout: 2 * time.Minute}}})
+		tk, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Release()
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"})
+			done <- err
+		}()
+		time.Sleep(3 * time.Second) // in the bubble: the call waits for ada's share
+		synctest.Wait()
+		l.Drain()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			var qe *QueueError
+			if !errors.As(err, &qe) || qe.Reason != QueueShutdown {
+				t.Fatalf("the waiting call: %v, want a QueueError for shutdown", err)
+			}
+			if qe.Waited != 3*time.Second {
+				t.Errorf("Waited = %v, want 3s", qe.Waited)
+			}
+		default:
+			t.Fatal("the call waiting for its share was not answered at the drain")
+		}
+		// a call that would wait from now on is answered at once too
+		if _, err := l.Acquire(t.Context(), Request{Upstream: "u", Principal: "ada"}); err == nil {
+			t.Fatal("a call over its share was admitted while draining")
+		} else if qe := (*QueueError)(nil); !errors.As(err, &qe) || qe.Reason != QueueShutdown {
+			t.Fatalf("a call over its share while draining: %v, want a QueueError for shutdown", err)
+		}
+	})
+}

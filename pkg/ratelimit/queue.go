@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -62,13 +63,16 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (Ticket, error) {
 	if names := ep.classNames(); len(names) > 0 {
 		var err error
 		if classes, err = l.acquireClasses(ctx, ep, req, names); err != nil {
-			return Ticket{}, err
+			return Ticket{}, waitedBefore(err, shareWait)
 		}
 	}
 	t, err := l.acquire(ctx, ep, up, req)
 	if err != nil {
 		releaseAll(classes)
-		return t, err
+		for i := range classes {
+			shareWait += classes[i].QueueWait
+		}
+		return t, waitedBefore(err, shareWait)
 	}
 	t.QueueWait += shareWait
 	for i := range classes {
@@ -100,7 +104,7 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 	t, rf, ok := l.admitUp(ctx, ep, up, req, start.UnixNano(), jump)
 	if ok && jump {
 		up.mu.Unlock()
-		return t, nil
+		return admitted(ctx, t)
 	}
 	if rf.ctxErr != nil {
 		up.mu.Unlock()
@@ -129,12 +133,34 @@ func (l *Limiter) acquire(ctx context.Context, ep *endpoint, up *upstream, req R
 	return l.wait(ctx, up, ep, req, w, start, deadline, hasDeadline)
 }
 
+// waitedBefore adds to a queue's refusal the time its call waited before it reached
+// that queue (for its principal's share, for its classes): the call waited that long
+// in all, and says so.
+func waitedBefore(err error, d time.Duration) error {
+	var qe *QueueError
+	if d > 0 && errors.As(err, &qe) {
+		qe.Waited += d
+	}
+	return err
+}
+
+// admitted hands t to a caller whose ctx may have ended while the store decided: a call
+// nobody will send must not hold its slot until its caller's Release that never comes.
+func admitted(ctx context.Context, t Ticket) (Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		t.Release()
+		return Ticket{}, err
+	}
+	return t, nil
+}
+
 // Drain answers every call waiting in a queue, and every call that would wait from now on,
 // with a *QueueError for QueueShutdown, at once: nothing of theirs is sent, and the caller
 // may try again elsewhere. Calls admitted already are not touched. A server calls it when
 // it begins to shut down, so the calls in flight can finish within its shutdown timeout.
 func (l *Limiter) Drain() {
 	l.draining.Store(true)
+	l.drainOnce.Do(func() { close(l.drained) })
 	ups := l.upstreams.Load()
 	if ups == nil {
 		return
@@ -258,7 +284,8 @@ func (l *Limiter) evaluate(ctx context.Context, up *upstream, ep *endpoint, req 
 		// measured after the admission: a store call that timed out on the way (the
 		// switch to the fallback share) is part of the wait
 		t.QueueWait = time.Since(start)
-		return outcome{done: true, t: t}
+		t, err := admitted(ctx, t)
+		return outcome{done: true, t: t, err: err}
 	}
 	if rf.ctxErr != nil {
 		up.remove(w)

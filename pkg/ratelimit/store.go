@@ -68,6 +68,11 @@ type Admission struct {
 	CallEstimate time.Duration
 	// Charge charges the call when every limit passes; false only checks.
 	Charge bool
+	// Backlog is what this replica admitted to the upstream on its fallback share that the
+	// store has not counted: how long before the admission each unit was charged. The
+	// store writes those still in the requests window into it, at its own now less their
+	// age, before it decides.
+	Backlog []time.Duration
 }
 
 // Decision is a Store's answer to an Admission.
@@ -97,6 +102,10 @@ type Decision struct {
 	Requests     int
 	RequestsFree time.Duration
 	Tokens       int64
+	// Epoch names the generation of the group's state in the store: it changes when the
+	// store lost that state (a Redis that restarted empty), and with it what the other
+	// replicas admitted on their fallback shares meanwhile. Zero: the store does not say.
+	Epoch int64
 }
 
 // Group is the store group of an admission: its upstream, else its endpoint (see
@@ -194,6 +203,7 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 	if up != nil {
 		a.Upstream, a.Budget, a.CallEstimate = up.key, up.full, time.Duration(up.callEstimate())
 		a.Units = ep.units(up.full.Requests)
+		a.Backlog = up.backlog(now)
 	}
 	d, err := st.Admit(ctx, &a)
 	if err != nil {
@@ -205,7 +215,17 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 	}
 	sw.onStore()
 	if up != nil {
+		up.unsynced = up.unsynced[:0] // written with this admission
 		up.observeShared(d, now)
+		if up.foundReset(d.Epoch, now) && !grace && d.OK && a.Charge {
+			// this call was charged before the reset was known: it keeps to the share too
+			if lr, _ := up.checkLocked(ep, req, now); lr.wait > 0 {
+				if d.Lease != "" {
+					_ = st.Release(detached(), up.key, d.Lease) // on error the lease ends by its TTL
+				}
+				return Ticket{}, lr, false
+			}
+		}
 	}
 	rf := lrf
 	if !d.OK {
@@ -252,8 +272,17 @@ func (l *Limiter) admitFallback(ep *endpoint, up *upstream, req Request, now int
 		}
 		t, rf, ok = up.admitLocked(ep, req, now, charge)
 		if ok && charge {
-			up.seenReq.after += int64(ep.units(up.budget.Requests))
+			n := ep.units(up.budget.Requests)
+			up.seenReq.after += int64(n)
 			up.seenTok.after += max(req.Tokens, 0)
+			if up.full.Requests > 0 {
+				for len(up.unsynced) > 0 && now-up.unsynced[0] >= up.full.span() {
+					up.unsynced = up.unsynced[1:]
+				}
+				for range n {
+					up.unsynced = append(up.unsynced, now)
+				}
+			}
 		}
 	} else {
 		t, rf, ok = admitCooldown(ep, req, now, charge, l.share)
@@ -378,6 +407,47 @@ func (u *upstream) observeShared(d Decision, now int64) {
 	}
 	if u.full.Tokens > 0 {
 		u.seenTok.see(d.Tokens, now)
+	}
+}
+
+// backlog is what this replica admitted on its fallback share that the store has not
+// counted, as ages at now, dropping what has left the requests window. A replica that
+// never left the store, or a store that lost nothing, would count every replica's
+// calls but these: after a flap, the replicas that ran on their shares meanwhile would
+// have spent the window twice. The caller holds u.mu.
+func (u *upstream) backlog(now int64) []time.Duration {
+	if len(u.unsynced) == 0 {
+		return nil
+	}
+	out := make([]time.Duration, 0, len(u.unsynced))
+	for _, at := range u.unsynced {
+		if age := now - at; age < u.full.span() && age >= 0 {
+			out = append(out, time.Duration(age))
+		}
+	}
+	return out
+}
+
+// foundReset records the store's epoch of the upstream's state and reports whether it
+// changed since this replica last saw it: the store lost its windows (a Redis that
+// restarted empty), and with them what every replica admitted on its fallback share while
+// it was away, which this replica cannot see. So for one window from now this replica keeps
+// to its share as if it had run on it (see inGrace), as every replica does once it finds
+// the new epoch: together they stay within the budget. The caller holds u.mu.
+func (u *upstream) foundReset(epoch, now int64) bool {
+	if epoch == 0 {
+		return false
+	}
+	prev := u.epoch
+	u.epoch = epoch
+	if prev == 0 || prev == epoch {
+		return false
+	}
+	for {
+		last := u.lastFallback.Load()
+		if last >= now || u.lastFallback.CompareAndSwap(last, now) {
+			return true
+		}
 	}
 }
 

@@ -37,8 +37,13 @@ type upstream struct {
 	// Redis Cluster, only the upstreams on an unreachable slot do.
 	sw switchClock
 	// lastFallback is when this replica last admitted a call to it on the fallback
-	// share, unix nanoseconds; zero: never.
+	// share, or found that the store had lost its state (see foundReset), unix
+	// nanoseconds; zero: never.
 	lastFallback atomic.Int64
+	epoch        int64 // the store's epoch of this upstream's state, last seen; zero: none
+	// unsynced holds when each request unit admitted on the fallback share was charged,
+	// until an admission through the store writes them there (see backlog).
+	unsynced []int64
 
 	shadow  *shadowState  // the budget's shadow, when Budget.Shadow; nil: none
 	adapt   *adaptive     // the adaptive concurrency limit, when Budget.Adaptive; nil: none
@@ -391,6 +396,9 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 	if !sig.RateLimited && sig.Requests.empty() && sig.Tokens.empty() {
 		return
 	}
+	if u.tooManyInFlight(sig, a) {
+		return
+	}
 	s := u.set(res)
 	if s == nil {
 		if s = u.set(""); s == nil {
@@ -420,6 +428,18 @@ func (u *upstream) learn(ep *endpoint, sig Signal, a answer, now int64) {
 		return
 	}
 	u.infer(s, a, until-now, src, now)
+}
+
+// tooManyInFlight reports whether sig, the answer to the call a, says only that too many
+// calls were in flight, to an adaptive limit: a bare rate-limited answer (no retry time,
+// no quota) to a call sent with others in flight. The adaptive limit halves for it
+// (adapt429); nothing blocks the upstream and no budget is inferred. A block of a second
+// and a requests budget inferred from each such 429 starved an upstream that allows 8 in
+// flight to a fifth of what it serves, and the adaptive probe past its ceiling kept that
+// budget alive. The caller holds u.mu.
+func (u *upstream) tooManyInFlight(sig Signal, a answer) bool {
+	return sig.RateLimited && u.adapt != nil && a.ahead > 0 && sig.RetryAt.IsZero() &&
+		sig.Requests.empty() && sig.Tokens.empty()
 }
 
 // minInFlightLife is the least time a limit on calls in flight inferred from a

@@ -2,17 +2,30 @@
 -- window, the tokens window, the minimum interval and the calls in flight; it keeps the
 -- longest wait; with charge set and nothing in the way, it charges them all.
 -- KEYS: cooldown, requests, tokens, last admission, leases, block of the whole upstream,
--- block of the endpoint's quota resource; all on one hash tag.
+-- block of the endpoint's quota resource, epoch; all on one hash tag.
 -- Reply: ok, now, kind, wait, source, cooldown refused, token bucket, units in the
 -- requests window (this call's included when charged), wait until that window has room,
--- tokens in the tokens window (this call's included when charged).
+-- tokens in the tokens window (this call's included when charged), epoch.
+--
+-- The epoch is when the hash tag's state was first written: a Redis that restarted empty
+-- (or a failover to a replica that had not seen it) has a new one, which tells every
+-- replica that the windows lost what they held.
 local charge = ARGV[1] == '1'
 local iv, nreq, span = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
 local units = tonumber(ARGV[14]) -- what the call charges the requests window, 1..nreq
+-- ARGV[15..]: ages of the units the replica admitted on its fallback share, written into
+-- the requests window before anything is decided
 local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
+local epoch = redis.call('GET', KEYS[8])
+if not epoch then
+  epoch = num(now)
+  redis.call('SET', KEYS[8], epoch)
+end
+redis.call('PEXPIRE', KEYS[8], 86400000) -- a day without an admission: nothing left to lose
+epoch = tonumber(epoch)
 local function consider(k, w, s)
   if w > best then best, kind, src = w, k, s or '' end
 end
@@ -28,6 +41,13 @@ if iv > 0 then
     cd = 1
     consider('cooldown', last + iv - now)
   end
+end
+if hasUp and nreq > 0 and #ARGV >= 15 then
+  for i = 15, #ARGV do
+    local at = now - tonumber(ARGV[i])
+    if at > now - span then redis.call('ZADD', KEYS[2], num(at), num(at) .. '-' .. lease .. '-b' .. i) end
+  end
+  redis.call('PEXPIRE', KEYS[2], num(math.ceil(span / 1000) + 1000))
 end
 if hasUp then
   for i = 6, 7 do
@@ -75,8 +95,8 @@ if hasUp then
     if redis.call('ZCARD', KEYS[5]) >= mc then consider('concurrency', est) end
   end
 end
-if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree, tsum} end
-if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree, tsum} end
+if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree, tsum, epoch} end
+if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree, tsum, epoch} end
 local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
 if iv > 0 then redis.call('SET', KEYS[1], num(now), 'PX', ttl(iv)) end
 local bucket = 0
@@ -101,4 +121,4 @@ if hasUp then
     redis.call('PEXPIRE', KEYS[5], ttl(lttl))
   end
 end
-return {1, now, '', 0, '', 0, bucket, nc, nfree, tsum}
+return {1, now, '', 0, '', 0, bucket, nc, nfree, tsum, epoch}

@@ -34,7 +34,7 @@ const (
 	DefaultFallbackShare = 0.34
 	DefaultTimeout       = 250 * time.Millisecond
 	DefaultProbeInterval = 500 * time.Millisecond
-	DefaultLeaseTTL      = 2 * time.Minute
+	DefaultLeaseTTL      = 10 * time.Second
 )
 
 // Options configure a Store. The zero value talks to redis://127.0.0.1:6379/0.
@@ -62,8 +62,9 @@ type Options struct {
 	Timeout time.Duration
 	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
 	ProbeInterval time.Duration
-	// LeaseTTL is how long a concurrency lease lives when its call is never released (a
-	// replica that crashed); it should exceed the longest call. Zero: 2m.
+	// LeaseTTL is how long a concurrency lease lives past its last renewal: the store
+	// renews the leases of its calls in flight every LeaseTTL/3, so a replica that was
+	// killed holds its slots at most this long. Zero: 10s.
 	LeaseTTL time.Duration
 	// OnError, when not nil, is called after each failed call to Redis (for a metric); it
 	// must not block.
@@ -83,6 +84,7 @@ type Options struct {
 //	{upstream}:tok              hash of token buckets (tokens window)
 //	{upstream}:last             last admission (minimum interval)
 //	{upstream}:lease            sorted set of concurrency leases by expiry
+//	{upstream}:epoch            when the tag's state was first written (see Decision.Epoch)
 //	{upstream}:blk:{resource}   learned block: until, source
 //	{key}:w:{name}              sorted set of a Window's events for one key
 //
@@ -113,6 +115,10 @@ type Store struct {
 	calls sync.WaitGroup // scripts running, see run
 	stop  chan struct{}
 	done  chan struct{}
+
+	leaseMu sync.Mutex
+	leases  map[string]map[string]bool // by group, the leases of this store's calls in flight
+	renewed chan struct{}              // closed when the renewal ends, see renew
 }
 
 // outage is one part of the store that did not answer: since when, why, and a key of
@@ -140,6 +146,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		down:     map[int]*outage{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		leases:   map[string]map[string]bool{},
+		renewed:  make(chan struct{}),
 	}
 	if opts.Client != nil {
 		s.c = opts.Client.rdb
@@ -178,6 +186,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.fail("", err)
 	}
 	go s.probe(probe)
+	go s.renew(max(s.leaseTTL/3, time.Millisecond))
 	return s, nil
 }
 
@@ -190,6 +199,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	<-s.done
+	<-s.renewed
 	s.calls.Wait()
 	if s.own {
 		return s.c.Close()
@@ -378,13 +388,21 @@ func (s *Store) probeOnce(ctx context.Context) {
 //
 // go-redis bounds a call by the context's deadline but does not watch its cancellation,
 // so the script runs on its own goroutine (ended by the timeout at the latest, and waited
-// for by Close) and a cancelled caller returns at once. A script the caller left may
-// still charge: a count that only errs on the strict side.
-func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, args ...any) (any, error) {
+// for by Close) and a cancelled caller returns at once. The script may still charge
+// after that: orphan, when not nil, is handed a reply that came after its caller left,
+// so that it gives back what the script took (a concurrency lease left in Redis would
+// hold a slot of every replica until its TTL).
+func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
 	type reply struct {
 		v   any
 		err error
 	}
+	const (
+		waiting = iota
+		answered
+		left
+	)
+	var state atomic.Int32
 	done := make(chan reply, 1)
 	s.calls.Add(1)
 	go func() {
@@ -392,19 +410,84 @@ func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 		defer cancel()
 		v, err := sc.Run(cctx, s.c, keys, args...).Result()
-		done <- reply{v, err}
+		if state.CompareAndSwap(waiting, answered) {
+			done <- reply{v, err}
+			return
+		}
+		if err == nil && orphan != nil {
+			orphan(v)
+		}
 	}()
+	var r reply
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
-	case r := <-done:
-		if r.err != nil {
-			if ctx.Err() == nil {
-				s.fail(group, r.err)
-			}
-			return nil, r.err
+		if state.CompareAndSwap(waiting, left) {
+			return nil, ctx.Err()
 		}
-		return r.v, nil
+		// the reply is on its way: taking it is the one way its charge is not lost
+		r = <-done
+	case r = <-done:
+	}
+	if r.err != nil {
+		if ctx.Err() == nil {
+			s.fail(group, r.err)
+		}
+		return nil, r.err
+	}
+	return r.v, nil
+}
+
+// hold records that this store's call in group holds lease (on), or no longer does.
+func (s *Store) hold(group, lease string, on bool) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	m := s.leases[group]
+	switch {
+	case on && m == nil:
+		s.leases[group] = map[string]bool{lease: true}
+	case on:
+		m[lease] = true
+	case m != nil:
+		delete(m, lease)
+		if len(m) == 0 {
+			delete(s.leases, group)
+		}
+	}
+}
+
+// renew extends, every period, the leases of this store's calls in flight by the lease
+// TTL, so that a lease outlives its call however long the call runs while a replica that
+// is killed holds its slots for one TTL at most (a lease of a fixed two minutes held 2 of
+// 6 slots of every replica that long after a SIGKILL). A renewal that fails is tried
+// again at the next period; while Redis is unreachable the fallback share governs.
+func (s *Store) renew(period time.Duration) {
+	defer close(s.renewed)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.leaseMu.Lock()
+		groups := make(map[string][]any, len(s.leases))
+		for g, m := range s.leases {
+			args := []any{micros(s.leaseTTL)}
+			for l := range m {
+				args = append(args, l)
+			}
+			groups[g] = args
+		}
+		s.leaseMu.Unlock()
+		for g, args := range groups {
+			if !s.Available(g) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+			_ = renewScript.Run(ctx, s.c, []string{s.key(g, "lease")}, args...).Err() // tried again next period
+			cancel()
+		}
 	}
 }
 
@@ -429,6 +512,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		s.key(g, "lease"),
 		s.key(g, "blk:"),
 		s.key(g, "blk:"+a.Resource),
+		s.key(g, "epoch"),
 	}
 	charge, cooldown := 0, micros(a.Cooldown)
 	if a.Charge {
@@ -442,15 +526,30 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		requests, tokens, minIv, maxConc = int64(b.Requests), b.Tokens, micros(b.MinInterval), int64(b.MaxConcurrent)
 		span = micros(b.Span())
 	}
-	v, err := s.run(ctx, g, admitScript, keys,
-		charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
+	units := min(max(a.Units, 1), max(int(requests), 1))
+	orphan := func(v any) {
+		var n int
+		var tok int64
+		if requests > 0 {
+			n = units
+		}
+		if tokens > 0 {
+			tok = a.Tokens
+		}
+		s.unadmit(g, lease, n, tok, span, v)
+	}
+	args := []any{charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
 		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
-		min(max(a.Units, 1), max(int(requests), 1)))
+		units}
+	for _, age := range a.Backlog {
+		args = append(args, micros(age))
+	}
+	v, err := s.run(ctx, g, admitScript, keys, orphan, args...)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
 	r, ok := v.([]any)
-	if !ok || len(r) != 10 {
+	if !ok || len(r) != 11 {
 		err := errors.New("redis store: unexpected reply to admit")
 		s.fail(g, err)
 		return ratelimit.Decision{}, err
@@ -466,6 +565,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		Requests:     int(toInt(r[7])),
 		RequestsFree: time.Duration(toInt(r[8])) * time.Microsecond,
 		Tokens:       toInt(r[9]),
+		Epoch:        toInt(r[10]),
 	}
 	if !d.OK {
 		d.Scope = ratelimit.ScopeProxy
@@ -474,8 +574,42 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		}
 	} else if a.Charge && maxConc > 0 {
 		d.Lease = lease
+		s.hold(g, lease, true)
 	}
 	return d, nil
+}
+
+// unadmit gives back what an admission of units and tokens charged when its caller had
+// left before the reply v came: the concurrency lease, the units in the requests window
+// and the tokens. The cooldown and the minimum interval stay charged, on the strict side.
+func (s *Store) unadmit(group, lease string, units int, tokens, span int64, v any) {
+	r, ok := v.([]any)
+	if !ok || len(r) != 11 || toInt(r[0]) != 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	var err error
+	if units > 0 {
+		// the members admit.lua wrote for the call's units
+		now := strconv.FormatInt(toInt(r[1]), 10)
+		ms := make([]any, units)
+		for u := range units {
+			ms[u] = now + "-" + lease + "-" + strconv.Itoa(u+1)
+		}
+		err = s.c.ZRem(ctx, s.key(group, "req"), ms...).Err()
+	}
+	if bucket := toInt(r[6]); bucket != 0 && tokens > 0 && err == nil {
+		err = settleScript.Run(ctx, s.c, []string{s.key(group, "tok")}, -tokens, bucket, bucketWidth(span), span).Err()
+	}
+	if err == nil {
+		// the lease last, so that a slot seen free has all of the call given back
+		err = s.c.ZRem(ctx, s.key(group, "lease"), lease).Err()
+	}
+	if err != nil {
+		s.logf(slog.LevelWarn, "redis store: an abandoned admission was not given back; its lease ends with its TTL",
+			"group", group, "reason", describe(err))
+	}
 }
 
 // bucketWidth is the token bucket width for a span, in microseconds, as the memory
@@ -503,6 +637,7 @@ func toString(v any) string {
 
 // Release ends a concurrency lease.
 func (s *Store) Release(ctx context.Context, upstream, lease string) error {
+	s.hold(upstream, lease, false)
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.c.ZRem(cctx, s.key(upstream, "lease"), lease).Err(); err != nil {
@@ -517,7 +652,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 // Settle corrects a call's token charge.
 func (s *Store) Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error {
 	sp := micros(span)
-	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")},
+	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")}, nil,
 		delta, bucket, bucketWidth(sp), sp)
 	return err
 }
@@ -527,14 +662,14 @@ func (s *Store) Block(ctx context.Context, upstream, resource string, d time.Dur
 	if d <= 0 {
 		return nil
 	}
-	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, micros(d), source)
+	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
 	return err
 }
 
 // CountEvent counts one event of a Window's key.
 func (s *Store) CountEvent(ctx context.Context, e ratelimit.Event) (ratelimit.EventCount, error) {
 	uid := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
-	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, e.Limit, micros(e.Span), uid)
+	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
 	if err != nil {
 		return ratelimit.EventCount{}, err
 	}
@@ -563,9 +698,12 @@ var (
 	blockLua string
 	//go:embed count.lua
 	countLua string
+	//go:embed renew.lua
+	renewLua string
 
 	admitScript  = redis.NewScript(prelude + admitLua)
 	settleScript = redis.NewScript(prelude + settleLua)
 	blockScript  = redis.NewScript(prelude + blockLua)
 	countScript  = redis.NewScript(prelude + countLua)
+	renewScript  = redis.NewScript(prelude + renewLua)
 )

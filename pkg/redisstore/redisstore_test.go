@@ -31,8 +31,8 @@ func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 6 {
-		t.Errorf("got keys %q, want 6 (cooldown, requests, tokens, last, lease, block)", keys)
+	if len(keys) != 7 {
+		t.Errorf("got keys %q, want 7 (cooldown, requests, tokens, last, lease, block, epoch)", keys)
 	}
 	for _, k := range keys {
 		if !strings.HasPrefix(k, testPrefix(t)) {
