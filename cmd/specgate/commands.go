@@ -51,6 +51,7 @@ func (c *common) cacheDir() string {
 // start builds the server and starts loading the specs.
 func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	log := c.logger()
+	nameSpecs(ctx, cfg)
 	for _, m := range cfg.MissingEnv {
 		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
 	}
@@ -566,6 +567,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
 	}
 	var loadedSpecs []*spec.Spec
+	nameSpecs(ctx, cfg)
 	for i, sc := range cfg.Specs {
 		name := specName(sc)
 		settings := cfg.ForSpec(&cfg.Specs[i])
@@ -605,6 +607,11 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if sc.Mock.On && sc.BaseURL != "" {
 			fmt.Fprintf(stdout, "     warning: base_url is ignored: the spec is served by its mock\n")
+		}
+		if settings.BlockPrivateNetworks && !sc.Mock.On {
+			if w := blockedBaseURL(ctx, sc, s.BaseURL); w != "" {
+				fmt.Fprintf(stdout, "     warning: %s\n", w)
+			}
 		}
 		for _, k := range unknown {
 			fmt.Fprintf(stdout, "     warning: endpoints.%s matches no endpoint\n", k)

@@ -121,7 +121,7 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	defer cancel()
 	hc := c.c.open
 	if c.blockPriv {
-		hc = c.c.blocked
+		hc = c.c.blockedFor(c.endpoint.Spec)
 	}
 	pol := &redirectPolicy{ownHost: c.ownHost, ownScheme: c.ownScheme, allowed: c.allowed, credHeaders: c.credHeaders}
 	u := *c.url
@@ -213,7 +213,7 @@ func (c *Call) classify(parent, ctx context.Context, err error) error {
 	}
 	host := c.url.Host
 	if errors.Is(err, errPrivateAddress) {
-		return &UnreachableError{Host: host, Reason: "refused: the address is private, loopback or link-local (block_private_networks)"}
+		return &UnreachableError{Host: host, Reason: "refused: the address is private, loopback or link-local (block_private_networks)", Fix: privateFix(c.endpoint.Spec)}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
@@ -410,3 +410,6 @@ func isPrivate(ip netip.Addr) bool {
 		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
 		cgnat.Contains(ip) || thisNet.Contains(ip) || ip.Zone() != ""
 }
+
+// IsPrivate reports whether block_private_networks refuses ip.
+func IsPrivate(ip netip.Addr) bool { return isPrivate(ip) }
