@@ -142,6 +142,17 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 				log.Warn(w)
 			}
 		}
+		if err == nil {
+			if p := unmatchedBudgets(lcfg, limiter, upstreamKeys(lcfg, l.cat.Endpoints(), upstream)); len(p) > 0 {
+				if len(l.failures) == 0 {
+					err = errors.New(strings.Join(p, "; "))
+				}
+				for _, w := range p {
+					// a spec that did not load may be what the budget is for
+					log.Warn(w)
+				}
+			}
+		}
 		if err != nil {
 			if errors.Is(err, errNoSpec) {
 				srv.Fail(err)
@@ -665,7 +676,8 @@ func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, 
 // budgetNearMisses registers the specs' endpoints with the configured
 // budgets, as serve does, and says which upstreams no budget holds for
 // although a budget names the same loopback address another way
-// (localhost for 127.0.0.1, an operation's own server included).
+// (localhost for 127.0.0.1, an operation's own server included). A budget
+// that matches no upstream of the specs is an error, as in serve.
 func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) {
 	if len(cfg.Upstreams) == 0 || len(specs) == 0 {
 		return nil, nil
@@ -676,13 +688,25 @@ func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) 
 	}
 	upstream := upstreamKeyFunc(cfg)
 	var eps []ratelimit.Endpoint
+	var all []*spec.Endpoint
 	for _, s := range specs {
 		for _, e := range s.Endpoints {
 			eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e)})
+			all = append(all, e)
 		}
 	}
 	if err := l.SetEndpoints(eps); err != nil {
 		return nil, err
+	}
+	keys := upstreamKeys(cfg, all, upstream)
+	for _, sc := range cfg.Specs {
+		if sc.Mock.On {
+			// its mock's port is chosen at start, on 127.0.0.1
+			keys = append(keys, sc.UpstreamKey("127.0.0.1:0"))
+		}
+	}
+	if p := unmatchedBudgets(cfg, l, keys); len(p) > 0 {
+		return nil, errors.New(strings.Join(p, "; "))
 	}
 	return l.LoopbackNearMisses(), nil
 }

@@ -317,7 +317,9 @@ func (c Credential) Secrets() []Secret {
 // off while zero. Entries decoded from YAML start from the defaults noted.
 type Upstream struct {
 	// Match names the upstream: a group name that specs join with
-	// `upstream:`, a host:port, or a bare host (all its ports). Required.
+	// `upstream:`, a host:port, or a bare host (all its ports). An http(s)
+	// URL is read as its host (with its port when written). A match no
+	// spec's upstream uses is an error once the specs load. Required.
 	Match string `yaml:"match" json:"match"`
 	// RequestsPerWindow admits at most this many calls in any rolling Window.
 	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`
