@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -321,6 +322,10 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			for _, p := range env.Error.Problems {
 				fmt.Fprintln(stderr, "  -", p)
 			}
+			if b := bodyExcerpt(env.Error.Body); b != "" {
+				// the hint says to read the upstream's message: show it
+				fmt.Fprintf(stderr, "The upstream answered %d:\n%s\n", env.Error.Status, b)
+			}
 			if len(env.Error.Suggestions) > 0 {
 				fmt.Fprintln(stderr, "Did you mean:")
 				tw := tabwriter.NewWriter(stderr, 0, 4, 2, ' ', 0)
@@ -335,6 +340,36 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 		return nil, exitError{code: 1}
 	}
 	return json.RawMessage(text), nil
+}
+
+// maxBodyExcerpt bounds the upstream body the CLI prints with an error.
+const maxBodyExcerpt = 2048
+
+// bodyExcerpt renders an error's upstream body for a terminal: text as it
+// is, JSON compact, cut at maxBodyExcerpt bytes on a rune boundary.
+func bodyExcerpt(body any) string {
+	var out string
+	switch b := body.(type) {
+	case nil:
+		return ""
+	case string:
+		out = b
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return ""
+		}
+		out = string(data)
+	}
+	out = strings.TrimSpace(out)
+	if len(out) > maxBodyExcerpt {
+		cut := maxBodyExcerpt
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + " …(cut)"
+	}
+	return out
 }
 
 func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {

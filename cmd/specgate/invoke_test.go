@@ -70,3 +70,30 @@ func TestCLIInvokeLargeIntegersExact(t *testing.T) {
 		t.Errorf("two bodies: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// An http_error on the CLI said to read the upstream's message and did not
+// print it (issue 33 item 3): the body is printed, bounded.
+func TestCLIInvokePrintsTheUpstreamsErrorBody(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"message":"No such customer: 'cus_1'","pad":"` + long + `"}}`))
+	}))
+	defer up.Close()
+	spec := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(spec, []byte(`{"openapi":"3.0.3","info":{"title":"c","version":"1"},"paths":{"/c":{"get":{"operationId":"get",
+	  "responses":{"200":{"description":"ok"}}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"invoke", "--spec", spec, "--base-url", up.URL, "--log-level", "error", "c.get"}, strings.NewReader(""), &stdout, &stderr)
+	out := stderr.String()
+	if code == 0 || !strings.Contains(out, "error http_error") || !strings.Contains(out, "The upstream answered 400:") || !strings.Contains(out, `No such customer: 'cus_1'`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if len(out) > 4000 {
+		t.Errorf("%d bytes printed: the body is not bounded", len(out))
+	}
+}
