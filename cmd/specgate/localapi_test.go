@@ -122,3 +122,46 @@ func TestInitLocalAPIWritesAConfigThatCalls(t *testing.T) {
 		t.Fatalf("invoke: exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
 }
+
+// Slack declares its token again as a required "token" header: inspect
+// showed it to the model, which had none to give, with the token configured
+// (issue 33 item 4). A parameter the config fills is left out.
+func TestInspectHidesAParameterTheConfigFills(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "slack.json")
+	if err := os.WriteFile(specPath, []byte(`{"openapi":"3.0.3","info":{"title":"slack","version":"1"},"servers":[{"url":"https://slack.com/api"}],
+	 "components":{"securitySchemes":{"slackAuth":{"type":"oauth2","flows":{"authorizationCode":{
+	   "authorizationUrl":"https://slack.com/oauth/authorize","tokenUrl":"https://slack.com/api/oauth.access","scopes":{}}}}}},
+	 "paths":{"/users.list":{"get":{"operationId":"users_list","security":[{"slackAuth":[]}],"parameters":[
+	   {"name":"token","in":"header","required":true,"schema":{"type":"string"}},
+	   {"name":"limit","in":"query","schema":{"type":"integer"}}],"responses":{"200":{"description":"ok"}}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("SLACK_ACCESS_TOKEN", "xoxb-test")
+	for _, tt := range []struct {
+		name, auth string
+		wantToken  bool
+	}{
+		{"token configured", "    auth: {slackAuth: {token: \"${SLACK_ACCESS_TOKEN}\"}}\n", false},
+		{"nothing configured", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, "c.yaml")
+			if err := os.WriteFile(cfg, []byte("specs:\n  - name: slack\n    location: "+specPath+"\n"+tt.auth), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(t.Context(), []string{"inspect", "--config", cfg, "--log-level", "error", "slack.users_list"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			out := stdout.String()
+			if got := strings.Contains(out, `"name": "token"`); got != tt.wantToken {
+				t.Errorf("token shown %v, want %v:\n%s", got, tt.wantToken, out)
+			}
+			if !strings.Contains(out, `"name": "limit"`) || strings.Contains(out, "xoxb-test") {
+				t.Errorf("inspect:\n%s", out)
+			}
+		})
+	}
+}

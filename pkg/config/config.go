@@ -268,7 +268,8 @@ type Endpoint struct {
 // Credential is what one security scheme needs. Which fields apply depends
 // on the scheme's type in the spec: apiKey uses Value; http bearer Token;
 // http basic Username and Password; oauth2 client credentials ClientID,
-// ClientSecret and optionally TokenURL and Scopes. A secret field with a
+// ClientSecret and optionally TokenURL and Scopes, or Token, an access
+// token issued beforehand (sent as a bearer token). A secret field with a
 // *_file sibling may come from that file instead (read at load, trimmed;
 // a relative path is relative to the config file); setting both is an error.
 type Credential struct {

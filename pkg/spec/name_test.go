@@ -25,3 +25,25 @@ func TestGenericFileNameTakesTheTitle(t *testing.T) {
 		})
 	}
 }
+
+// An API key that goes in Authorization was written bare by init, and
+// every first call was a 401 (issue 33 item 4): the scheme says the word
+// the key needs before it.
+func TestAuthPrefixOfAuthorizationAPIKeys(t *testing.T) {
+	tests := []struct {
+		name, description, want string
+	}{
+		{"BearerToken", "Bearer Token authentication", "Bearer"},
+		{"BotToken", "Discord bot token", "Bot"},
+		{"apiToken", "Pass the API token as the Authorization header value prefixed with SSWS: `Authorization: SSWS {API Token}`", "SSWS"},
+		{"tokenAuth", "Use `Authorization: Token <key>`", "Token"},
+		{"ApiKeyAuth", "Your API key", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := authPrefix(tt.name, tt.description); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
