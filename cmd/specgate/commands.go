@@ -53,8 +53,8 @@ func (c *common) cacheDir() string {
 func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	log := c.logger()
 	nameSpecs(ctx, cfg)
-	for _, m := range cfg.MissingEnv {
-		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
+	for _, w := range missingEnvWarnings(cfg) {
+		log.Warn(w)
 	}
 	// The metrics come first: the store counts its errors into them, and
 	// the server is handed the same ones.
@@ -324,7 +324,8 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			}
 			if b := bodyExcerpt(env.Error.Body); b != "" {
 				// the hint says to read the upstream's message: show it
-				fmt.Fprintf(stderr, "The upstream answered %d:\n%s\n", env.Error.Status, b)
+				// indented: a line of it is never taken for a JSON log line
+				fmt.Fprintf(stderr, "The upstream answered %d:\n  %s\n", env.Error.Status, strings.ReplaceAll(b, "\n", "\n  "))
 			}
 			if len(env.Error.Suggestions) > 0 {
 				fmt.Fprintln(stderr, "Did you mean:")
@@ -609,8 +610,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	failed := false
 	var served []*spec.Spec
-	for _, m := range cfg.MissingEnv {
-		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
+	for _, w := range missingEnvWarnings(cfg) {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	var loadedSpecs []*spec.Spec
 	nameSpecs(ctx, cfg)

@@ -406,12 +406,9 @@ func newClient(cfg *config.Config) *invoke.Client {
 			AllowModelOverrideHeaders:   &allowOverride,
 			AllowedHosts:                sc.AllowedHosts,
 			OperatorHosts:               operatorHosts(*sc),
-			Headers:                     map[string]string{},
+			Headers:                     headersOf(sc),
 			Auth:                        map[string]invoke.Credential{},
 			EndpointTimeouts:            map[string]time.Duration{},
-		}
-		for k, v := range sc.Headers {
-			so.Headers[k] = v.Reveal()
 		}
 		for name, c := range sc.Auth {
 			var missing []string
