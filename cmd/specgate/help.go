@@ -54,7 +54,7 @@ var commandDocs = map[string]commandDoc{
 		summary: "Run a run_script program (JavaScript calling the endpoints) and print what it returns.",
 		usage:   "[flags] FILE.js",
 		args:    []string{"FILE.js\tthe program; - reads it from stdin"},
-		example: `echo 'return await invoke("petstore-v3.getPetById", {petId: 1})' | specgate run-script --spec testdata/petstore-v3.yaml -`,
+		example: `echo 'return await api.invoke("petstore-v3.getPetById", {parameters: {petId: 1}})' | specgate run-script --spec testdata/petstore-v3.yaml -`,
 	},
 	"check": {
 		short:   "load the config and specs, report problems",
