@@ -179,6 +179,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	if msg := httpAddr.portOnly(rest); msg != "" {
+		return c.usageError("%s", msg)
+	}
 	rest = httpAddr.takeAddr(rest)
 	if len(rest) > 0 {
 		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))

@@ -53,6 +53,9 @@ func TestUnsetVariableLeavesTheHeaderOut(t *testing.T) {
 	if n := strings.Count(stderr.String(), "NEWBIE_GITHUB_TOKEN"); n != 1 {
 		t.Errorf("%d warnings name the variable, want 1:\n%s", n, stderr.String())
 	}
+	if ua := got.Get("User-Agent"); !strings.HasPrefix(ua, "specgate/") {
+		t.Errorf("User-Agent %q, want specgate/<version>", ua)
+	}
 	if !strings.Contains(stderr.String(), "left out of calls") {
 		t.Errorf("the warning does not say the header is left out:\n%s", stderr.String())
 	}

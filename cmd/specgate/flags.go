@@ -58,6 +58,21 @@ func (h *httpFlag) takeAddr(rest []string) []string {
 	return rest
 }
 
+// portOnly says what --http expects when it was given a bare port
+// (--http 8080, --http=8080): net.Listen would take "8080" as a host, and
+// the old answer, "unexpected arguments: 8080", did not say so. "" when
+// the flag is fine.
+func (h *httpFlag) portOnly(rest []string) string {
+	port := h.addr
+	if h.on && h.addr == "" && len(rest) == 1 {
+		port = rest[0]
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("--http takes an address, HOST:PORT: write --http 127.0.0.1:%s (this machine only) or --http :%s (every interface)", port, port)
+}
+
 // IsBoolFlag lets --http stand alone.
 func (h *httpFlag) IsBoolFlag() bool { return true }
 

@@ -375,6 +375,7 @@ func newClient(cfg *config.Config) *invoke.Client {
 		UploadsDir:                  cfg.UploadsDir,
 		AllowModelCredentialHeaders: cfg.AllowCredentialHeaders,
 		AllowModelOverrideHeaders:   cfg.AllowOverrideHeaders,
+		UserAgent:                   "specgate/" + buildVersion(),
 		Specs:                       map[string]invoke.SpecOptions{},
 	}
 	switch cfg.Proxy {

@@ -84,6 +84,10 @@ type Options struct {
 	// X-Real-IP, Forwarded). Default false: they are refused, since they
 	// change the method or path the upstream runs or the client it trusts.
 	AllowModelOverrideHeaders bool
+	// UserAgent is sent as User-Agent when neither the call's arguments
+	// nor the spec's static headers set one: upstreams (GitHub) ask for a
+	// name they can reach out to. If "", Go's default.
+	UserAgent string
 	// Specs holds per-spec settings by spec name.
 	Specs map[string]SpecOptions
 	// lookup resolves target names for a proxied call with private

@@ -131,6 +131,9 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	}
 	req.URL = &u
 	req.Header = c.header.Clone()
+	if ua := c.c.opts.UserAgent; ua != "" && req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", ua) // static headers, applied below, still win
+	}
 	if c.hasBody {
 		data := c.body
 		req.Body = io.NopCloser(bytes.NewReader(data))

@@ -83,3 +83,36 @@ func TestNoServerHintNamesBaseURL(t *testing.T) {
 		t.Errorf("hint %q retryable %v", h, ue.Retryable())
 	}
 }
+
+// Upstream calls went out as Go-http-client/1.1 (issue 33 item 7): they
+// carry the configured User-Agent unless the call or the spec's static
+// headers set one.
+func TestUserAgentNamesSpecgate(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers map[string]string // the spec's static headers
+		args    Args
+		want    string
+	}{
+		{"default", nil, Args{}, "specgate/1.2.3"},
+		{"static header", map[string]string{"User-Agent": "my-app/1"}, Args{}, "my-app/1"},
+		{"the model's header", nil, Args{Headers: map[string]string{"User-Agent": "agent/2"}}, "agent/2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newRecorder(t, nil)
+			s := parseSpec(t, "g", getDoc, up.URL)
+			c := New(Options{UserAgent: "specgate/1.2.3", Specs: map[string]SpecOptions{"g": {Headers: tt.headers}}})
+			call, err := c.Prepare(t.Context(), endpoint(t, s, "getThing"), tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call.Do(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := up.last(t).Header.Get("User-Agent"); got != tt.want {
+				t.Errorf("User-Agent %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
