@@ -341,9 +341,32 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 		} else {
 			fmt.Fprintln(stderr, text)
 		}
-		return nil, exitError{code: 1}
+		return nil, exitError{code: exitCodeFor(env.Error.Code)}
 	}
 	return json.RawMessage(text), nil
+}
+
+// Exit codes by class, so that a shell script can tell a limit from a
+// failure without reading stderr; help and README list them.
+const (
+	exitOther    = 1 // config, spec, script errors, anything else
+	exitUsage    = 2 // flags and arguments
+	exitLimited  = 3 // refused by a limit: waiting works
+	exitUpstream = 4 // the upstream failed or refused the call
+	exitRefused  = 5 // the call was not sent: fix the arguments or endpoint id
+)
+
+// exitCodeFor is the exit code of a tool error code.
+func exitCodeFor(code string) int {
+	switch code {
+	case mcpserver.CodeRateLimit, mcpserver.CodeUpstreamRateLimit, mcpserver.CodeQueueFull, mcpserver.CodeQueueTimeout:
+		return exitLimited
+	case mcpserver.CodeHTTPError, mcpserver.CodeUnreachable, mcpserver.CodeTimeout, mcpserver.CodeAuthError:
+		return exitUpstream
+	case mcpserver.CodeValidationFailed, mcpserver.CodeNotFound, mcpserver.CodeNotApproved:
+		return exitRefused
+	}
+	return exitOther
 }
 
 // maxBodyExcerpt bounds the upstream body the CLI prints with an error.

@@ -190,4 +190,17 @@ func usage(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nRun 'specgate help COMMAND' (or 'specgate COMMAND --help') for its arguments, flags and an example.\n")
 	fmt.Fprintf(w, "Flags are written --flag VALUE or --flag=VALUE; a boolean flag alone is on, --flag=false off.\n")
+	fmt.Fprintf(w, "\nExit codes:\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, l := range []string{
+		"0	done",
+		"1	any other failure: config, spec, script_error, internal",
+		"2	usage: flags and arguments",
+		"3	refused by a limit (rate_limit, queue_full, queue_timeout, upstream_rate_limit): waiting works",
+		"4	the upstream failed (http_error, upstream_unreachable, timeout, auth_error)",
+		"5	the call was not sent (validation_failed, not_found, not_approved)",
+	} {
+		fmt.Fprintf(tw, "  %s\n", l)
+	}
+	tw.Flush()
 }

@@ -97,3 +97,44 @@ func TestCLIInvokePrintsTheUpstreamsErrorBody(t *testing.T) {
 		t.Errorf("%d bytes printed: the body is not bounded", len(out))
 	}
 }
+
+// Every CLI failure was exit 1 (issue 33 item 7): the exit code says the
+// class, as help and README list them.
+func TestCLIExitCodesByClass(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("n") == "429" {
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer up.Close()
+	spec := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(spec, []byte(`{"openapi":"3.0.3","info":{"title":"c","version":"1"},"paths":{"/c":{"get":{"operationId":"get",
+	  "parameters":[{"name":"n","in":"query","required":true,"schema":{"type":"integer"}}],
+	  "responses":{"200":{"description":"ok"}}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"upstream error", []string{"c.get", "--params", `{"n":1}`}, 4},
+		{"refused by the upstream's limit", []string{"c.get", "--params", `{"n":429}`}, 3},
+		{"validation failed", []string{"c.get"}, 5},
+		{"not found", []string{"c.nothing"}, 5},
+		{"usage", []string{"c.get", "--params", `[1]`}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"invoke", "--spec", spec, "--base-url", up.URL, "--log-level", "error"}, tt.args...)
+			if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != tt.want {
+				t.Errorf("exit %d, want %d: %s", code, tt.want, stderr.String())
+			}
+		})
+	}
+}
