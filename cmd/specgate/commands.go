@@ -299,7 +299,8 @@ func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
 }
 
 // callTool calls a tool and returns its JSON, or prints the tool error.
-func callTool(ctx context.Context, cl *client.Client, name string, args map[string]any, stderr io.Writer) (json.RawMessage, error) {
+func callTool(ctx context.Context, cl *client.Client, name string, args map[string]any, c *common) (json.RawMessage, error) {
+	stderr := c.stderr
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -312,6 +313,15 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 		if tc, ok := c.(mcp.TextContent); ok {
 			text = tc.Text
 		}
+	}
+	if res.IsError && c.json {
+		// the error object as the tool wrote it
+		fmt.Fprintln(c.out(), text)
+		var env struct {
+			Error mcpserver.ErrorObject `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(text), &env)
+		return nil, exitError{code: exitCodeFor(env.Error.Code)}
 	}
 	if res.IsError {
 		var env struct {
@@ -402,9 +412,7 @@ func bodyExcerpt(body any) string {
 func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := oneShot("search", stdout, stderr, false)
 	var limit int
-	var asJSON bool
 	c.integer(&limit, "limit", 10, "hits", "`N` hits to show (1-50)")
-	c.boolean(&asJSON, "json", false, "print the tool's JSON")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
@@ -421,11 +429,11 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, stderr)
+	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, c)
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if c.json {
 		return printJSON(stdout, out)
 	}
 	var res mcpserver.SearchResult
@@ -457,7 +465,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, stderr)
+	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, c)
 	if err != nil {
 		return err
 	}
@@ -510,7 +518,7 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "invoke", call, stderr)
+	out, err := callTool(ctx, cl, "invoke", call, c)
 	if err != nil {
 		return err
 	}
@@ -552,7 +560,7 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "run_script", call, stderr)
+	out, err := callTool(ctx, cl, "run_script", call, c)
 	if err != nil {
 		return err
 	}
@@ -626,6 +634,22 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(rest) > 0 {
 		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
 	}
+	if c.json {
+		// the text report, turned into JSON once it is whole
+		var text bytes.Buffer
+		err := checkReportTo(ctx, c, validate, &text)
+		var ee exitError
+		if err == nil || errors.As(err, &ee) {
+			stdout.Write(checkJSON(text.String(), err == nil))
+		} // else the config did not load: run answers with the error
+		return err
+	}
+	return checkReportTo(ctx, c, validate, stdout)
+}
+
+// checkReportTo loads the config and every spec as serve would, and writes
+// what it found to stdout, a line each; exit 1 when something failed.
+func checkReportTo(ctx context.Context, c *common, validate bool, stdout io.Writer) error {
 	cfg, err := c.config()
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -134,6 +135,50 @@ func TestCLIExitCodesByClass(t *testing.T) {
 			args := append([]string{"invoke", "--spec", spec, "--base-url", up.URL, "--log-level", "error"}, tt.args...)
 			if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != tt.want {
 				t.Errorf("exit %d, want %d: %s", code, tt.want, stderr.String())
+			}
+		})
+	}
+}
+
+// Errors were text only (issue 33 item 7): with --json, results and errors
+// are JSON on stdout, whatever failed, and the exit code keeps its class.
+func TestCLIJSONOutput(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer up.Close()
+	spec := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(spec, []byte(`{"openapi":"3.0.3","info":{"title":"c","version":"1"},"paths":{"/c":{"get":{"operationId":"get",
+	  "responses":{"200":{"description":"ok"}}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	base := []string{"--spec", spec, "--base-url", up.URL, "--log-level", "error", "--json"}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // a key the JSON on stdout has
+	}{
+		{"invoke result", append([]string{"invoke", "c.get"}, base...), 0, "statusCode"},
+		{"tool error", append([]string{"invoke", "c.nothing"}, base...), 5, "error"},
+		{"usage error", append([]string{"invoke"}, base...), 2, "error"},
+		{"flag error", []string{"search", "--json", "--nope", "x"}, 2, "error"},
+		{"search", append([]string{"search", "thing"}, base...), 0, "endpoints"},
+		{"check", append([]string{"check", "--validate=false"}, base...), 0, "specs"},
+		{"config error", []string{"check", "--json", "--config", filepath.Join(t.TempDir(), "none.yaml")}, 1, "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tt.args, strings.NewReader(""), &stdout, &stderr)
+			var obj map[string]any
+			if err := json.Unmarshal(stdout.Bytes(), &obj); err != nil {
+				t.Fatalf("stdout is not one JSON object (%v):\n%s\nstderr: %s", err, stdout.String(), stderr.String())
+			}
+			if code != tt.code || obj[tt.want] == nil {
+				t.Errorf("exit %d (want %d), no %q in %s", code, tt.code, tt.want, stdout.String())
 			}
 		})
 	}
