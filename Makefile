@@ -30,7 +30,7 @@ sweep: build ## the corpus sweep: sampled operations of every ../shared/specs sp
 
 race: test ## alias of test (the suite always runs with -race)
 
-bench: build ## benchmarks for the targets in the README's performance section
+bench: build ## benchmarks for the targets in docs/performance.md
 	./scripts/bench.sh
 
 soak: ## the team setup under load: 3 replicas, 30 agents, per store (memory, Redis, Redis Cluster), then two principals with one flooding; SOAK=1m each

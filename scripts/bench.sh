@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh runs the benchmarks behind the README's performance figures and
+# bench.sh runs the benchmarks behind docs/performance.md's figures and
 # writes everything to ./bench.out. The startup benchmarks (./bench/) skip
 # when ../shared/specs is absent; each spawns the real binary, so they run
 # once per benchmark (BENCHTIME=1x, raise it for steadier figures).
@@ -50,7 +50,7 @@ echo "## answers that fit the model's context (issue targets)" | tee -a "$OUT"
 $GO test -run '^$' -bench 'ShapeGitHubPage670KB|JQProjection8MiB' -benchmem -timeout 10m ./pkg/answer/ 2>&1 | tee -a "$OUT.answers"
 $GO test -run '^$' -bench 'Memory100LargeAnswers' -benchtime=1x -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT.answers"
 cat "$OUT.answers" >>"$OUT"
-# The figures the README quotes, with their targets.
+# The figures docs/performance.md quotes, with their targets.
 awk '/^BenchmarkShapeGitHubPage670KB/ { for (i = 1; i < NF; i++) if ($(i+1) == "ms-median") printf "fit a 670 KB page into a 16 KiB answer, decode included, median: %s ms (target <= 20 ms)\n", $i }
      /^BenchmarkJQProjection8MiB\/decode\+run/ { printf "jq projection over 8 MiB, decode included: %.0f ms\n", $3 / 1e6 }
      /^BenchmarkMemory100LargeAnswers\// { split($1, name, "/"); sub(/-[0-9]+$/, "", name[2])

@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null 2>&1 || [ ! -d test/ts/node_modules ]; then
   echo "skipping: the TypeScript MCP SDK end-to-end test (needs node and test/ts/node_modules: cd test/ts && npm ci)"
 fi
+if [ ! -d test/conformance/node_modules ]; then
+  echo "skipping: the MCP conformance suite (needs test/conformance/node_modules: cd test/conformance && npm ci --ignore-scripts)"
+fi
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "skipping: the shared-store tests on Redis (redis-server is not on PATH)"
 elif ! command -v redis-cli >/dev/null 2>&1; then

@@ -25,6 +25,7 @@ import (
 	"github.com/specgate/specgate/pkg/redisstore"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/ui"
 )
 
 // app is a configured server whose catalog loads in the background.
@@ -39,6 +40,11 @@ type app struct {
 	limiter *ratelimit.Limiter
 	// stopTracing flushes the spans; the command calls it before it returns.
 	stopTracing func()
+	// auditTail keeps the last audit lines for the governance page.
+	auditTail *ui.AuditTail
+	// approvals are the writes waiting for a person on the page; nil when
+	// no page is served.
+	approvals *ui.Approvals
 }
 
 func (c *common) cacheDir() string {
@@ -77,14 +83,16 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		names = append(names, specName(sc))
 	}
 	upstream := upstreamKeyFunc(cfg)
-	var audit io.Writer
+	// The page shows the audit tail whether or not audit_log is set.
+	tail := &ui.AuditTail{}
+	var audit io.Writer = tail
 	if cfg.AuditLog != "" {
 		f, err := os.OpenFile(cfg.AuditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 		// The file stays open for the life of the process.
-		audit = f
+		audit = io.MultiWriter(f, tail)
 	}
 	// The one governed call behind invoke and run_script. The answer store,
 	// like the limiter store, lives as long as the process.
@@ -109,6 +117,10 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	if approve != nil {
 		approvalSigner, approvalSpend = approvalStore(ctx, cfg, rc, log)
 	}
+	var room *ui.Approvals
+	if c.servesPage && approve != nil && cfg.ApprovalChannel() != config.ChannelElicit {
+		room = ui.NewApprovals(0, nil)
+	}
 	srv := mcpserver.New(mcpserver.Options{
 		Audit:              audit,
 		ResultBytes:        int(cfg.ResultBytes),
@@ -126,9 +138,11 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		ApprovalKey:        approvalSigner,
 		ApprovalSpend:      approvalSpend,
 		ApprovalTTL:        cfg.ApprovalTTL(),
+		ApprovalChannel:    string(cfg.ApprovalChannel()),
+		PageApprovals:      room,
 		Caller:             call,
 	})
-	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing}
+	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing, auditTail: tail, approvals: room}
 	go func() {
 		// Specs served by a mock load pointed at it.
 		lcfg, err := startMocks(ctx, cfg, log)
@@ -173,7 +187,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	c := newCommon("serve", stderr)
 	c.stdout = stdout
 	var httpAddr httpFlag
+	var uiAddr string
 	c.value(&httpAddr, "http", "serve streamable HTTP instead of stdio: on `ADDR` (--http 127.0.0.1:8080), or alone on the config's http.listen")
+	c.str(&uiAddr, "ui", "", "with stdio, serve the governance page on loopback `ADDR` (127.0.0.1:PORT); the URL printed at start signs in once")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
@@ -189,6 +205,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	c.servesPage = httpAddr.on || uiAddr != ""
 	// Loading runs while the server answers. A required spec that fails
 	// stops the server with its reason; when no spec loads at all, the
 	// server serves on and answers every call with the reason, so a client
@@ -210,7 +227,21 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			stop(err)
 		}
 	}()
+	if uiAddr != "" && httpAddr.on {
+		return c.usageError("--ui is for stdio serving; with --http the page is at /ui")
+	}
 	if !httpAddr.on {
+		if uiAddr != "" {
+			uiCtx, stopUI := context.WithCancel(ctx)
+			uiDone := make(chan error, 1)
+			ln := make(chan error, 1)
+			go func() { uiDone <- serveUI(uiCtx, a, uiAddr, stderr, ln) }()
+			if err := <-ln; err != nil {
+				stopUI()
+				return err
+			}
+			defer func() { stopUI(); <-uiDone }()
+		}
 		err = a.srv.ServeStdio(ctx, stdin, stdout)
 		// The one client is gone: its runs have nobody to collect them.
 		stopped, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -240,6 +271,7 @@ func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(stderr, "specgate serving MCP (streamable HTTP) at %s\n\nClient config:\n%s\n", url, clientSnippet(url))
+	fmt.Fprintf(stderr, "Governance page: %s\n", uiURL(ln.Addr(), hs.uiToken))
 	return hs.serve(ctx, ln)
 }
 

@@ -170,6 +170,9 @@ func (c choiceValue) Set(s string) error {
 // common holds a command's flags; the groups a command takes are added by
 // specFlags, governFlags and logFlags.
 type common struct {
+	// servesPage says serve serves the governance page (--http or --ui),
+	// so approvals may wait there.
+	servesPage bool
 	fs         *flag.FlagSet
 	name       string
 	configPath string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/ui"
 )
 
 // httpOptions turns the config's http: section into the server's HTTP
@@ -88,6 +89,10 @@ type httpServer struct {
 	// drainRuns, if set, lets the runs in the background end within the
 	// shutdown timeout and records the rest as lost.
 	drainRuns func(context.Context)
+	// hub samples the state the governance page shows, once a second.
+	hub *ui.Hub
+	// uiToken is the page's one-time sign-in token; empty when tokens sign in.
+	uiToken string
 }
 
 // newHTTPServer builds the server for addr. Without inbound auth it refuses
@@ -118,8 +123,17 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		d, _, reason := a.limiter.Degraded()
 		return d, reason
 	}
+	// The page signs in with what /mcp and /metrics accept, counting wrong
+	// tokens in the same failed-auth windows; with neither, once with the
+	// URL printed at start.
+	verify, oneTime := a.srv.UISignIn(opts), ""
+	if len(opts.Tokens) == 0 && opts.JWT == nil && opts.MetricsToken == "" {
+		verify, oneTime = nil, oneTimeToken()
+	}
+	page, hub := newUIPage(a, verify, oneTime)
+	opts.UI = page
 	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth,
-		drainRuns: a.srv.DrainRuns}
+		drainRuns: a.srv.DrainRuns, hub: hub, uiToken: oneTime}
 	if a.limiter != nil {
 		s.drain = a.limiter.Drain
 	}
@@ -160,6 +174,9 @@ func (s *httpServer) gate(next http.Handler) http.Handler {
 func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
 	if s.closeAuth != nil {
 		defer s.closeAuth()
+	}
+	if s.hub != nil {
+		go s.hub.Run(ctx)
 	}
 	errc := make(chan error, 1)
 	ln = mcpserver.LimitConnsPerIP(ln, s.perIP, s.trusted)

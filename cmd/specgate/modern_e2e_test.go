@@ -61,7 +61,8 @@ func modernConfigKey(t *testing.T, dir, name, up, extra, key string) (cfg, audit
 	text := fmt.Sprintf(`disable_ratelimiter: true
 approve_writes: true
 audit_log: %q
-approvals: {key: %q}
+# channel elicit: these tests are of the client asking (the page asks in ui_e2e_test.go)
+approvals: {key: %q, channel: elicit}
 specs:
   - name: petstore-v3
     location: %q

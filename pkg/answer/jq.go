@@ -17,7 +17,9 @@ import (
 	"github.com/itchyny/gojq"
 )
 
-// JQSubsetNote explains the jq subset to the model, in the server instructions.
+// JQSubsetNote explains the jq subset to the model, in the hint of a filter
+// refused as invalid (the model reads it when it needs it, not on every
+// tools/list).
 const JQSubsetNote = `jq is a read-only subset: paths, pipes, select, map, construction, reduce/foreach, if, try, regex, sort_by, group_by, to_entries, @csv/@json; no def, assignment, range, repeat, while, until, recurse, env, input. Several outputs come back as one array. Example: .[] | {number, title, user: .user.login}`
 
 // Limits of the query text itself.
@@ -99,7 +101,7 @@ func (e *JQError) Hint() string {
 	case JQTooLarge:
 		return "The jq result is too large: pick fewer fields or items."
 	}
-	return "Fix the jq filter: a read-only subset is allowed (paths, pipes, map/select, object and array construction, common builtins)."
+	return "Fix the jq filter: " + JQSubsetNote
 }
 
 func invalidf(format string, args ...any) *JQError {

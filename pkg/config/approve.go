@@ -13,6 +13,29 @@ type Approvals struct {
 	// TTL is how long a requestState stays valid: the user's time to answer.
 	// Default 5m.
 	TTL Duration `yaml:"ttl" json:"ttl"`
+	// Channel says who asks the person: elicit (the client, by MCP
+	// elicitation), page (the governance page at /ui, for every client) or
+	// auto (the client where it can ask, else the page). The page asks only
+	// where it is served (serve --http, or --ui beside stdio). Default auto.
+	Channel Channel `yaml:"channel" json:"channel,omitempty"`
+}
+
+// Channel is who asks a person to approve a call (approvals.channel).
+type Channel string
+
+// Approval channels.
+const (
+	ChannelElicit Channel = "elicit"
+	ChannelPage   Channel = "page"
+	ChannelAuto   Channel = "auto"
+)
+
+// ApprovalChannel is approvals.channel, or its default (auto).
+func (c *Config) ApprovalChannel() Channel {
+	if c.Approvals.Channel == "" {
+		return ChannelAuto
+	}
+	return c.Approvals.Channel
 }
 
 // DefaultApprovalTTL is approvals.ttl when unset.
@@ -44,6 +67,11 @@ func (c *Config) ApprovalTTL() time.Duration {
 // approvals checks the approvals block.
 func (v *validator) approvals(a Approvals) {
 	v.nonNegative("approvals.ttl", a.TTL)
+	switch a.Channel {
+	case "", ChannelElicit, ChannelPage, ChannelAuto:
+	default:
+		v.add("approvals.channel", "must be elicit, page or auto")
+	}
 	if a.Key.IsSet() && len(a.Key.Reveal()) < 32 {
 		v.add("approvals.key", "must be at least 32 bytes (e.g. openssl rand -hex 32)")
 	}

@@ -63,3 +63,33 @@ func TestApprovalsValidate(t *testing.T) {
 		t.Errorf("a 32-byte key: %v", err)
 	}
 }
+
+func TestApprovalChannel(t *testing.T) {
+	tests := []struct {
+		yaml    string
+		want    Channel
+		problem string
+	}{
+		{"approve_writes: true\n", ChannelAuto, ""},
+		{"approvals: {channel: elicit}\n", ChannelElicit, ""},
+		{"approvals: {channel: page}\n", ChannelPage, ""},
+		{"approvals: {channel: auto}\n", ChannelAuto, ""},
+		{"approvals: {channel: email}\n", "", "approvals.channel: must be elicit, page or auto"},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if tt.problem != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.problem) {
+				t.Errorf("%q: err = %v, want %q", tt.yaml, err, tt.problem)
+			}
+			continue
+		}
+		if err != nil || cfg.ApprovalChannel() != tt.want {
+			t.Errorf("%q: channel %q, err %v; want %q", tt.yaml, cfg.ApprovalChannel(), err, tt.want)
+		}
+	}
+}

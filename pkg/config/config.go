@@ -629,7 +629,7 @@ func Default() *Config {
 		JQTimeout:          Duration(time.Second),
 		Scripts: Scripts{Timeout: Duration(10 * time.Minute), AnswerWithin: Duration(20 * time.Second), MaxCalls: 200, MaxConcurrent: 4, PerPrincipal: 2,
 			MaxMemory: 64 << 20},
-		Approvals:        Approvals{TTL: Duration(DefaultApprovalTTL)},
+		Approvals:        Approvals{TTL: Duration(DefaultApprovalTTL), Channel: ChannelAuto},
 		SpecFetchTimeout: Duration(30 * time.Second),
 		MaxSpecBytes:     64 << 20,
 		HTTP: HTTP{

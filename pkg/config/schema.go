@@ -34,6 +34,7 @@ func Schema() (*jsonschema.Schema, error) {
 		reflect.TypeFor[Secret]():   secret,
 		reflect.TypeFor[OnLimit]():  {Type: "string", Enum: []any{"wait", "reject"}},
 		reflect.TypeFor[Backend]():  {Type: "string", Enum: []any{"memory", "redis", "redis_cluster"}},
+		reflect.TypeFor[Channel]():  {Type: "string", Enum: []any{ChannelElicit, ChannelPage, ChannelAuto}},
 		reflect.TypeFor[Concurrency](): {AnyOf: []*jsonschema.Schema{
 			{Type: "integer", Minimum: jsonschema.Ptr(0.0), Description: "calls in flight (0: no limit)"},
 			{Type: "string", Enum: []any{"auto"}, Description: "adaptive (AIMD), from 1"},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/ui"
 )
 
 // CodeNotApproved is a call that needed the user's approval and did not get
@@ -149,6 +150,8 @@ type approvalDigest struct {
 	args string
 	// short is the one line the audit keeps: no values.
 	short string
+	// page is what the governance page shows of the call: the text's parts.
+	page ui.Approval
 }
 
 func digestCall(e *spec.Endpoint, in invoke.Args, pages int) approvalDigest {
@@ -209,6 +212,12 @@ func digestCall(e *spec.Endpoint, in invoke.Args, pages int) approvalDigest {
 		body = fmt.Sprintf("%d bytes, sha256 %s", len(raw), hex.EncodeToString(bs[:6]))
 		fmt.Fprintf(&b, "\nbody (%s): %s", body, clip(string(raw), 300))
 	}
+	d.page = ui.Approval{Endpoint: e.ID, Summary: clip(e.Summary, 200), Method: e.Method, Path: path, Query: q.Encode(), Headers: headers, Pages: pages}
+	if in.RequestBody != nil {
+		raw, _ := json.Marshal(in.RequestBody)
+		bs := sha256.Sum256(raw)
+		d.page.Body, d.page.Size, d.page.SHA256 = clip(string(raw), 300), len(raw), hex.EncodeToString(bs[:6])
+	}
 	d.text = b.String()
 	d.short = e.Method + " " + e.Path + " args " + d.args[:16]
 	if pages > 1 {
@@ -253,6 +262,10 @@ func approveNote(on bool) string {
 	}
 	return "\nWrites (and some endpoints) ask the user before they are sent; a refusal is not_approved: nothing was sent, and retrying will not change the answer unless the user asks you to."
 }
+
+// backgroundRunKey marks the context of a call made by a run whose
+// run_script already answered: no client waits on it to be asked.
+type backgroundRunKey struct{}
 
 // needsApproval reports whether a call of e asks the user first.
 func (s *Server) needsApproval(e *spec.Endpoint) bool {
@@ -316,13 +329,29 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		return accepted(server.ElicitationResponse(req.Params.InputResponses, approvalID), req.Params.RequestState)
 	}
 
+	// The page asks a person for clients that cannot (auto), or for all
+	// (page); without a page served, the client's elicitation is all.
+	cannotAsk := refuse
+	if s.opts.PageApprovals != nil {
+		page := func(string) (*mcp.CallToolResult, *ErrorObject) { return s.askPage(ctx, req, e, d, rec) }
+		switch s.opts.ApprovalChannel {
+		case ChannelPage:
+			return page("")
+		case ChannelAuto:
+			cannotAsk = page
+		}
+	}
+
+	if bg, _ := ctx.Value(backgroundRunKey{}).(bool); bg {
+		return cannotAsk("a run in the background cannot ask the client (its run_script already answered); make this call with invoke, or approve it on the governance page (approvals.channel)")
+	}
 	if server.IsModernRequest(ctx) {
 		info := server.RequestProtocolInfoFromContext(ctx)
 		if info.ClientCapabilities == nil || info.ClientCapabilities.Elicitation == nil {
-			return refuse("the client cannot ask the user (no elicitation capability)")
+			return cannotAsk("the client cannot ask the user (no elicitation capability)")
 		}
 		if req == nil {
-			return refuse("a run_script on MCP 2026-07-28 cannot stop to ask the user; make this call with invoke")
+			return cannotAsk("a run_script on MCP 2026-07-28 cannot stop to ask the user; make this call with invoke")
 		}
 		want.Expires = s.now().Add(s.approvals.ttl).Unix()
 		nonce := make([]byte, 8)
@@ -338,13 +367,13 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 		// A legacy request over HTTP without a session has nothing that
 		// kept the client's capabilities, even when the client can ask.
 		if !sessions {
-			return refuse("a legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions unless http.sessions is on; a client on MCP 2026-07-28, or on stdio, can)")
+			return cannotAsk("a legacy MCP request over HTTP cannot ask the user (specgate serves HTTP without sessions unless http.sessions is on; a client on MCP 2026-07-28, or on stdio, can)")
 		}
-		return refuse("a legacy MCP request over HTTP without a session cannot ask the user (initialize over HTTP and send its Mcp-Session-Id; a client on MCP 2026-07-28 needs none)")
+		return cannotAsk("a legacy MCP request over HTTP without a session cannot ask the user (initialize over HTTP and send its Mcp-Session-Id; a client on MCP 2026-07-28 needs none)")
 	}
 	withInfo, ok := session.(server.SessionWithClientInfo)
 	if !ok || withInfo.GetClientCapabilities().Elicitation == nil {
-		return refuse("the client cannot ask the user (no elicitation capability on this session)")
+		return cannotAsk("the client cannot ask the user (no elicitation capability on this session)")
 	}
 	rec.Outcome = "approval_asked"
 	s.audit(ctx, rec)

@@ -31,6 +31,8 @@ type auditRecord struct {
 	// hash: no values); Approval says why one was refused.
 	Digest   string `json:"digest,omitempty"`
 	Approval string `json:"approval,omitempty"`
+	// Approver names who answered on the governance page, and from where.
+	Approver string `json:"approver,omitempty"`
 }
 
 // WithPrincipal returns ctx carrying p as the caller (invoke.WithPrincipal:

@@ -291,7 +291,7 @@ func TestGoldenFilesAreAllUsed(t *testing.T) {
 	want := []string{"error_auth_error.json", "error_cancelled.json", "error_http_error.json", "error_internal.json", "error_not_found.json",
 		"error_queue_full.json", "error_queue_timeout.json", "error_rate_limit.json", "error_timeout.json",
 		"error_upstream_rate_limit.json", "error_upstream_unreachable.json", "error_validation_failed.json",
-		"instructions.txt", "run_script_memory.json", "run_script_memory_bound.json", "run_script_ok.json", "run_script_syntax_error.json",
+		"instructions.txt", "long_cancelled.json", "long_done.json", "long_lost.json", "long_running.json", "run_script_memory.json", "run_script_memory_bound.json", "run_script_ok.json", "run_script_syntax_error.json",
 		"run_script_timeout.json", "run_script_uncaught.json", "tools_list.json"}
 	var got []string
 	for _, f := range files {

@@ -81,6 +81,41 @@ type stats struct {
 	ups   map[string]*latency
 	tasks map[string]*task
 	seq   int
+	// who counts each principal's calls for the governance page, at most
+	// maxPrincipalStats of them (the longest idle gives way).
+	who map[string]*principalStats
+}
+
+// maxPrincipalStats bounds the principals the page counts.
+const maxPrincipalStats = 1000
+
+type principalStats struct {
+	calls, queueTurns int64
+	queueWait         time.Duration
+	refused           map[string]int64 // by scope
+	last              time.Time
+}
+
+// principal returns p's counts, making room for them. The caller holds mu.
+func (st *stats) principal(p string) *principalStats {
+	ps := st.who[p]
+	if ps != nil {
+		ps.last = time.Now()
+		return ps
+	}
+	if len(st.who) >= maxPrincipalStats {
+		var idle string
+		var at time.Time
+		for k, v := range st.who {
+			if idle == "" || v.last.Before(at) {
+				idle, at = k, v.last
+			}
+		}
+		delete(st.who, idle)
+	}
+	ps = &principalStats{refused: map[string]int64{}, last: time.Now()}
+	st.who[p] = ps
+	return ps
 }
 
 type latency struct {
@@ -105,7 +140,7 @@ type task struct {
 }
 
 func newStats() *stats {
-	return &stats{ups: map[string]*latency{}, tasks: map[string]*task{}}
+	return &stats{ups: map[string]*latency{}, tasks: map[string]*task{}, who: map[string]*principalStats{}}
 }
 
 func (st *stats) observe(principal string, e *spec.Endpoint, up string, d, queueWait time.Duration, tokens int64) {
@@ -123,6 +158,12 @@ func (st *stats) observe(principal string, e *spec.Endpoint, up string, d, queue
 	} else {
 		l.samples[l.next] = d
 		l.next = (l.next + 1) % len(l.samples)
+	}
+	ps := st.principal(principal)
+	ps.calls++
+	if queueWait > 0 {
+		ps.queueTurns++
+		ps.queueWait += queueWait
 	}
 	for _, t := range st.tasks {
 		if t.owner != principal {
@@ -152,6 +193,7 @@ func (st *stats) refused(principal string, err error) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.principal(principal).refused[scope]++
 	for _, t := range st.tasks {
 		if t.owner == principal {
 			t.refusals[scope+"/"+code]++

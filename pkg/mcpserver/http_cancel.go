@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -29,8 +30,25 @@ type inflightKey struct {
 // inflightCall is one request in flight: cancel ends its context, and once
 // cancelled its answer is not sent.
 type inflightCall struct {
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 	cancelled atomic.Bool
+}
+
+// errCallerCancelled is the cause of an HTTP request's context ended by
+// its caller's notifications/cancelled, told apart from a connection that
+// went away (net/http ends the context then too).
+var errCallerCancelled = errors.New("the caller cancelled the call")
+
+// callerCancelled reports whether ctx ended because its caller asked to
+// stop the call. Over HTTP that is a notifications/cancelled only: a
+// dropped connection, or a client that stopped reading, asked nothing.
+// Elsewhere (stdio) mcp-go ends a call's context only when asked to, or
+// when the server stops.
+func callerCancelled(ctx context.Context) bool {
+	if _, overHTTP := ctx.Value(overHTTPKey{}).(bool); overHTTP {
+		return errors.Is(context.Cause(ctx), errCallerCancelled)
+	}
+	return ctx.Err() != nil
 }
 
 // inflights are the HTTP requests being served, by their caller. The zero
@@ -43,7 +61,7 @@ type inflights struct {
 // start files a request under k and returns its context, the call, and
 // done, which the caller must call when the request is answered.
 func (f *inflights) start(ctx context.Context, k inflightKey) (context.Context, *inflightCall, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	c := &inflightCall{cancel: cancel}
 	f.mu.Lock()
 	if f.calls == nil {
@@ -57,7 +75,7 @@ func (f *inflights) start(ctx context.Context, k inflightKey) (context.Context, 
 			delete(f.calls, k)
 		}
 		f.mu.Unlock()
-		cancel()
+		cancel(nil)
 	}
 }
 
@@ -68,7 +86,7 @@ func (f *inflights) cancel(k inflightKey) {
 	f.mu.Unlock()
 	if c != nil {
 		c.cancelled.Store(true)
-		c.cancel()
+		c.cancel(errCallerCancelled)
 	}
 }
 

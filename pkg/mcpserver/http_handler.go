@@ -119,6 +119,11 @@ type HTTPOptions struct {
 	// Now is the clock of the inbound budgets and of session idleness. If
 	// nil, the Server's.
 	Now func() time.Time
+	// UI, if set, serves /ui and every path under it: the governance page
+	// (pkg/ui), which does its own sign-in and same-origin checks. If nil,
+	// /ui is 404.
+	UI http.Handler
+
 	// Degraded reports whether the limiter store runs degraded and why;
 	// /readyz says so (still 200) and specgate_store_degraded is 1. If nil,
 	// never degraded.
@@ -212,6 +217,10 @@ func (s *Server) HTTPHandlerWith(opts HTTPOptions) http.Handler {
 		})
 	}
 	h.mux.Handle("/metrics", metrics)
+	if opts.UI != nil {
+		h.mux.Handle("/ui", opts.UI)
+		h.mux.Handle("/ui/", opts.UI)
+	}
 	return h
 }
 
@@ -224,13 +233,18 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && h.opts.BodyTimeout > 0 {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
 	}
-	// The metadata is public and read-only, so any Origin may read it.
-	if !strings.HasPrefix(r.URL.Path, wellKnownResource) && !h.originAllowed(r) {
+	// The metadata is public and read-only, so any Origin may read it; the
+	// page answers its own origin, which on a public host is not loopback.
+	if !strings.HasPrefix(r.URL.Path, wellKnownResource) && !h.isUI(r) && !h.originAllowed(r) {
 		h.s.metrics.refused("origin")
 		writeJSONError(w, http.StatusForbidden, "FORBIDDEN", "this Origin may not call specgate", 0)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+func (h *httpHandler) isUI(r *http.Request) bool {
+	return h.opts.UI != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }
 
 func (h *httpHandler) serveReady(w http.ResponseWriter, r *http.Request) {

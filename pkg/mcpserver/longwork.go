@@ -66,16 +66,23 @@ type RunState struct {
 	Hint  string        `json:"hint,omitempty"`
 }
 
+// runOutput is the output schema of run_script and script_result: a run's
+// final answer (RunScriptResult) or where it stands (RunState), each field
+// optional, so a client that checks structuredContent accepts both.
+type runOutput struct {
+	RunScriptResult
+	Progress *RunProgress `json:"progress,omitempty"`
+}
+
 // ScriptResultArgs are the script_result tool's arguments.
 type ScriptResultArgs struct {
 	RunID       string   `json:"runId" jsonschema:"From run_script"`
 	WaitSeconds *float64 `json:"waitSeconds,omitempty" jsonschema:"0-30 (default 20)"`
-	Cancel      bool     `json:"cancel,omitempty" jsonschema:"Stop the run"`
+	Cancel      bool     `json:"cancel,omitempty"`
 }
 
-const scriptResultDescription = "Wait up to waitSeconds for a run_script run that answered {runId, status: running}: " +
-	"its final answer once it ends, else {status: running, progress}. cancel: true stops it. " +
-	"Cancelled and lost runs say so, with calls and logs."
+const scriptResultDescription = "Wait up to waitSeconds for a run_script run that answered running: " +
+	"its final answer once it ends, else its progress. cancel: true stops it."
 
 // runTracker follows one run: it turns the script's progress into the
 // record's, with an ETA, and into progress notifications while the call
@@ -85,15 +92,19 @@ type runTracker struct {
 	run     *runs.Run
 	started time.Time
 	// notify sends a progress notification; live says the call that
-	// started the run still waits, so notifications may go.
+	// started the run still waits, so notifications may go. (No lock is
+	// held across a send: a client that stops reading its stream would
+	// hold the answer behind it.)
 	notify func(map[string]any)
 	live   atomic.Bool
 
 	mu        sync.Mutex
 	last      script.Progress
 	endpoints map[string]int // calls made, by endpoint id
-	notified  int
+	notified  int            // calls when the last notification went
+	marked    script.Mark    // the script's account then
 	sentAt    time.Time
+	seq       int // notifications sent
 }
 
 // called counts a call of endpoint id, for the ETA's budget floor.
@@ -118,32 +129,41 @@ func (t *runTracker) progress(p script.Progress) {
 			t.run.Update(b, nil)
 		}
 	}
-	if t.notify == nil || !t.live.Load() {
+	if t.notify == nil {
 		return
 	}
+	// One a call, and for api.progress at most four a second; progress
+	// counts the notifications, so that it only rises (MCP's rule) while
+	// calls and the script's own account go in the message.
 	now := time.Now()
 	t.mu.Lock()
-	send := p.Calls.Total > t.notified || now.Sub(t.sentAt) >= 250*time.Millisecond
+	send := p.Calls.Total > t.notified || p.Mark != t.marked && now.Sub(t.sentAt) >= 250*time.Millisecond
 	if send {
-		t.notified, t.sentAt = p.Calls.Total, now
+		t.notified, t.marked, t.sentAt = p.Calls.Total, p.Mark, now
+		t.seq++
 	}
+	seq := t.seq
 	t.mu.Unlock()
 	if !send {
 		return
 	}
 	msg := strconv.Itoa(p.Calls.Total) + " calls done"
 	if p.Total > 0 {
-		msg = fmt.Sprintf("%d of %d done, %s", p.Done, p.Total, msg)
+		msg += fmt.Sprintf(", %d of %d", p.Done, p.Total)
 	}
 	if p.Note != "" {
 		msg += ": " + p.Note
 	}
-	n := map[string]any{"progress": p.Calls.Total, "message": msg}
-	if p.Total > 0 {
-		n["progress"], n["total"] = p.Done, p.Total
+	if t.live.Load() {
+		t.notify(map[string]any{"progress": seq, "message": msg})
 	}
-	t.notify(n)
 }
+
+// setLive says whether the call that started the run still waits for its
+// answer; once it does not, no notification goes and no person is asked.
+func (t *runTracker) setLive(on bool) { t.live.Store(on) }
+
+func (t *runTracker) isLive() bool { return t.live.Load() }
 
 // view is the model's view of p, with its ETA as of now.
 func (t *runTracker) view(p script.Progress) *RunProgress {

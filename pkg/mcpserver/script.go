@@ -97,9 +97,9 @@ func (o ScriptOptions) perPrincipal() int {
 
 // RunScriptArgs are the run_script tool's arguments.
 type RunScriptArgs struct {
-	Code           string   `json:"code" jsonschema:"JavaScript: an async function body (await, return)"`
-	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline in seconds, waits included (default and most: scripts.timeout)"`
-	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+	Code           string   `json:"code" jsonschema:"An async function body"`
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitempty" jsonschema:"Deadline in seconds (default and most: scripts.timeout)"`
+	MaxBytes       *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
 }
 
 // ScriptRateLimit is the governance summary of a run.
@@ -134,7 +134,7 @@ func runScriptDescription(o ScriptOptions) string {
 	if conc <= 0 {
 		conc = script.DefaultMaxConcurrent
 	}
-	writes := "GET/HEAD/OPTIONS only (scripts.allow_writes)."
+	writes := "GET/HEAD/OPTIONS only."
 	if o.AllowWrites {
 		writes = "Writes are allowed."
 	}
@@ -142,16 +142,16 @@ func runScriptDescription(o ScriptOptions) string {
 	if w := o.answerWithin(); w > 0 {
 		later = " After " + w.String() + " it answers {runId, status: running, progress} and runs on: collect it with script_result."
 	}
-	return "Run JavaScript making many calls in one step; only its return value reaches you. code is an async function body:\n" +
-		"await api.invoke(id, {parameters, requestBody, headers, contentType, pages}) -> {statusCode, headers, body (decoded), nextPage (next page's args)}\n" +
-		"await api.search(query, {limit}) -> {endpoints}; console.log -> logs; api.progress(done, total, note) reports progress.\n" +
-		"A failed call throws an Error with code, message, retryAfterSeconds, status, scope. Example:\n" +
+	return "Run JavaScript that makes many calls; only its return value reaches you. code is an async function body with\n" +
+		"await api.invoke(id, {parameters, requestBody, headers, pages}) -> {statusCode, headers, body, nextPage},\n" +
+		"await api.search(query, {limit}), console.log, api.progress(done, total, note).\n" +
+		"A failed call throws an Error with code, message, retryAfterSeconds. Example:\n" +
 		"const q = {owner: \"o\", repo: \"r\"}; let a = {parameters: q}, prs = [];\n" +
-		"for (let p = 0; p < 3 && a; p++) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
-		"return Promise.all(prs.slice(0, 5).map(async pr => (await api.invoke(\"gh.pulls/get\", {parameters: {...q, pull_number: pr.number}})).body.title));\n" +
-		"Calls are paced by invoke's rate limits (they wait). At most " +
-		strconv.Itoa(calls) + " calls a run, " + strconv.Itoa(conc) + " in flight. " + writes +
-		" No modules, timers, files, network. Returns {status: done, result, calls, rateLimit, logs}; a large result is previewed with a responseId." + later
+		"while (a) { const r = await api.invoke(\"gh.pulls/list\", a); prs.push(...r.body); a = r.nextPage; }\n" +
+		"return Promise.all(prs.map(async p => (await api.invoke(\"gh.pulls/get\", {parameters: {...q, pull_number: p.number}})).body.title));\n" +
+		"Calls wait for the rate limits. At most " +
+		strconv.Itoa(calls) + " calls, " + strconv.Itoa(conc) + " in flight. " + writes +
+		later
 }
 
 // scriptRuns counts the runs in progress per principal.
@@ -217,8 +217,8 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}), nil
 	}
 	t := &runTracker{s: s, started: time.Now(), notify: s.progressSender(ctx, req)}
-	t.live.Store(true)
-	defer t.live.Store(false)
+	t.setLive(true)
+	defer t.setLive(false)
 	run, err := s.runs.Start(ctx, principal, timeout, func(rctx context.Context, r *runs.Run) runs.Outcome {
 		defer s.scripts.release(principal)
 		return s.runScript(rctx, st, r, t, in.Code, timeout, maxBytes)
@@ -238,12 +238,18 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	case <-run.Done():
 	case <-within:
 	case <-ctx.Done():
+		t.setLive(false)
+		if !callerCancelled(ctx) {
+			// The connection went away, which asked nothing: the run goes
+			// on, listed by rate_limit_status and answered by script_result.
+			break
+		}
 		// The client gave up on the call before an answer: it asked to stop.
-		t.live.Store(false)
 		if rec, err := s.runs.Cancel(context.WithoutCancel(ctx), principal, run.ID()); err == nil {
 			return s.runAnswer(rec, nil), nil
 		}
 	}
+	t.setLive(false)
 	rec := run.Record()
 	return s.runAnswer(&rec, t), nil
 }
@@ -478,6 +484,12 @@ func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*s
 	defer func() { c.settle(pages, sent) }()
 	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
 	if s.needsApproval(e) {
+		if c.track != nil && !c.track.isLive() {
+			// Nobody waits on the call that started the run: a question
+			// put to the client would reach no one and hold the run until
+			// its deadline. The governance page can still ask a person.
+			ctx = context.WithValue(ctx, backgroundRunKey{}, true)
+		}
 		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
 			return nil, callError(s.mapError(err))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/ui"
 )
 
 // listCacheTTL is how long a 2026-07-28 client may reuse the tools and
@@ -93,6 +94,15 @@ type Options struct {
 	// reporting whether it was the first time, where every replica sees it
 	// (a store). If nil, or when it fails, each process keeps its own.
 	ApprovalSpend func(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	// ApprovalChannel says who asks the person: ChannelElicit (the client,
+	// by elicitation), ChannelPage (the governance page, for every client)
+	// or ChannelAuto (the client where it can ask, else the page). Without
+	// PageApprovals the page asks nobody. If empty, ChannelElicit.
+	ApprovalChannel string
+	// PageApprovals is the governance page's waiting room: a write asked
+	// there waits until a person decides or ApprovalTTL passes. If nil,
+	// the page asks nobody.
+	PageApprovals *ui.Approvals
 }
 
 // LoadFailure is a spec that could not be loaded.
@@ -266,13 +276,11 @@ func instructions(specs []string) string {
 		}
 		fmt.Fprintf(&b, " (loaded: %s%s)", strings.Join(list, ", "), more)
 	}
-	b.WriteString(".\nFlow: search (a plain-language intent) -> inspect an id (its parameters and body) -> invoke it with parameters " +
-		"(path, query, header, cookie values by name) and requestBody.\n" +
-		"A failed call has isError and {error:{code,message,hint,retryable,retryAfterSeconds,scope,suggestions}}. Calls are rate-governed: " +
-		"a refusal says how long to wait, who refused (scope proxy: specgate; upstream: the API) and what to call meanwhile.\n" +
-		"For many calls (each of these ids, every page), write one run_script instead of many invokes: paced the same, only its result reaches you.\n" +
-		"Large answers come back as a preview with a responseId: read more with read_response (jq, or offset/limit) instead of calling again. " +
-		answer.JQSubsetNote)
+	b.WriteString(".\nFlow: search (a plain-language intent) -> inspect an id -> invoke it with parameters and requestBody.\n" +
+		"A failed call has isError and {error:{code,message,hint,...}}. Calls are rate-governed: " +
+		"a refusal says how long to wait (retryAfterSeconds), who refused (scope proxy: specgate; upstream: the API) and what to call meanwhile.\n" +
+		"For many calls, write one run_script instead of many invokes: paced the same, only its result reaches you.\n" +
+		"A large answer comes back as a preview with a responseId: read more with read_response (jq, or offset/limit), not by calling again.")
 	return b.String()
 }
 

@@ -101,49 +101,42 @@ func (t *tool) fullDescription() string {
 // they are listed.
 func (s *Server) tools() []tool {
 	return []tool{
-		newTool("search", "Find API endpoints by plain-language intent (\"list open pull requests\"). "+
-			"Filters may be mixed in: method:GET tag:issues spec:github path:/repos. Returns ranked endpoints "+
-			"(ready: callable now). Use the API's nouns (customer, pod); "+
-			"unsure of them, add alternatives: up to 3 other phrasings (\"refund a charge\" / \"give the money back\"). "+
-			"Next: inspect an id.",
+		newTool("search", "Find API endpoints by plain-language intent (\"list open pull requests\"); "+
+			"filters may be mixed in: method:GET tag:issues spec:github path:/repos. Use the API's nouns (customer, pod); "+
+			"unsure, add alternatives: other phrasings (\"refund a charge\" / \"give the money back\").",
 			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
 			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
 
-		newTool("inspect", "Show one endpoint's contract: parameters, request body types and schema, "+
-			"main responses, base URL, auth needed, current rate limit. Read it before invoke.",
+		newTool("inspect", "An endpoint's contract: parameters, body, responses, base URL, auth, rate limit. Read it before invoke.",
 			[]string{CodeNotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
 			inputSchema[InspectArgs](), outputSchema[inspectResult](), hints(true, false, true, false)),
 
-		newTool("invoke", "Call an endpoint. Returns {statusCode, headers, body, rateLimit}; over budget, body is a valid-JSON preview "+
-			"with shaped {items, itemFields, path}, a responseId for read_response and a hint; nextPage holds the next page's "+
-			"arguments. Use jq to pick fields.",
+		newTool("invoke", "Call an endpoint: {statusCode, headers, body, rateLimit}. A body over budget is previewed "+
+			"with a responseId for read_response; nextPage holds the next page's arguments. Use jq to pick fields.",
 			[]string{CodeRateLimit, CodeUpstreamRateLimit,
-				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (fix arguments; costs no rate limit)",
+				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (costs no rate limit)",
 				CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal},
 			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
 			inputSchema[InvokeArgs](), outputSchema[InvokeResult](), hints(false, true, false, true)),
 
-		newTool("read_response", "Read a stored invoke answer again (no upstream call, no rate-limit cost): filter it with jq, "+
-			"or page its main array (or a text body's bytes) with offset and limit. Returns {body, shaped, nextOffset, hint}.",
-			[]string{CodeNotFound, CodeValidationFailed, CodeTimeout + " (jq too slow)"},
+		newTool("read_response", "Read a stored invoke answer again (no upstream call): filter it with jq, "+
+			"or page its main array or text with offset and limit.",
+			[]string{CodeNotFound, CodeValidationFailed, CodeTimeout},
 			ScopeRead, nil, (*Server).handleReadResponse,
 			inputSchema[ReadResponseArgs](), outputSchema[ReadResult](), hints(true, false, true, false)),
 
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
-			[]string{CodeScriptError + " (syntax, throw or memory bound, with its line)",
-				CodeTimeout, CodeCancelled + " (each with calls and logs)", CodeValidationFailed, CodeRateLimit, CodeInternal},
+			[]string{CodeScriptError, CodeTimeout, CodeCancelled, CodeValidationFailed, CodeRateLimit, CodeInternal},
 			ScopeRead, nil, (*Server).handleRunScript,
-			// No output schema: the answer is the run's result, or where a run
-			// past answer_within stands.
-			inputSchema[RunScriptArgs](), hints(false, true, false, true)),
+			inputSchema[RunScriptArgs](), outputSchema[runOutput](), hints(false, true, false, true)),
 
 		newTool("script_result", scriptResultDescription,
 			[]string{CodeNotFound, CodeValidationFailed},
 			ScopeRead, nil, (*Server).handleScriptResult,
-			inputSchema[ScriptResultArgs](), hints(false, false, true, false)),
+			inputSchema[ScriptResultArgs](), outputSchema[runOutput](), hints(false, false, true, false)),
 
-		newTool("rate_limit_status", "Show rate governance now, per upstream and endpoint: limits, used and remaining, next allowed time, "+
-			"limits learned from the upstream's headers, queue depth, refusals by scope (proxy or upstream), 429s; your runs in flight.",
+		newTool("rate_limit_status", "Show rate governance now per upstream and endpoint: limits, used and remaining, next allowed time, "+
+			"what the upstream said, queue, refusals by scope, 429s; your runs.",
 			[]string{CodeNotFound}, ScopeRead, nil, (*Server).handleStatus,
 			inputSchema[StatusArgs](), outputSchema[StatusResult](), hints(true, false, true, false)),
 
@@ -153,12 +146,11 @@ func (s *Server) tools() []tool {
 			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](), hints(false, false, true, false)),
 			func(s *Server) bool { return s.opts.AllowRuntimeTuning && s.call.Limiter != nil }),
 
-		newTool("begin_task", "Start measuring a long task; returns a taskId for end_task.",
+		newTool("begin_task", "Start timing a long task; returns a taskId for end_task.",
 			nil, ScopeRead, nil, (*Server).handleBeginTask,
 			inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](), hints(false, false, false, false)),
 
-		newTool("end_task", "End a task and review it: wall and upstream time, calls, refusals, queue wait, "+
-			"and the round at which the given concurrency would hit each limit.",
+		newTool("end_task", "Review a task from begin_task: times, calls, refusals, and when a concurrency would hit each limit.",
 			[]string{CodeNotFound, CodeValidationFailed}, ScopeRead, nil, (*Server).handleEndTask,
 			inputSchema[EndTaskArgs](), outputSchema[TaskReview](), hints(false, false, false, false)),
 	}

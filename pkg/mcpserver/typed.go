@@ -22,8 +22,8 @@ import (
 
 // SearchArgs are the search tool's arguments.
 type SearchArgs struct {
-	Query string   `json:"query" jsonschema:"What you want to do, in plain words, optionally with filters"`
-	Limit *float64 `json:"limit,omitempty" jsonschema:"Hits to return, 1-50 (default 10)"`
+	Query string   `json:"query" jsonschema:"Plain words, optionally with filters"`
+	Limit *float64 `json:"limit,omitempty" jsonschema:"1-50 (default 10)"`
 	// Alternatives are more phrasings of the same need, fused with the
 	// query by reciprocal rank.
 	Alternatives []string `json:"alternatives,omitempty" jsonschema:"Up to 3 other phrasings"`
@@ -31,35 +31,35 @@ type SearchArgs struct {
 
 // InspectArgs are the inspect tool's arguments.
 type InspectArgs struct {
-	EndpointID string `json:"endpointId" jsonschema:"An endpoint id from search, like petstore.getPetById"`
+	EndpointID string `json:"endpointId" jsonschema:"From search, like petstore.getPetById"`
 }
 
 // InvokeArgs are the invoke tool's arguments.
 type InvokeArgs struct {
-	EndpointID  string            `json:"endpointId" jsonschema:"From search or inspect"`
-	Parameters  map[string]any    `json:"parameters,omitempty" jsonschema:"Path, query, header and cookie values by name"`
-	RequestBody any               `json:"requestBody,omitempty" jsonschema:"The body as a JSON value (objects for JSON, form, multipart)"`
-	Headers     map[string]string `json:"headers,omitempty" jsonschema:"Extra request headers (no credentials)"`
-	ContentType string            `json:"contentType,omitempty" jsonschema:"Body media type among those inspect lists"`
-	JQ          string            `json:"jq,omitempty" jsonschema:"A read-only jq filter on the JSON answer, e.g. [.[] | {id, title}]"`
-	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow next pages, 1-5 (default 1); arrays joined"`
-	MaxBytes    *float64          `json:"maxBytes,omitempty" jsonschema:"Answer budget in bytes, 1024-48000"`
+	EndpointID  string            `json:"endpointId" jsonschema:"From search"`
+	Parameters  map[string]any    `json:"parameters,omitempty" jsonschema:"Path, query, header, cookie values by name"`
+	RequestBody any               `json:"requestBody,omitempty" jsonschema:"Any JSON (an object for form bodies)"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"Extra headers (no credentials)"`
+	ContentType string            `json:"contentType,omitempty"`
+	JQ          string            `json:"jq,omitempty" jsonschema:"Read-only jq, e.g. [.[] | {id, title}]"`
+	Pages       *float64          `json:"pages,omitempty" jsonschema:"GET only: follow next pages, 1-5"`
+	MaxBytes    *float64          `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
 	NextPageOf  string            `json:"nextPageOf,omitempty"`
 }
 
 // ReadResponseArgs are the read_response tool's arguments.
 type ReadResponseArgs struct {
-	ResponseID string   `json:"responseId" jsonschema:"The responseId from invoke"`
-	JQ         string   `json:"jq,omitempty" jsonschema:"A read-only jq filter"`
-	Offset     *float64 `json:"offset,omitempty" jsonschema:"First item (or byte) to return"`
-	Limit      *float64 `json:"limit,omitempty" jsonschema:"Items (or bytes) to return"`
+	ResponseID string   `json:"responseId" jsonschema:"From invoke"`
+	JQ         string   `json:"jq,omitempty" jsonschema:"Read-only jq"`
+	Offset     *float64 `json:"offset,omitempty"`
+	Limit      *float64 `json:"limit,omitempty"`
 	MaxBytes   *float64 `json:"maxBytes,omitempty" jsonschema:"Answer budget, 1024-48000"`
 }
 
 // StatusArgs are the rate_limit_status tool's arguments.
 type StatusArgs struct {
-	EndpointID string `json:"endpointId,omitempty" jsonschema:"Only this endpoint and its upstream"`
-	Spec       string `json:"spec,omitempty" jsonschema:"Only this spec's endpoints and upstreams"`
+	EndpointID string `json:"endpointId,omitempty"`
+	Spec       string `json:"spec,omitempty"`
 }
 
 // SetRateLimitArgs are the set_rate_limit tool's arguments.
@@ -88,7 +88,7 @@ type SetRateLimitResult struct {
 
 // BeginTaskArgs are the begin_task tool's arguments.
 type BeginTaskArgs struct {
-	Name string `json:"name" jsonschema:"A name for the task"`
+	Name string `json:"name"`
 }
 
 // TaskStarted is begin_task's answer.
@@ -99,8 +99,8 @@ type TaskStarted struct {
 
 // EndTaskArgs are the end_task tool's arguments.
 type EndTaskArgs struct {
-	TaskID      string   `json:"taskId" jsonschema:"The id begin_task returned"`
-	Concurrency *float64 `json:"concurrency,omitempty" jsonschema:"Parallel calls to plan for (default 1)"`
+	TaskID      string   `json:"taskId" jsonschema:"From begin_task"`
+	Concurrency *float64 `json:"concurrency,omitempty" jsonschema:"Parallel calls to plan for"`
 }
 
 // decodeArgs decodes a call's raw arguments into dst, a pointer to an
@@ -253,6 +253,10 @@ func schemaOf[T any](output bool) json.RawMessage {
 				p.Type, p.Types = p.Types[1], nil
 			}
 		}
+		// Unknown arguments are refused by name with the list of those the
+		// tool takes (decodeArgs): saying so in every schema costs every
+		// tools/list and tells the model less.
+		s.AdditionalProperties = nil
 	}
 	if output {
 		// Every tools/list pays for these: the top level is checked field by

@@ -231,10 +231,14 @@ func (r *Run) beat(limit time.Duration) {
 
 // finish records how the run ended, and closes Done.
 func (r *Run) finish(out Outcome) {
+	draining := r.m.isDraining()
 	r.mu.Lock()
 	cause := context.Cause(r.ctx)
 	switch {
-	case errors.Is(cause, ErrShutdown):
+	case errors.Is(cause, ErrShutdown), draining && out.IsError:
+		// A run that failed while its process shut down failed for that
+		// (its calls were refused as the limiter drained): it is lost, to
+		// run again, not an error in the script.
 		r.rec.Status = Lost
 	case errors.Is(cause, ErrCancelled):
 		r.rec.Status = Cancelled
@@ -299,6 +303,12 @@ func (r *Run) save(ctx context.Context, limit time.Duration) {
 		m.o.Logger.Info("run record written again", "run", rec.ID)
 	}
 	r.failing, r.written = false, time.Now()
+}
+
+func (m *Manager) isDraining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
 }
 
 // lookup returns principal's run id in this process.
@@ -387,6 +397,22 @@ func (m *Manager) Running(principal string) []Record {
 		if k.principal == principal {
 			rs = append(rs, r)
 		}
+	}
+	m.mu.Unlock()
+	out := make([]Record, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Record())
+	}
+	return out
+}
+
+// All returns every run in this process, whoever started it, for the
+// operator's view; a run's Principal says whose it is.
+func (m *Manager) All() []Record {
+	m.mu.Lock()
+	rs := make([]*Run, 0, len(m.local))
+	for _, r := range m.local {
+		rs = append(rs, r)
 	}
 	m.mu.Unlock()
 	out := make([]Record, 0, len(rs))

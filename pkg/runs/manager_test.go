@@ -206,6 +206,27 @@ func TestDrainLetsRunsFinishThenRecordsTheRestLost(t *testing.T) {
 	})
 }
 
+func TestARunFailingWhileItsProcessShutsDownIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(nil)
+		refused := make(chan struct{})
+		r, _ := m.Start(t.Context(), "ada", time.Hour, func(ctx context.Context, r *Run) Outcome {
+			<-refused // its next call is refused as the limiter drains
+			return Outcome{Answer: json.RawMessage(`{"error":{"code":"script_error"}}`), IsError: true}
+		})
+		go func() {
+			time.Sleep(time.Second)
+			close(refused)
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		m.Drain(ctx)
+		if rec, _ := m.Get(t.Context(), "ada", r.ID()); rec.Status != Lost {
+			t.Errorf("a run failing during the drain: %s, want lost", rec.Status)
+		}
+	})
+}
+
 // failingStore fails every write while down is true.
 type failingStore struct {
 	*MemoryStore
@@ -266,6 +287,22 @@ func TestAHandEditedRecordIsDataNotTrusted(t *testing.T) {
 	}
 }
 
+// TestARecordWhoseAnswerIsNoObjectIsRefused: a hand-edited record whose
+// answer was a JSON string or array was answered as the run's final answer,
+// as a tool result's structuredContent, which MCP holds to an object.
+func TestARecordWhoseAnswerIsNoObjectIsRefused(t *testing.T) {
+	id := NewID()
+	for name, blob := range map[string]string{
+		"answer a string":   `{"id":"` + id + `","principal":"ada","status":"done","answer":"function(){}"}`,
+		"answer an array":   `{"id":"` + id + `","principal":"ada","status":"failed","isError":true,"answer":[1]}`,
+		"progress a number": `{"id":"` + id + `","principal":"ada","status":"running","progress":5}`,
+	} {
+		if rec, err := Decode([]byte(blob), "ada", id); err == nil {
+			t.Errorf("%s: decoded as %s", name, rec.Answer)
+		}
+	}
+}
+
 func TestValidID(t *testing.T) {
 	for s, want := range map[string]bool{
 		NewID():                           true,
@@ -295,4 +332,49 @@ func TestClipLogsKeepsTheLastLinesAndSaysHowManyWentOut(t *testing.T) {
 	if n > MaxLogBytes+64 || got[len(got)-1] != "line of the run" || got[0][0] != '(' {
 		t.Errorf("clipLogs kept %d bytes in %d lines, first %q", n, len(got), got[0])
 	}
+}
+
+func TestAFullStoreDropsTheBusiestPrincipalsRecordFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore(MemoryStoreOptions{MaxRecords: 3})
+		save := func(principal string) string {
+			r := &Record{ID: NewID(), Principal: principal, Status: Done, Answer: json.RawMessage(`{}`)}
+			blob, _ := Encode(r)
+			if err := s.Save(t.Context(), r, blob, 0, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			return r.ID
+		}
+		ada := save("ada")
+		save("bob")
+		save("bob")
+		save("bob") // full: one of bob's goes, not ada's older one
+		if _, _, err := s.Load(t.Context(), "ada", ada); err != nil {
+			t.Errorf("ada's record was dropped for bob's: %v", err)
+		}
+	})
+}
+
+func TestAllListsEveryPrincipalsRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(nil)
+		release := make(chan struct{})
+		a, _ := m.Start(t.Context(), "ada", time.Minute, blockUntil(release))
+		b, _ := m.Start(t.Context(), "bob", time.Minute, blockUntil(release))
+		got := map[string]string{}
+		for _, rec := range m.All() {
+			got[rec.ID] = rec.Principal
+		}
+		if len(got) != 2 || got[a.ID()] != "ada" || got[b.ID()] != "bob" {
+			t.Errorf("All = %v, want ada's and bob's runs", got)
+		}
+		close(release)
+		<-a.Done()
+		<-b.Done()
+		synctest.Wait()
+		if n := len(m.All()); n != 0 {
+			t.Errorf("All after both ended: %d runs, want 0", n)
+		}
+	})
 }

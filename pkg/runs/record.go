@@ -139,8 +139,8 @@ func Decode(blob []byte, principal, id string) (*Record, error) {
 		return nil, fmt.Errorf("run record has an unknown status")
 	}
 	for _, raw := range []json.RawMessage{r.Progress, r.Answer} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return nil, fmt.Errorf("run record holds invalid JSON")
+		if len(raw) > 0 && (!json.Valid(raw) || raw[0] != '{') {
+			return nil, fmt.Errorf("run record holds JSON that is no object")
 		}
 	}
 	if (r.Status == Done || r.Status == Failed) && len(r.Answer) == 0 {

@@ -24,8 +24,9 @@ type Store interface {
 
 // MemoryStoreOptions configure a MemoryStore. The zero value is usable.
 type MemoryStoreOptions struct {
-	// MaxRecords bounds the records kept; past it the oldest to expire is
-	// dropped first. If zero, 10,000.
+	// MaxRecords bounds the records kept; past it the record expiring
+	// first of the principal holding the most is dropped, so one busy
+	// principal cannot push out another's answers. If zero, 10,000.
 	MaxRecords int
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
@@ -84,25 +85,37 @@ func (s *MemoryStore) Save(_ context.Context, r *Record, blob []byte, alive, kee
 	return nil
 }
 
-// sweep drops expired records and, when still full, the one expiring first.
+// sweep drops expired records and, when still full, the one expiring first
+// of the principal holding the most.
 func (s *MemoryStore) sweep(now time.Time) {
 	if len(s.records) < s.max {
 		return
 	}
-	var first memKey
-	var at time.Time
+	held := map[string]int{}
 	for k, e := range s.records {
 		if now.After(e.expires) {
 			delete(s.records, k)
 			continue
 		}
-		if at.IsZero() || e.expires.Before(at) {
+		held[k.principal]++
+	}
+	if len(s.records) < s.max {
+		return
+	}
+	heaviest, most := "", 0
+	for p, n := range held {
+		if n > most || n == most && p < heaviest {
+			heaviest, most = p, n
+		}
+	}
+	var first memKey
+	var at time.Time
+	for k, e := range s.records {
+		if k.principal == heaviest && (at.IsZero() || e.expires.Before(at)) {
 			first, at = k, e.expires
 		}
 	}
-	if len(s.records) >= s.max {
-		delete(s.records, first)
-	}
+	delete(s.records, first)
 }
 
 // Load implements Store.

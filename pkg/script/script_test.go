@@ -386,3 +386,46 @@ func TestScriptEmptyLogLinesCountAgainstBound(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressIsBoundedAndKeepsTheLast: api.progress 10,000 times, with a
+// huge note, reports the last mark only, its note bounded, on both runners;
+// a done that is not a number throws a TypeError the script may catch.
+func TestProgressIsBoundedAndKeepsTheLast(t *testing.T) {
+	for _, r := range []struct {
+		name   string
+		runner Runner
+	}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+		t.Run(r.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var reports int
+			var last Progress
+			opts := Options{Timeout: 20 * time.Second, Progress: func(p Progress) {
+				mu.Lock()
+				defer mu.Unlock()
+				reports++
+				last = p
+			}}
+			res, err := r.runner.Run(t.Context(), `
+				const big = "n".repeat(1 << 20);
+				for (let i = 1; i <= 10000; i++) api.progress(i, 10000, big);
+				let thrown = "";
+				try { api.progress("many") } catch (e) { thrown = e.name }
+				await api.invoke("t.get", {parameters: {n: 1}});
+				return thrown;`, &fakeCaller{}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Value) != `"TypeError"` {
+				t.Errorf("api.progress(\"many\") threw %s, want a TypeError", res.Value)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if last.Done != 10000 || last.Total != 10000 || len(last.Note) != MaxNoteBytes || last.Calls.Total != 1 {
+				t.Errorf("last report: done %d total %d note %d bytes, calls %d", last.Done, last.Total, len(last.Note), last.Calls.Total)
+			}
+			if reports < 2 {
+				t.Errorf("%d reports", reports)
+			}
+		})
+	}
+}

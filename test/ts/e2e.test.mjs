@@ -222,7 +222,7 @@ test("TypeScript SDK client: every tool, success and error, passes its output sc
     await client.connect(transport);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ["begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "run_script", "search", "set_rate_limit"]);
+    assert.deepEqual(names, ["begin_task", "end_task", "inspect", "invoke", "rate_limit_status", "read_response", "run_script", "script_result", "search", "set_rate_limit"]);
     for (const t of tools) {
       assert.equal(t.outputSchema?.type, "object", `${t.name} declares no output schema`);
     }
@@ -250,6 +250,8 @@ test("TypeScript SDK client: every tool, success and error, passes its output sc
     const run = await call("run_script", { code: `const hits = await api.search("find pet by id", {limit: 3}); return hits.endpoints.length;` }, false);
     assert.ok(run.calls.total >= 1, JSON.stringify(run));
     assert.equal((await call("run_script", { code: "const = 1;" }, true)).error.code, "script_error");
+    assert.equal((await call("script_result", { runId: run.runId, waitSeconds: 0 }, false)).status, "done");
+    assert.equal((await call("script_result", { runId: "run-0123456789ab" }, true)).error.code, "not_found");
     const task = await call("begin_task", { name: "schemas" }, false);
     assert.equal((await call("begin_task", { name: " " }, true)).error.code, "validation_failed");
     await call("end_task", { taskId: task.taskId, concurrency: 2 }, false);

@@ -1,0 +1,96 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/ui"
+)
+
+// Approval channels (approvals.channel).
+const (
+	ChannelElicit = "elicit"
+	ChannelPage   = "page"
+	ChannelAuto   = "auto"
+)
+
+// pageProgressEvery is how often a call waiting for the page tells its
+// client it still waits, so neither gives up on a quiet call.
+const pageProgressEvery = 5 * time.Second
+
+// askPage puts the call on the governance page and waits until a person
+// approves or declines it there, or the approval TTL passes. The one
+// answer sends the call at most once: the waiting room hands each
+// decision to its one waiter. req is nil for a run's call (the run waits
+// in the background, its progress unchanged).
+func (s *Server) askPage(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, d approvalDigest, rec auditRecord) (*mcp.CallToolResult, *ErrorObject) {
+	refuse := func(why string) (*mcp.CallToolResult, *ErrorObject) {
+		rec.Outcome, rec.Approval = CodeNotApproved, why
+		s.audit(ctx, rec)
+		return nil, notApprovedOnPage(e, why)
+	}
+	a := d.page
+	a.Principal, a.RunID = principalOf(ctx), rec.RunID
+	if p, ok := principalFrom(ctx); ok {
+		a.Principal = p
+	}
+	rec.Outcome, rec.Approval = "approval_asked", "on the governance page"
+	s.audit(ctx, rec)
+	rec.Approval = ""
+	if req != nil {
+		if send := s.progressSender(ctx, *req); send != nil {
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				start := time.Now()
+				t := time.NewTicker(pageProgressEvery)
+				defer t.Stop()
+				for {
+					send(map[string]any{"progress": time.Since(start).Seconds(), "total": s.approvals.ttl.Seconds(),
+						"message": "waiting for a person to approve this write on specgate's governance page"})
+					select {
+					case <-t.C:
+					case <-stop:
+						return
+					}
+				}
+			}()
+		}
+	}
+	dec, err := s.opts.PageApprovals.Ask(ctx, a, s.approvals.ttl)
+	switch {
+	case errors.Is(err, ui.ErrTooManyPending):
+		return refuse("too many writes wait for approval on the governance page")
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return refuse("no one approved it on the governance page within " + s.approvals.ttl.String())
+	case err != nil:
+		return refuse("the question was cancelled")
+	}
+	rec.Approver = dec.By
+	if !dec.Approved {
+		return refuse("the user declined on the governance page")
+	}
+	rec.Outcome = "approved"
+	s.audit(ctx, rec)
+	return nil, nil
+}
+
+// principalFrom names the caller as the audit log does.
+func principalFrom(ctx context.Context) (string, bool) {
+	p, ok := invoke.PrincipalFrom(ctx)
+	if !ok {
+		return "", false
+	}
+	return p.String(), true
+}
+
+func notApprovedOnPage(e *spec.Endpoint, why string) *ErrorObject {
+	o := notApproved(e, why)
+	o.Hint = "Only a person can approve it, on specgate's governance page (/ui) or through a client that supports MCP elicitation. Tell the user what you meant to send, or leave it."
+	return o
+}
