@@ -684,7 +684,7 @@ func checkReportTo(ctx context.Context, c *common, validate bool, stdout io.Writ
 			fmt.Fprintf(stdout, "     warning: base_url is ignored: the spec is served by its mock\n")
 		}
 		if settings.BlockPrivateNetworks && !sc.Mock.On {
-			if w := blockedBaseURL(ctx, sc, s.BaseURL); w != "" {
+			if w := blockedBaseURL(sc, s.BaseURL); w != "" {
 				fmt.Fprintf(stdout, "     warning: %s\n", w)
 			}
 		}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"net"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/invoke"
@@ -41,23 +38,20 @@ func isLoopbackHost(host string) bool {
 
 // blockedBaseURL says why calls to base, a loaded spec's base URL, would be
 // refused by block_private_networks, or "" when they would not be: its
-// host is private, loopback or link-local (as written or as it resolves
-// now) and the operator did not write it.
-func blockedBaseURL(ctx context.Context, sc config.Spec, base string) string {
+// host is a private, loopback or link-local address, or localhost, and the
+// operator did not write it. Names are not resolved: check stays off the
+// network beyond loading the specs, and a name's address can change.
+func blockedBaseURL(sc config.Spec, base string) string {
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" || slices.Contains(operatorHosts(sc), invoke.HostPort(u)) {
 		return ""
 	}
 	host := u.Hostname()
-	addrs := []netip.Addr{}
+	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = append(addrs, ip)
 	} else if isLoopbackHost(host) {
 		addrs = append(addrs, netip.IPv6Loopback())
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		addrs, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}
 	for _, ip := range addrs {
 		if invoke.IsPrivate(ip) {
