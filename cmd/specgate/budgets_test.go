@@ -113,3 +113,51 @@ upstreams:
 		t.Errorf("a bad class pattern: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// A budget written as the spec's URL, or with a mistyped host, passed
+// check and limited nothing (issue 33 item 2): a URL is read as its host,
+// and a match no spec's upstream uses fails check and serve, naming the
+// hosts the specs call.
+func TestBudgetThatMatchesNothingIsAnError(t *testing.T) {
+	petstore, err := filepath.Abs("../../specs/petstore.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for _, tt := range []struct {
+		name, match, group string
+		want               string // "" when the budget holds
+	}{
+		{"the spec's URL", "https://petstore3.swagger.io/api/v3", "", ""},
+		{"bare host", "petstore3.swagger.io", "", ""},
+		{"host:port", "petstore3.swagger.io:443", "", ""},
+		{"joined group", "pets", "pets", ""},
+		{"mistyped host", "petstore3.swager.io", "", `upstreams[petstore3.swager.io].match matches no spec's upstream, so it limits nothing; the specs call "petstore3.swagger.io:443" (did you mean "petstore3.swagger.io"?)`},
+		{"wrong port", "petstore3.swagger.io:80", "", `(did you mean "petstore3.swagger.io:443"?)`},
+		{"group no spec joins", "pets", "", `upstreams[pets].match matches no spec's upstream`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			join := ""
+			if tt.group != "" {
+				join = ", upstream: " + tt.group
+			}
+			cfg := writeConfig(t, fmt.Sprintf("specs:\n  - {name: petstore, location: %s%s}\nupstreams:\n  - {match: %q, requests_per_window: 5, window: 1m}\n",
+				petstore, join, tt.match))
+			code, stdout, stderr := runCmd(t, "check", "--config", cfg, "--validate=false")
+			if tt.want == "" {
+				if code != 0 || strings.Contains(stdout, "matches no") {
+					t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+				}
+				return
+			}
+			if code == 0 || !strings.Contains(stdout, "FAIL upstreams: ") || !strings.Contains(stdout, tt.want) {
+				t.Fatalf("check: exit %d, want %q:\n%s%s", code, tt.want, stdout, stderr)
+			}
+			// serve's start refuses it too (invoke shares it)
+			code, stdout, stderr = runCmd(t, "invoke", "--config", cfg, "--log-level", "error", "petstore.getInventory")
+			if code == 0 || !strings.Contains(stdout+stderr, tt.want) {
+				t.Errorf("invoke: exit %d, want %q:\n%s%s", code, tt.want, stdout, stderr)
+			}
+		})
+	}
+}

@@ -57,8 +57,9 @@ func (c *common) cacheDir() string {
 // start builds the server and starts loading the specs.
 func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	log := c.logger()
-	for _, m := range cfg.MissingEnv {
-		log.Warn("environment variable unset", "var", m.Var, "key", m.Key)
+	nameSpecs(ctx, cfg)
+	for _, w := range missingEnvWarnings(cfg) {
+		log.Warn(w)
 	}
 	// The metrics come first: the store counts its errors into them, and
 	// the server is handed the same ones.
@@ -155,6 +156,17 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 				log.Warn(w)
 			}
 		}
+		if err == nil {
+			if p := unmatchedBudgets(lcfg, limiter, upstreamKeys(lcfg, l.cat.Endpoints(), upstream)); len(p) > 0 {
+				if len(l.failures) == 0 {
+					err = errors.New(strings.Join(p, "; "))
+				}
+				for _, w := range p {
+					// a spec that did not load may be what the budget is for
+					log.Warn(w)
+				}
+			}
+		}
 		if err != nil {
 			if errors.Is(err, errNoSpec) {
 				srv.Fail(err)
@@ -181,6 +193,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
+	}
+	if msg := httpAddr.portOnly(rest); msg != "" {
+		return c.usageError("%s", msg)
 	}
 	rest = httpAddr.takeAddr(rest)
 	if len(rest) > 0 {
@@ -315,7 +330,8 @@ func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
 }
 
 // callTool calls a tool and returns its JSON, or prints the tool error.
-func callTool(ctx context.Context, cl *client.Client, name string, args map[string]any, stderr io.Writer) (json.RawMessage, error) {
+func callTool(ctx context.Context, cl *client.Client, name string, args map[string]any, c *common) (json.RawMessage, error) {
+	stderr := c.stderr
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -329,6 +345,15 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			text = tc.Text
 		}
 	}
+	if res.IsError && c.json {
+		// the error object as the tool wrote it
+		fmt.Fprintln(c.out(), text)
+		var env struct {
+			Error mcpserver.ErrorObject `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(text), &env)
+		return nil, exitError{code: exitCodeFor(env.Error.Code)}
+	}
 	if res.IsError {
 		var env struct {
 			Error mcpserver.ErrorObject `json:"error"`
@@ -341,6 +366,11 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			for _, p := range env.Error.Problems {
 				fmt.Fprintln(stderr, "  -", p)
 			}
+			if b := bodyExcerpt(env.Error.Body); b != "" {
+				// the hint says to read the upstream's message: show it
+				// indented: a line of it is never taken for a JSON log line
+				fmt.Fprintf(stderr, "The upstream answered %d:\n  %s\n", env.Error.Status, strings.ReplaceAll(b, "\n", "\n  "))
+			}
 			if len(env.Error.Suggestions) > 0 {
 				fmt.Fprintln(stderr, "Did you mean:")
 				tw := tabwriter.NewWriter(stderr, 0, 4, 2, ' ', 0)
@@ -352,7 +382,7 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 		} else {
 			fmt.Fprintln(stderr, text)
 		}
-		return nil, exitError{code: 1}
+		return nil, exitError{code: exitCodeFor(env.Error.Code)}
 	}
 	return json.RawMessage(text), nil
 }
@@ -360,9 +390,7 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := oneShot("search", stdout, stderr, false)
 	var limit int
-	var asJSON bool
 	c.integer(&limit, "limit", 10, "hits", "`N` hits to show (1-50)")
-	c.boolean(&asJSON, "json", false, "print the tool's JSON")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err
@@ -379,11 +407,11 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, stderr)
+	out, err := callTool(ctx, cl, "search", map[string]any{"query": strings.Join(rest, " "), "limit": limit}, c)
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if c.json {
 		return printJSON(stdout, out)
 	}
 	var res mcpserver.SearchResult
@@ -415,7 +443,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, stderr)
+	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, c)
 	if err != nil {
 		return err
 	}
@@ -468,7 +496,7 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "invoke", call, stderr)
+	out, err := callTool(ctx, cl, "invoke", call, c)
 	if err != nil {
 		return err
 	}
@@ -510,7 +538,7 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	defer a.stopTracing()
 	defer cl.Close()
-	out, err := callTool(ctx, cl, "run_script", call, stderr)
+	out, err := callTool(ctx, cl, "run_script", call, c)
 	if err != nil {
 		return err
 	}
@@ -584,6 +612,22 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(rest) > 0 {
 		return c.usageError("unexpected arguments: %s", strings.Join(rest, " "))
 	}
+	if c.json {
+		// the text report, turned into JSON once it is whole
+		var text bytes.Buffer
+		err := checkReportTo(ctx, c, validate, &text)
+		var ee exitError
+		if err == nil || errors.As(err, &ee) {
+			stdout.Write(checkJSON(text.String(), err == nil))
+		} // else the config did not load: run answers with the error
+		return err
+	}
+	return checkReportTo(ctx, c, validate, stdout)
+}
+
+// checkReportTo loads the config and every spec as serve would, and writes
+// what it found to stdout, a line each; exit 1 when something failed.
+func checkReportTo(ctx context.Context, c *common, validate bool, stdout io.Writer) error {
 	cfg, err := c.config()
 	if err != nil {
 		return err
@@ -594,10 +638,11 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	failed := false
 	var served []*spec.Spec
-	for _, m := range cfg.MissingEnv {
-		fmt.Fprintf(stdout, "warning: %s refers to ${%s}, which is unset\n", m.Key, m.Var)
+	for _, w := range missingEnvWarnings(cfg) {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	var loadedSpecs []*spec.Spec
+	nameSpecs(ctx, cfg)
 	for i, sc := range cfg.Specs {
 		name := specName(sc)
 		settings := cfg.ForSpec(&cfg.Specs[i])
@@ -637,6 +682,11 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if sc.Mock.On && sc.BaseURL != "" {
 			fmt.Fprintf(stdout, "     warning: base_url is ignored: the spec is served by its mock\n")
+		}
+		if settings.BlockPrivateNetworks && !sc.Mock.On {
+			if w := blockedBaseURL(sc, s.BaseURL); w != "" {
+				fmt.Fprintf(stdout, "     warning: %s\n", w)
+			}
 		}
 		for _, k := range unknown {
 			fmt.Fprintf(stdout, "     warning: endpoints.%s matches no endpoint\n", k)
@@ -690,7 +740,8 @@ func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, 
 // budgetNearMisses registers the specs' endpoints with the configured
 // budgets, as serve does, and says which upstreams no budget holds for
 // although a budget names the same loopback address another way
-// (localhost for 127.0.0.1, an operation's own server included).
+// (localhost for 127.0.0.1, an operation's own server included). A budget
+// that matches no upstream of the specs is an error, as in serve.
 func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) {
 	if len(cfg.Upstreams) == 0 || len(specs) == 0 {
 		return nil, nil
@@ -701,13 +752,25 @@ func budgetNearMisses(cfg *config.Config, specs []*spec.Spec) ([]string, error) 
 	}
 	upstream := upstreamKeyFunc(cfg)
 	var eps []ratelimit.Endpoint
+	var all []*spec.Endpoint
 	for _, s := range specs {
 		for _, e := range s.Endpoints {
 			eps = append(eps, ratelimit.Endpoint{ID: e.ID, Upstream: upstream(e)})
+			all = append(all, e)
 		}
 	}
 	if err := l.SetEndpoints(eps); err != nil {
 		return nil, err
+	}
+	keys := upstreamKeys(cfg, all, upstream)
+	for _, sc := range cfg.Specs {
+		if sc.Mock.On {
+			// its mock's port is chosen at start, on 127.0.0.1
+			keys = append(keys, sc.UpstreamKey("127.0.0.1:0"))
+		}
+	}
+	if p := unmatchedBudgets(cfg, l, keys); len(p) > 0 {
+		return nil, errors.New(strings.Join(p, "; "))
 	}
 	return l.LoopbackNearMisses(), nil
 }

@@ -203,9 +203,9 @@ func TestCLI(t *testing.T) {
 	}{
 		{"search", []string{"search", "--spec", spec, "--log-level", "error", "find pets by status"}, 0, "petstore-v3.findPetsByStatus", "", 0},
 		{"inspect", []string{"inspect", "--spec", spec, "--log-level", "error", "petstore-v3.getPetById"}, 0, `"path": "/pet/{petId}"`, "", 0},
-		{"inspect unknown", []string{"inspect", "--spec", spec, "--log-level", "error", "petstore-v3.nope"}, 1, "", "error not_found", 0},
+		{"inspect unknown", []string{"inspect", "--spec", spec, "--log-level", "error", "petstore-v3.nope"}, 5, "", "error not_found", 0},
 		{"invoke", []string{"invoke", "--spec", spec, "--base-url", up.URL + "/api/v3", "--log-level", "error", "petstore-v3.getPetById", "--params", `{"petId": 7}`}, 0, `"statusCode": 200`, "", 1},
-		{"invoke bad args", []string{"invoke", "--spec", spec, "--base-url", up.URL + "/api/v3", "--log-level", "error", "petstore-v3.getPetById", "--params", `{"petId": "x"}`}, 1, "", "validation_failed", 1},
+		{"invoke bad args", []string{"invoke", "--spec", spec, "--base-url", up.URL + "/api/v3", "--log-level", "error", "petstore-v3.getPetById", "--params", `{"petId": "x"}`}, 5, "", "validation_failed", 1},
 		{"check", []string{"check", "--spec", spec, "--spec", "../../testdata/missing.yaml"}, 1, "FAIL missing", "", 1},
 		{"check ok", []string{"check", "--spec", spec}, 0, "ok   petstore-v3: 19 endpoints", "", 1},
 		{"no spec", []string{"serve"}, 1, "", "no spec to serve", 1},
@@ -213,7 +213,7 @@ func TestCLI(t *testing.T) {
 		{"bad flag", []string{"search", "--nope", "x"}, 2, "", "unknown flag --nope\n", 1},
 		// One-shot commands print the answer, not INFO lines, unless told.
 		{"quiet", []string{"search", "--spec", spec, "--limit", "1", "pet by id"}, 0, "", "", 1},
-		{"not found suggests", []string{"invoke", "--spec", spec, "getPetById"}, 1, "", "Did you mean:\n  petstore-v3.getPetById", 1},
+		{"not found suggests", []string{"invoke", "--spec", spec, "getPetById"}, 5, "", "Did you mean:\n  petstore-v3.getPetById", 1},
 		{"name", []string{"inspect", "--spec", spec, "--name", "pets", "pets.getPetById"}, 0, `"id": "pets.getPetById"`, "", 1},
 		{"name needs one spec", []string{"search", "--spec", spec, "--spec", spec, "--name", "pets", "x"}, 1, "", "--name names the one --spec given, and there are 2", 1},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,6 +57,21 @@ func (h *httpFlag) takeAddr(rest []string) []string {
 		return nil
 	}
 	return rest
+}
+
+// portOnly says what --http expects when it was given a bare port
+// (--http 8080, --http=8080): net.Listen would take "8080" as a host, and
+// the old answer, "unexpected arguments: 8080", did not say so. "" when
+// the flag is fine.
+func (h *httpFlag) portOnly(rest []string) string {
+	port := h.addr
+	if h.on && h.addr == "" && len(rest) == 1 {
+		port = rest[0]
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("--http takes an address, HOST:PORT: write --http 127.0.0.1:%s (this machine only) or --http :%s (every interface)", port, port)
 }
 
 // IsBoolFlag lets --http stand alone.
@@ -156,21 +172,23 @@ func (c choiceValue) Set(s string) error {
 type common struct {
 	// servesPage says serve serves the governance page (--http or --ui),
 	// so approvals may wait there.
-	servesPage  bool
-	fs          *flag.FlagSet
-	name        string
-	configPath  string
-	specs       stringList
-	baseURL     string
-	specID      string
-	interval    time.Duration
-	disable     bool
-	noCache     bool
-	readOnly    bool
-	logLevel    string
-	logFormat   string
-	stdout      io.Writer
-	stderr      io.Writer
+	servesPage bool
+	fs         *flag.FlagSet
+	name       string
+	configPath string
+	specs      stringList
+	baseURL    string
+	specID     string
+	interval   time.Duration
+	disable    bool
+	noCache    bool
+	readOnly   bool
+	logLevel   string
+	logFormat  string
+	stdout     io.Writer
+	stderr     io.Writer
+	// json prints results and errors as JSON on stdout (--json).
+	json        bool
 	explicitSet map[string]bool
 	// order is the flags in the order registered, for the help; hidden
 	// ones are accepted but not shown.
@@ -198,7 +216,45 @@ func newFlags(name string, stdout, stderr io.Writer) *common {
 	// Parse errors are worded by parse; --help is printed by it.
 	c.fs.SetOutput(io.Discard)
 	c.fs.Usage = func() {}
+	// not in c.order: every command has it, so the help lists it last
+	c.fs.BoolVar(&c.json, "json", false, `print results and errors as JSON on stdout; an error is {"error": {"code", "message", "hint", ...}}`)
 	return c
+}
+
+// wantsJSON reports whether args ask for --json: known before the flags
+// parse, so that a flag error is answered in JSON too.
+func wantsJSON(args []string) bool {
+	on := false
+	for _, a := range args {
+		switch a {
+		case "--":
+			return on
+		case "--json", "-json", "--json=true", "-json=true":
+			on = true
+		case "--json=false", "-json=false":
+			on = false
+		}
+	}
+	return on
+}
+
+// jsonError prints an error object as a tool's error result is written,
+// for --json: code is a tool's error code, or usage or failed.
+func jsonError(w io.Writer, code, message, hint string) {
+	obj := map[string]any{"code": code, "message": message, "retryable": false}
+	if hint != "" {
+		obj["hint"] = hint
+	}
+	data, _ := json.Marshal(map[string]any{"error": obj})
+	fmt.Fprintf(w, "%s\n", data)
+}
+
+// out is where results go: stdout, or stderr for a command given none.
+func (c *common) out() io.Writer {
+	if c.stdout != nil {
+		return c.stdout
+	}
+	return c.stderr
 }
 
 // newCommon is the flag set of a command that loads the specs and governs
@@ -281,8 +337,12 @@ func (c *common) parse(args []string) ([]string, error) {
 				c.help(out)
 				return nil, exitError{code: 0}
 			}
+			if wantsJSON(args) {
+				jsonError(c.out(), "usage", c.flagError(err), "Run 'specgate help "+c.name+"' for its flags.")
+				return nil, exitError{code: exitUsage}
+			}
 			fmt.Fprintf(c.stderr, "specgate %s: %s\nRun 'specgate help %s' for its flags.\n", c.name, c.flagError(err), c.name)
-			return nil, exitError{code: 2}
+			return nil, exitError{code: exitUsage}
 		}
 		args = c.fs.Args()
 		if len(args) == 0 {
@@ -387,6 +447,10 @@ func (c *common) config() (*config.Config, error) {
 }
 
 func (c *common) usageError(format string, args ...any) error {
+	if c.json {
+		jsonError(c.out(), "usage", fmt.Sprintf(format, args...), "Run 'specgate help "+c.name+"' for its arguments.")
+		return exitError{code: exitUsage}
+	}
 	fmt.Fprintf(c.stderr, "specgate %s: %s\n", c.name, fmt.Sprintf(format, args...))
 	if d, ok := commandDocs[c.name]; ok {
 		fmt.Fprintf(c.stderr, "Usage: specgate %s %s\nRun 'specgate help %s' for more.\n", c.name, d.usage, c.name)

@@ -54,7 +54,7 @@ var commandDocs = map[string]commandDoc{
 		summary: "Run a run_script program (JavaScript calling the endpoints) and print what it returns.",
 		usage:   "[flags] FILE.js",
 		args:    []string{"FILE.js\tthe program; - reads it from stdin"},
-		example: `echo 'return await invoke("petstore-v3.getPetById", {petId: 1})' | specgate run-script --spec testdata/petstore-v3.yaml -`,
+		example: `echo 'return await api.invoke("petstore-v3.getPetById", {parameters: {petId: 1}})' | specgate run-script --spec testdata/petstore-v3.yaml -`,
 	},
 	"check": {
 		short:   "load the config and specs, report problems",
@@ -190,4 +190,17 @@ func usage(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nRun 'specgate help COMMAND' (or 'specgate COMMAND --help') for its arguments, flags and an example.\n")
 	fmt.Fprintf(w, "Flags are written --flag VALUE or --flag=VALUE; a boolean flag alone is on, --flag=false off.\n")
+	fmt.Fprintf(w, "\nExit codes:\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, l := range []string{
+		"0	done",
+		"1	any other failure: config, spec, script_error, internal",
+		"2	usage: flags and arguments",
+		"3	refused by a limit (rate_limit, queue_full, queue_timeout, upstream_rate_limit): waiting works",
+		"4	the upstream failed (http_error, upstream_unreachable, timeout, auth_error)",
+		"5	the call was not sent (validation_failed, not_found, not_approved)",
+	} {
+		fmt.Fprintf(tw, "  %s\n", l)
+	}
+	tw.Flush()
 }

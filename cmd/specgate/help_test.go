@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -137,5 +138,19 @@ func TestSingleDashFlags(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "search", "-spec", "../../testdata/petstore-v3.yaml", "-limit=1", "pet")
 	if code != 0 || strings.Count(stdout, "\n") != 1 {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// `specgate serve --http 8080` answered "unexpected arguments: 8080" (issue
+// 33 item 7): a bare port is a usage error that says what --http expects.
+func TestServeHTTPBarePortSaysWhatItExpects(t *testing.T) {
+	for _, args := range [][]string{{"--http", "8080"}, {"--http=8080"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), append([]string{"serve"}, args...), strings.NewReader(""), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), "--http 127.0.0.1:8080") || !strings.Contains(stderr.String(), "--http :8080") {
+				t.Errorf("exit %d: %s", code, stderr.String())
+			}
+		})
 	}
 }

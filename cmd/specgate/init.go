@@ -218,6 +218,14 @@ type credential struct {
 	what   string
 	fields []string
 	vars   []string
+	// prefix is written before the variable in the value: the word an
+	// Authorization API key needs ("Bearer", "Bot", "SSWS").
+	prefix string
+	// note is a comment line written above the fields.
+	note string
+	// issued is a token a person must get through an OAuth flow first: an
+	// alternative with a plain key is proposed before it.
+	issued bool
 }
 
 // writeAuth writes the credential stubs: the spec's security alternatives
@@ -245,8 +253,14 @@ func writeAuth(b *strings.Builder, s *spec.Spec, api string) {
 			other = append(other, creds)
 		}
 	}
-	// Fewest variables first; the sort is stable, so ties keep the spec's order.
-	slices.SortStableFunc(usable, func(a, b []credential) int { return countVars(a) - countVars(b) })
+	// Fewest variables first, then those with no token to get through an
+	// OAuth flow; the sort is stable, so ties keep the spec's order.
+	slices.SortStableFunc(usable, func(a, b []credential) int {
+		if d := countVars(a) - countVars(b); d != 0 {
+			return d
+		}
+		return issuedCount(a) - issuedCount(b)
+	})
 	fmt.Fprintf(b, "    # Credentials, read from the environment: export them before serving (an\n")
 	fmt.Fprintf(b, "    # unset one is a warning, then auth_error on a call).\n")
 	if len(usable)+len(other) > 1 {
@@ -301,6 +315,16 @@ func distinctVars(creds []credential, api string, owner map[string]string) {
 	}
 }
 
+func issuedCount(creds []credential) int {
+	n := 0
+	for _, c := range creds {
+		if c.issued {
+			n++
+		}
+	}
+	return n
+}
+
 func countVars(creds []credential) int {
 	n := 0
 	for _, c := range creds {
@@ -316,8 +340,15 @@ func writeCredentials(b *strings.Builder, creds []credential, prefix string) {
 			continue
 		}
 		fmt.Fprintf(b, "%s%s:  # %s\n", prefix, yamlKey(c.scheme), oneLineText(c.what))
+		if c.note != "" {
+			fmt.Fprintf(b, "%s  # %s\n", prefix, oneLineText(c.note))
+		}
 		for i, f := range c.fields {
-			fmt.Fprintf(b, "%s  %s: %s\n", prefix, f, yamlString("${"+c.vars[i]+"}"))
+			v := "${" + c.vars[i] + "}"
+			if c.prefix != "" {
+				v = c.prefix + " " + v
+			}
+			fmt.Fprintf(b, "%s  %s: %s\n", prefix, f, yamlString(v))
 		}
 	}
 }
@@ -382,17 +413,34 @@ func alternativeCredentials(s *spec.Spec, api string, alt []string) ([]credentia
 		case kind == spec.SchemeAPIKey:
 			c.fields, c.what = []string{"value"}, fmt.Sprintf("apiKey in %s %s", sc.In, sc.Name)
 			suffixes = []string{"API_KEY"}
+			if sc.In == "header" && strings.EqualFold(sc.Name, "Authorization") {
+				// the value is the whole header: a bare key is a 401
+				if sc.AuthPrefix != "" {
+					c.prefix = sc.AuthPrefix
+					c.note = fmt.Sprintf("The value is the whole Authorization header: %q then the key.", sc.AuthPrefix+" ")
+				} else {
+					c.note = "The value is the whole Authorization header: put its scheme word first if the API wants one (\"Bearer <key>\")."
+				}
+			}
 		case kind == spec.SchemeToken && sc.Scheme == "bearer":
 			c.fields, c.what = []string{"token"}, "http bearer"
 			suffixes = []string{"API_KEY"}
 		case kind == spec.SchemeBasic:
 			c.fields, c.what = []string{"username", "password"}, "http basic"
 			suffixes = []string{"USERNAME", "PASSWORD"}
+		case kind == spec.SchemeOAuth2 && !slices.Contains(sc.Flows, "clientCredentials"):
+			// specgate cannot run a flow that needs a person (authorization
+			// code, implicit): a token issued beforehand is what works
+			flows := strings.Join(sc.Flows, ", ")
+			if flows == "" {
+				flows = "none named"
+			}
+			c.fields, c.what = []string{"token"}, fmt.Sprintf("oauth2 (the spec's flows: %s): a pre-issued access token", flows)
+			c.note = "Get an access token from the API's console or its OAuth flow; it is sent as \"Authorization: Bearer <token>\"."
+			suffixes = []string{"ACCESS_TOKEN"}
+			c.issued = true
 		case kind == spec.SchemeOAuth2:
 			c.fields, c.what = []string{"client_id", "client_secret"}, "oauth2 client credentials"
-			if !slices.Contains(sc.Flows, "clientCredentials") {
-				c.what = fmt.Sprintf("oauth2 (the spec's flows: %s); specgate uses client credentials", strings.Join(sc.Flows, ", "))
-			}
 			suffixes = []string{"CLIENT_ID", "CLIENT_SECRET"}
 		default:
 			c.what = sc.Type

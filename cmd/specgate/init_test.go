@@ -45,9 +45,10 @@ func TestInitPetstoreLoadsAsWritten(t *testing.T) {
 	for _, want := range []string{
 		"name: \"petstore-v3\"\n",
 		// The API's name is the host's (petstore3.swagger.io); the apiKey
-		// alternative needs one variable, the oauth2 one two: it is commented.
+		// alternative comes first in the spec: the oauth2 one (implicit
+		// flow only: a pre-issued token) is commented.
 		"    auth:\n      \"api_key\":  # apiKey in header api_key\n        value: \"${SWAGGER_API_KEY}\"\n",
-		`#   client_id: "${SWAGGER_CLIENT_ID}"`,
+		`#   token: "${SWAGGER_ACCESS_TOKEN}"`,
 		`rate_limit_interval: "10s"`,
 		"# upstreams:\n#   - match: \"petstore3.swagger.io\"\n#     requests_per_window: 60\n#     window: \"1m\"",
 		"#     classes:\n#       - {match: \"POST /**\", min_interval: \"1s\"}\n#       - {match: \"PUT /**\", min_interval: \"1s\"}\n#       - {match: \"DELETE /**\", min_interval: \"1s\"}\n",
@@ -77,7 +78,7 @@ func TestInitCorpusNames(t *testing.T) {
 		{"coingecko.yaml", []string{"COINGECKO_API_KEY"}, []string{"COINGECKO_API_KEY"}},
 		{"discord.json", []string{"DISCORD_TOKEN"}, []string{"DISCORD_CLIENT_ID", "DISCORD_CLIENT_SECRET"}},
 		{"twilio-api-v2010.yaml", []string{"TWILIO_USERNAME", "TWILIO_PASSWORD"}, nil},
-		{"asana.yaml", []string{"ASANA_TOKEN"}, []string{"ASANA_CLIENT_ID"}},
+		{"asana.yaml", []string{"ASANA_TOKEN"}, []string{"ASANA_ACCESS_TOKEN"}},
 		{"openweathermap.yaml", []string{"OPENWEATHERMAP_API_KEY"}, nil},
 	}
 	for _, tt := range tests {
@@ -107,6 +108,41 @@ func TestInitCorpusNames(t *testing.T) {
 			}
 			if tt.written == nil && !strings.Contains(text, `# headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}`) {
 				t.Errorf("no commented Authorization header:\n%s", text)
+			}
+		})
+	}
+}
+
+// init wrote API keys that go in Authorization bare, and client_id and
+// client_secret for OAuth2 schemes with no client-credentials flow: every
+// first call was a 401 (issue 33 item 4). The key's scheme word is in the
+// value, and such OAuth2 schemes get a pre-issued token.
+func TestInitWritesCredentialsThatWork(t *testing.T) {
+	tests := []struct {
+		spec string
+		want []string
+	}{
+		{"k8s.json", []string{`value: "Bearer ${KUBERNETES_TOKEN}"`}},
+		{"discord.json", []string{`value: "Bot ${DISCORD_TOKEN}"`}},
+		{"okta-oauth.yaml", []string{`value: "SSWS ${OKTA_TOKEN}"`, `#   token: "${OKTA_ACCESS_TOKEN}"`}},
+		{"slack-web.json", []string{"\n        token: \"${SLACK_ACCESS_TOKEN}\"\n", "a pre-issued access token"}},
+		{"box.json", []string{"\n        token: \"${BOX_ACCESS_TOKEN}\"\n"}},
+		{"spotify.yaml", []string{"\n        token: \"${SPOTIFY_ACCESS_TOKEN}\"\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			path := filepath.Join("../../../shared/specs", tt.spec)
+			if _, err := os.Stat(path); err != nil {
+				t.Skip("../shared/specs is absent")
+			}
+			text := initThenCheck(t, path)
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("config lacks %q:\n%s", w, text)
+				}
+			}
+			if strings.Contains(text, "\n        client_id:") {
+				t.Errorf("client credentials proposed:\n%s", text)
 			}
 		})
 	}

@@ -104,6 +104,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if wantsJSON(args[1:]) {
+		jsonError(stdout, "failed", err.Error(), "")
+		return 1
+	}
 	fmt.Fprintln(stderr, "specgate:", err)
 	return 1
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +64,30 @@ return {first: found.endpoints[0].id, status: r.statusCode, isArray: Array.isArr
 	}
 	if len(got.Logs) != 1 || got.Logs[0] != "status 200" {
 		t.Errorf("logs %q", got.Logs)
+	}
+}
+
+// `specgate help run-script`'s own example failed with "invoke is not
+// defined" (issue 33 item 7): it runs, against a loopback petstore.
+func TestHelpRunScriptExampleRuns(t *testing.T) {
+	ex := commandDocs["run-script"].example
+	start, end := strings.Index(ex, "'"), strings.LastIndex(ex, "'")
+	if start < 0 || end <= start {
+		t.Fatalf("no script in the example %q", ex)
+	}
+	code := ex[start+1 : end]
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":1,"name":"doggie","photoUrls":[]}`))
+	}))
+	defer up.Close()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	args := []string{"run-script", "--spec", "../../testdata/petstore-v3.yaml", "--base-url", up.URL + "/api/v3", "--log-level", "error", "-"}
+	if c := run(t.Context(), args, strings.NewReader(code), &stdout, &stderr); c != 0 {
+		t.Fatalf("exit %d: %s%s", c, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "doggie") {
+		t.Errorf("answer:\n%s", stdout.String())
 	}
 }

@@ -136,7 +136,7 @@ specs:
 	}
 	defer cl.Close()
 	for _, name := range []string{"rate_limit_status"} {
-		out, err := callTool(t.Context(), cl, name, map[string]any{}, &seen)
+		out, err := callTool(t.Context(), cl, name, map[string]any{}, newFlags(name, nil, &seen))
 		if err != nil {
 			t.Fatal(err)
 		}

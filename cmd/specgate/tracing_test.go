@@ -229,7 +229,7 @@ upstreams:
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := callTool(t.Context(), cl, "invoke", map[string]any{"endpointId": "pet.getPetById", "parameters": map[string]any{"petId": 1}}, io.Discard); err != nil {
+		if _, err := callTool(t.Context(), cl, "invoke", map[string]any{"endpointId": "pet.getPetById", "parameters": map[string]any{"petId": 1}}, newFlags("invoke", nil, io.Discard)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,6 +36,23 @@ func specName(sc config.Spec) string {
 	return spec.NameFromLocation(sc.Location)
 }
 
+// nameSpecs names each spec of cfg that has no name and a generic file
+// name (openapi.json) after its title, as a load would: settings are keyed
+// by the name before the specs load. A spec that cannot be read keeps the
+// file name; its load reports why.
+func nameSpecs(ctx context.Context, cfg *config.Config) {
+	for i := range cfg.Specs {
+		sc := &cfg.Specs[i]
+		if sc.Name != "" || !spec.IsGenericName(spec.NameFromLocation(sc.Location)) {
+			continue
+		}
+		n, err := spec.PeekName(ctx, sc.Location, spec.Options{MaxBytes: int64(cfg.MaxSpecBytes), Timeout: time.Duration(cfg.SpecFetchTimeout)})
+		if err == nil && cfg.SpecByName(n) == nil {
+			sc.Name = n
+		}
+	}
+}
+
 // loadSpecs loads every spec of cfg, a few at a time. A spec that fails is
 // reported and skipped unless it is required.
 //
@@ -358,6 +375,7 @@ func newClient(cfg *config.Config) *invoke.Client {
 		UploadsDir:                  cfg.UploadsDir,
 		AllowModelCredentialHeaders: cfg.AllowCredentialHeaders,
 		AllowModelOverrideHeaders:   cfg.AllowOverrideHeaders,
+		UserAgent:                   "specgate/" + buildVersion(),
 		Specs:                       map[string]invoke.SpecOptions{},
 	}
 	switch cfg.Proxy {
@@ -388,12 +406,10 @@ func newClient(cfg *config.Config) *invoke.Client {
 			AllowModelCredentialHeaders: &allowCred,
 			AllowModelOverrideHeaders:   &allowOverride,
 			AllowedHosts:                sc.AllowedHosts,
-			Headers:                     map[string]string{},
+			OperatorHosts:               operatorHosts(*sc),
+			Headers:                     headersOf(sc),
 			Auth:                        map[string]invoke.Credential{},
 			EndpointTimeouts:            map[string]time.Duration{},
-		}
-		for k, v := range sc.Headers {
-			so.Headers[k] = v.Reveal()
 		}
 		for name, c := range sc.Auth {
 			var missing []string

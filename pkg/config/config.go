@@ -268,7 +268,8 @@ type Endpoint struct {
 // Credential is what one security scheme needs. Which fields apply depends
 // on the scheme's type in the spec: apiKey uses Value; http bearer Token;
 // http basic Username and Password; oauth2 client credentials ClientID,
-// ClientSecret and optionally TokenURL and Scopes. A secret field with a
+// ClientSecret and optionally TokenURL and Scopes, or Token, an access
+// token issued beforehand (sent as a bearer token). A secret field with a
 // *_file sibling may come from that file instead (read at load, trimmed;
 // a relative path is relative to the config file); setting both is an error.
 type Credential struct {
@@ -317,7 +318,9 @@ func (c Credential) Secrets() []Secret {
 // off while zero. Entries decoded from YAML start from the defaults noted.
 type Upstream struct {
 	// Match names the upstream: a group name that specs join with
-	// `upstream:`, a host:port, or a bare host (all its ports). Required.
+	// `upstream:`, a host:port, or a bare host (all its ports). An http(s)
+	// URL is read as its host (with its port when written). A match no
+	// spec's upstream uses is an error once the specs load. Required.
 	Match string `yaml:"match" json:"match"`
 	// RequestsPerWindow admits at most this many calls in any rolling Window.
 	RequestsPerWindow int `yaml:"requests_per_window" json:"requests_per_window"`

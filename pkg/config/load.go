@@ -135,6 +135,9 @@ func parse(data []byte, name, dir string, lookup func(string) (string, bool)) (*
 	}
 	l := &loader{lookup: lookup, dir: dir}
 	l.walk(reflect.ValueOf(c).Elem(), "")
+	for i := range c.Upstreams {
+		c.Upstreams[i].Match = matchFromURL(c.Upstreams[i].Match)
+	}
 	if dir != "" {
 		rebase(c, dir)
 	}

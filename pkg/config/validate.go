@@ -79,6 +79,9 @@ func (c *Config) Validate() error {
 			v.add(key+".match", "is required: a host, host:port or group name")
 		} else {
 			key = "upstreams[" + u.Match + "]"
+			if strings.ContainsAny(u.Match, "/?#") {
+				v.add(key+".match", "is not a host, host:port or group name (an http(s) URL is taken as its host)")
+			}
 			if prev, dup := matches[strings.ToLower(u.Match)]; dup {
 				v.addf(key+".match", "%q is already matched by %s", u.Match, prev)
 			}

@@ -170,3 +170,56 @@ func TestRequiredCredentialParameters(t *testing.T) {
 		})
 	}
 }
+
+// slackDoc is Slack's shape: an OAuth2 scheme with no client-credentials
+// flow, and the same token declared again as a required "token" header.
+const slackDoc = `{"openapi":"3.0.3","info":{"title":"slack","version":"1"},
+ "components":{"securitySchemes":{"slackAuth":{"type":"oauth2","flows":{"authorizationCode":{
+   "authorizationUrl":"https://slack.com/oauth/authorize","tokenUrl":"https://slack.com/api/oauth.access","scopes":{}}}}}},
+ "paths":{"/users.list":{"get":{"operationId":"users_list","security":[{"slackAuth":[]}],"parameters":[
+   {"name":"token","in":"header","required":true,"schema":{"type":"string"}},
+   {"name":"limit","in":"query","schema":{"type":"integer"}}],"responses":{"200":{"description":"ok"}}}}}}`
+
+// Slack's every method failed "header token: is required" with a
+// pre-issued token configured (issue 33 item 4): the configured token fills
+// the declared parameter, goes in Authorization, and the model is not
+// asked for it.
+func TestConfiguredTokenFillsADeclaredTokenParameter(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "slack", slackDoc, up.URL)
+	e := endpoint(t, s, "users_list")
+	tests := []struct {
+		name       string
+		cred       map[string]Credential
+		wantFilled bool
+	}{
+		{"a pre-issued token", map[string]Credential{"slackAuth": {Token: "xoxb-secret"}}, true},
+		{"no credential", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New(Options{Specs: map[string]SpecOptions{"slack": {Auth: tt.cred}}})
+			filled := c.ConfigFilled(t.Context(), e)
+			if got := filled["header\x00token"]; got != tt.wantFilled {
+				t.Fatalf("filled %v, want %v", filled, tt.wantFilled)
+			}
+			call, err := c.Prepare(t.Context(), e, Args{Parameters: map[string]any{"limit": 2}})
+			if !tt.wantFilled {
+				if err == nil || !strings.Contains(err.Error(), "token") {
+					t.Fatalf("got %v, want the token asked for", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call.Do(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			r := up.last(t)
+			if r.Header.Get("Authorization") != "Bearer xoxb-secret" || r.Header.Get("Token") != "" {
+				t.Errorf("sent Authorization %q, token %q", r.Header.Get("Authorization"), r.Header.Get("Token"))
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@
 package invoke
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -83,6 +84,10 @@ type Options struct {
 	// X-Real-IP, Forwarded). Default false: they are refused, since they
 	// change the method or path the upstream runs or the client it trusts.
 	AllowModelOverrideHeaders bool
+	// UserAgent is sent as User-Agent when neither the call's arguments
+	// nor the spec's static headers set one: upstreams (GitHub) ask for a
+	// name they can reach out to. If "", Go's default.
+	UserAgent string
 	// Specs holds per-spec settings by spec name.
 	Specs map[string]SpecOptions
 	// lookup resolves target names for a proxied call with private
@@ -107,6 +112,13 @@ type SpecOptions struct {
 	AllowModelOverrideHeaders *bool
 	// AllowedHosts are added to Options.AllowedHosts for this spec.
 	AllowedHosts []string
+	// OperatorHosts are addresses ("host:port", the port always written)
+	// the operator gave for this spec: its base URL, the loopback address
+	// its spec was read from. With private networks blocked, a call to one
+	// of them connects whatever it resolves to: a local API is the
+	// operator's choice. Addresses that come from a remote spec's servers
+	// or from a redirect are still checked. Default none.
+	OperatorHosts []string
 	// Headers are static headers sent on every call to the spec's own host.
 	// Their values are treated as secrets: never shown.
 	Headers map[string]string
@@ -147,6 +159,10 @@ type Client struct {
 
 	open    *http.Client // private networks allowed
 	blocked *http.Client // private networks refused at connect time
+	// operator holds, by spec name, the blocked client of each spec with
+	// OperatorHosts: its own transport, so that a connection its
+	// allowance opened is never handed to another spec's call.
+	operator map[string]*http.Client
 
 	tokens tokenCache
 }
@@ -166,8 +182,21 @@ func New(opts Options) *Client {
 		hc.CheckRedirect = checkRedirect
 		c.open, c.blocked = &hc, &hc
 	} else {
-		c.open = &http.Client{Transport: newTransport(false, opts.Proxy, nil), CheckRedirect: checkRedirect}
-		c.blocked = &http.Client{Transport: newTransport(true, opts.Proxy, opts.lookup), CheckRedirect: checkRedirect}
+		c.open = &http.Client{Transport: newTransport(false, opts.Proxy, nil, nil), CheckRedirect: checkRedirect}
+		c.blocked = &http.Client{Transport: newTransport(true, opts.Proxy, opts.lookup, nil), CheckRedirect: checkRedirect}
+		for name, so := range opts.Specs {
+			if len(so.OperatorHosts) == 0 {
+				continue
+			}
+			allow := make(map[string]bool, len(so.OperatorHosts))
+			for _, h := range so.OperatorHosts {
+				allow[strings.ToLower(h)] = true
+			}
+			if c.operator == nil {
+				c.operator = make(map[string]*http.Client)
+			}
+			c.operator[name] = &http.Client{Transport: newTransport(true, opts.Proxy, opts.lookup, allow), CheckRedirect: checkRedirect}
+		}
 	}
 	return c
 }
@@ -176,9 +205,36 @@ func New(opts Options) *Client {
 func (c *Client) Close() {
 	c.open.CloseIdleConnections()
 	c.blocked.CloseIdleConnections()
+	for _, hc := range c.operator {
+		hc.CloseIdleConnections()
+	}
 }
 
-func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error), lookup lookupFunc) http.RoundTripper {
+// blockedFor returns the client of spec's calls with private networks
+// blocked.
+func (c *Client) blockedFor(spec string) *http.Client {
+	if hc, ok := c.operator[spec]; ok {
+		return hc
+	}
+	return c.blocked
+}
+
+// HostPort returns u's "host:port" as the dialer is given it: the host in
+// lower case, the scheme's default port filled in.
+func HostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// newTransport builds a transport; with blockPrivate, its dialer refuses
+// private addresses except those of the hosts in allow ("host:port").
+func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error), lookup lookupFunc, allow map[string]bool) http.RoundTripper {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy:                 proxy,
@@ -200,6 +256,17 @@ func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)
 	direct := t.Clone()
 	direct.Proxy = nil
 	direct.DialContext = checked.DialContext
+	if len(allow) > 0 {
+		// The transport dials the URL's host:port (the name, not yet
+		// resolved): an address the operator wrote connects to whatever
+		// it names, every other one is checked as it connects.
+		direct.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if allow[strings.ToLower(addr)] {
+				return d.DialContext(ctx, network, addr)
+			}
+			return checked.DialContext(ctx, network, addr)
+		}
+	}
 	if proxy == nil {
 		return direct
 	}
@@ -209,7 +276,7 @@ func newTransport(blockPrivate bool, proxy func(*http.Request) (*url.URL, error)
 	if lookup == nil {
 		lookup = net.DefaultResolver.LookupNetIP
 	}
-	return &pinnedProxy{proxy: proxy, lookup: lookup, direct: direct, base: t}
+	return &pinnedProxy{proxy: proxy, lookup: lookup, direct: direct, base: t, allow: allow}
 }
 
 // ProxyTo sends every request through the proxy at u except those to a

@@ -121,7 +121,7 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	defer cancel()
 	hc := c.c.open
 	if c.blockPriv {
-		hc = c.c.blocked
+		hc = c.c.blockedFor(c.endpoint.Spec)
 	}
 	pol := &redirectPolicy{ownHost: c.ownHost, ownScheme: c.ownScheme, allowed: c.allowed, credHeaders: c.credHeaders}
 	u := *c.url
@@ -131,6 +131,9 @@ func (c *Call) do(parent context.Context) (*Result, error) {
 	}
 	req.URL = &u
 	req.Header = c.header.Clone()
+	if ua := c.c.opts.UserAgent; ua != "" && req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", ua) // static headers, applied below, still win
+	}
 	if c.hasBody {
 		data := c.body
 		req.Body = io.NopCloser(bytes.NewReader(data))
@@ -213,7 +216,7 @@ func (c *Call) classify(parent, ctx context.Context, err error) error {
 	}
 	host := c.url.Host
 	if errors.Is(err, errPrivateAddress) {
-		return &UnreachableError{Host: host, Reason: "refused: the address is private, loopback or link-local (block_private_networks)"}
+		return &UnreachableError{Host: host, Reason: "refused: the address is private, loopback or link-local (block_private_networks)", Fix: privateFix(c.endpoint.Spec)}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
@@ -410,3 +413,6 @@ func isPrivate(ip netip.Addr) bool {
 		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
 		cgnat.Contains(ip) || thisNet.Contains(ip) || ip.Zone() != ""
 }
+
+// IsPrivate reports whether block_private_networks refuses ip.
+func IsPrivate(ip netip.Addr) bool { return isPrivate(ip) }

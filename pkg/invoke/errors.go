@@ -174,18 +174,34 @@ func (e *UpstreamRateLimitError) Hint() string {
 type UnreachableError struct {
 	Host   string
 	Reason string
+	// Fix, when set, is what the operator must change for the call to go
+	// out (a key or flag): waiting would not help, so it is the hint and
+	// the error is not retryable.
+	Fix string
 }
 
 func (e *UnreachableError) Error() string {
 	return "upstream " + e.Host + " unreachable: " + e.Reason
 }
 
-// Retryable reports that the upstream may be reached later.
-func (e *UnreachableError) Retryable() bool { return true }
+// Retryable reports that the upstream may be reached later: not when the
+// config refused it.
+func (e *UnreachableError) Retryable() bool { return e.Fix == "" }
 
-// Hint says to try again later.
+// Hint says what to change when the config refused the call, else to try
+// again later.
 func (e *UnreachableError) Hint() string {
+	if e.Fix != "" {
+		return e.Fix
+	}
 	return "The upstream could not be reached. Try again later."
+}
+
+// privateFix is the hint of a call block_private_networks refused.
+func privateFix(spec string) string {
+	return "block_private_networks refused this address, which came from the spec or a redirect. " +
+		"An address the operator writes is allowed: give it as --base-url, or as specs[" + spec + "].base_url in the config; " +
+		"or set block_private_networks: false (globally or on the spec)."
 }
 
 // TimeoutError is a call that ran past its deadline before the response

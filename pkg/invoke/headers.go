@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -195,16 +196,41 @@ func (c *Client) configSupplied(e *spec.Endpoint, params []param, plan authPlan)
 		}
 	}
 	for _, st := range plan.steps {
-		if st.kind == sendAPIKey {
+		switch st.kind {
+		case sendAPIKey:
 			mark(st.in, st.name)
-		} else {
+		case sendBasic:
 			mark("header", "Authorization")
+		default:
+			mark("header", "Authorization")
+			// Slack declares its OAuth token again as a required "token"
+			// header on every method: the bearer token sent in
+			// Authorization is that token, and the model has none to give.
+			for _, name := range tokenParamNames {
+				mark("header", name)
+			}
 		}
 	}
 	for name := range c.specOptions(e.Spec).Headers {
 		mark("header", name)
 	}
 	return out
+}
+
+// tokenParamNames are header parameters that declare the bearer token a
+// scheme already sends in Authorization.
+var tokenParamNames = []string{"token", "access_token", "access-token"}
+
+// ConfigFilled returns the declared parameters of e (in+"\x00"+name) that
+// the config's credentials and static headers fill for the principal in
+// ctx, which the model is therefore not asked for: inspect leaves them
+// out. Nil when none.
+func (c *Client) ConfigFilled(ctx context.Context, e *spec.Endpoint) map[string]bool {
+	plan, err := c.planAuth(ctx, e)
+	if err != nil {
+		return nil
+	}
+	return c.configSupplied(e, paramsFromEndpoint(e), plan)
 }
 
 func findHeaderParam(params []param, name string) *param {

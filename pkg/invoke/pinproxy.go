@@ -32,6 +32,9 @@ type pinnedProxy struct {
 	lookup lookupFunc
 	direct *http.Transport
 	base   *http.Transport // what each proxied transport clones; its dialer does not check
+	// allow holds the "host:port" addresses the operator wrote: sent
+	// through the proxy by name, unchecked.
+	allow map[string]bool
 	// proxyTLS configures the TLS to an https:// proxy, whose server name
 	// is the proxy's own. If nil, the defaults.
 	proxyTLS *tls.Config
@@ -55,6 +58,9 @@ func (p *pinnedProxy) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if u == nil {
 		return p.direct.RoundTrip(r)
+	}
+	if p.allow[HostPort(r.URL)] {
+		return p.transport(u, "").RoundTrip(r)
 	}
 	name := r.URL.Hostname()
 	ip, err := p.checked(r.Context(), name)
@@ -128,7 +134,9 @@ func (p *pinnedProxy) transport(u *url.URL, name string) *http.Transport {
 	}
 	t := p.base.Clone()
 	t.Proxy = http.ProxyURL(u)
-	t.TLSClientConfig = &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
+	if name != "" {
+		t.TLSClientConfig = &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
+	}
 	if u.Scheme == "https" {
 		// net/http would speak TLS to an https proxy with TLSClientConfig,
 		// the target's server name and all: the proxy's is its own.

@@ -169,7 +169,7 @@ func TestProxiedCallSendsTheCheckedAddress(t *testing.T) {
 // transports kept are bounded.
 func TestPinnedProxyKeepsOneTransportPerName(t *testing.T) {
 	pu, _ := url.Parse("http://proxy.test:3128")
-	p := newTransport(true, ProxyTo(pu), nil).(*pinnedProxy)
+	p := newTransport(true, ProxyTo(pu), nil, nil).(*pinnedProxy)
 	a, b := p.transport(pu, "a.example"), p.transport(pu, "b.example")
 	if a == b || p.transport(pu, "A.example") != a {
 		t.Errorf("a.example and b.example share a transport, or A.example has its own")

@@ -583,11 +583,13 @@ func lookupParam(params []param, key string) *param {
 // baseURL parses e's base URL; it must be absolute http(s).
 func baseURL(e *spec.Endpoint) (*url.URL, error) {
 	if e.BaseURL == "" {
-		return nil, &UnreachableError{Host: "(none)", Reason: "spec " + e.Spec + " names no server; set base_url for it in the config"}
+		return nil, &UnreachableError{Host: "(none)", Reason: "spec " + e.Spec + " names no server; set base_url for it in the config",
+			Fix: "Give the API's address as --base-url, or as specs[" + e.Spec + "].base_url in the config."}
 	}
 	u, err := url.Parse(e.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, &UnreachableError{Host: "(invalid)", Reason: "spec " + e.Spec + " has no usable absolute http(s) base URL; set base_url for it in the config"}
+		return nil, &UnreachableError{Host: "(invalid)", Reason: "spec " + e.Spec + " has no usable absolute http(s) base URL; set base_url for it in the config",
+			Fix: "Give the API's absolute http(s) address as --base-url, or as specs[" + e.Spec + "].base_url in the config."}
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil

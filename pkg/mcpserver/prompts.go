@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -137,6 +138,42 @@ func (s *Server) statusJSON(ctx context.Context, args map[string]any) (string, b
 	return "", false
 }
 
+// promptEndpoints bounds the endpoints a prompt's status shows.
+const promptEndpoints = 5
+
+// statusSummary cuts a rate_limit_status answer to what a prompt needs: the
+// upstreams and the store, and the few endpoints cooling down or refused. A prompt
+// embedded every endpoint's line: 170 KB for GitHub's 1,223 endpoints,
+// more than a model should read to propose one budget.
+func statusSummary(status string) string {
+	var st StatusResult
+	if json.Unmarshal([]byte(status), &st) != nil {
+		return "(unreadable: call rate_limit_status)"
+	}
+	var cooling []EndpointStatus
+	for _, e := range st.Endpoints {
+		if !e.Ready || e.Refused > 0 {
+			cooling = append(cooling, e)
+		}
+	}
+	more := len(cooling) - promptEndpoints
+	if more > 0 {
+		cooling = cooling[:promptEndpoints]
+	}
+	out := struct {
+		At        string           `json:"at"`
+		Store     *StoreStatus     `json:"store,omitempty"`
+		Upstreams []UpstreamStatus `json:"upstreams"`
+		Cooling   []EndpointStatus `json:"coolingDown,omitempty"`
+		More      int              `json:"moreCoolingDown,omitempty"`
+	}{st.At, st.Store, st.Upstreams, cooling, max(more, 0)}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return "(unreadable: call rate_limit_status)"
+	}
+	return string(data)
+}
+
 func (s *Server) promptSetupLimits(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	name := promptArg(req, "spec")
 	if name == "" {
@@ -174,7 +211,7 @@ func (s *Server) promptSetupLimits(ctx context.Context, req mcp.GetPromptRequest
 		b.WriteString("- The spec states no rate limit (no x-ratelimit-* extension, no limit in its description).\n")
 	}
 	if status, ok := s.statusJSON(ctx, map[string]any{"spec": sp.Name}); ok {
-		fmt.Fprintf(&b, "- rate_limit_status for this spec right now:\n%s\n", status)
+		fmt.Fprintf(&b, "- rate_limit_status for this spec right now (its upstreams; endpoints only while cooling down or refused):\n%s\n", statusSummary(status))
 	}
 	b.WriteString(`
 Please:
@@ -207,7 +244,7 @@ func (s *Server) promptDiagnose429(ctx context.Context, req mcp.GetPromptRequest
 		b.WriteString("Calls keep being refused with rate limits. Find out why.\n\n")
 	}
 	if status, ok := s.statusJSON(ctx, args); ok {
-		fmt.Fprintf(&b, "rate_limit_status right now:\n%s\n", status)
+		fmt.Fprintf(&b, "rate_limit_status right now (upstreams; endpoints only while cooling down or refused):\n%s\n", statusSummary(status))
 	} else {
 		b.WriteString("rate_limit_status is not available right now; call it yourself.\n")
 	}

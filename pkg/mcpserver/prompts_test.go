@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -214,5 +215,60 @@ func TestPromptArgumentsBounded(t *testing.T) {
 		if len(err.Error()) > 300 {
 			t.Errorf("%s: a %d-byte error echoes the argument", tt.prompt, len(err.Error()))
 		}
+	}
+}
+
+// The setup_limits prompt was 170 KB on GitHub: it embedded each of 1,223
+// endpoints' status (issue 33 item 6). Prompts carry the upstream summary
+// and the few endpoints cooling down: each is under 4 KB.
+func TestPromptsFitOnGitHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads github-full")
+	}
+	const file = "../../../shared/specs/github-full.json"
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("shared specs absent: %v", err)
+	}
+	s, err := spec.Load(t.Context(), file, spec.Options{Name: "github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, ix, eps := servedCatalog(t, 10*time.Second, s)
+	l, err := ratelimit.New(ratelimit.Options{Endpoints: eps, Budgets: []ratelimit.Budget{{Match: "api.github.com", Requests: 30, Window: time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a few endpoints cooling down, as after some calls
+	for _, e := range cat.Endpoints()[:8] {
+		tk, err := l.AdmitAt(ratelimit.Request{Endpoint: e.ID}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Release()
+	}
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: []string{"github"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+	for _, tt := range []struct {
+		name string
+		args map[string]string
+		want string
+	}{
+		{"setup_limits", map[string]string{"spec": "github"}, `"coolingDown"`},
+		{"diagnose_429", nil, `"upstreams"`},
+		{"diagnose_429", map[string]string{"endpointId": cat.Endpoints()[0].ID}, cat.Endpoints()[0].ID},
+		{"review_task", map[string]string{"task": "star repos"}, "begin_task"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text, err := getPrompt(t, c, tt.name, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(text) >= 4096 || !strings.Contains(text, tt.want) {
+				t.Errorf("%d bytes, want under 4096 with %q:\n%.3000s", len(text), tt.want, text)
+			}
+		})
 	}
 }

@@ -376,15 +376,20 @@ func (s *Server) scriptError(err error, runID string, maxBytes int) *ErrorObject
 		return obj
 	}
 	obj := &ErrorObject{Code: se.Code, Message: se.Message, Line: se.Line, RunID: runID}
+	// said only when some did: a syntax error sends nothing
+	sent := "; no call went out."
+	if se.Result != nil && se.Result.Calls.Total > 0 {
+		sent = "; the calls counted already went out."
+	}
 	switch se.Code {
 	case CodeTimeout:
 		obj.Retryable = true
-		obj.Hint = "Make the script do less (fewer calls, or pages), or give it a longer timeoutSeconds; the calls counted already went out."
+		obj.Hint = "Make the script do less (fewer calls, or pages), or give it a longer timeoutSeconds" + sent
 	case CodeCancelled:
-		obj.Hint = "The run was cancelled; the calls counted already went out."
+		obj.Hint = "The run was cancelled" + sent
 	default:
 		obj.Code = CodeScriptError
-		obj.Hint = "Fix the script, then run it again; the calls counted already went out."
+		obj.Hint = "Fix the script, then run it again" + sent
 	}
 	if se.Result != nil {
 		calls := se.Result.Calls

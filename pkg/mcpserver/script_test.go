@@ -193,6 +193,16 @@ throw new Error("boom");`, CodeScriptError, "boom", 3, 1, nil},
 			if strings.Contains(tt.code, "console.log") && e["logs"] == nil {
 				t.Errorf("no logs in %v", e)
 			}
+			// the hint said "the calls counted already went out" when none
+			// did (issue 33 item 7)
+			hint, _ := e["hint"].(string)
+			if want := "no call went out"; tt.calls > 0 {
+				if !strings.Contains(hint, "already went out") {
+					t.Errorf("hint %q after %v calls", hint, tt.calls)
+				}
+			} else if !strings.Contains(hint, want) {
+				t.Errorf("hint %q, want %q", hint, want)
+			}
 		})
 	}
 	callText(t, f.client, "run_script", map[string]any{"code": "return 1", "timeoutSeconds": 3600}).code(t, CodeValidationFailed)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -129,6 +130,15 @@ func (s *Server) handleInspect(ctx context.Context, req mcp.CallToolRequest, a *
 		return s.notFound(st, id), nil
 	}
 	c := e.Describe(spec.DescribeOptions{})
+	if s.call.Client != nil {
+		// a parameter the config's credentials fill is not the model's to
+		// give (Slack's required token header): showing it invites a guess
+		if filled := s.call.Client.ConfigFilled(ctx, e); len(filled) > 0 {
+			c.Parameters = slices.DeleteFunc(c.Parameters, func(p spec.ContractParam) bool {
+				return filled[p.In+"\x00"+p.Name]
+			})
+		}
+	}
 	out := inspectResult{Contract: c}
 	out.Limits = s.limitsOf(e)
 	if s.opts.Credentials != nil {

@@ -295,6 +295,18 @@ func (m *Server) validate(r *http.Request, op *spec.Operation, params map[string
 		var re *openapi3filter.RequestError
 		if errors.As(err, &re) {
 			switch {
+			case re.Parameter != nil && undecodable(re.Err, re.Parameter.Schema):
+				// kin-openapi cannot read this parameter's wire form
+				// (Stripe's deepObject expand[], a oneOf it decodes into
+				// one guess) and says so even when it is absent: as in
+				// invoke, only a required one missing is a problem.
+				if re.Parameter.Required && !sent(r, re.Parameter) {
+					problems = append(problems, fmt.Sprintf("%s parameter %q: is required", re.Parameter.In, re.Parameter.Name))
+				}
+			case re.RequestBody != nil && !isJSON(mediaType(r)) && parseProblem(re.Err):
+				// a form or multipart body kin-openapi cannot decode
+				// (Stripe's tax_id_data, an array of objects) is taken
+				// as it is, as invoke sends it
 			case re.Parameter != nil:
 				problems = append(problems, fmt.Sprintf("%s parameter %q: %s", re.Parameter.In, re.Parameter.Name, reason(re)))
 			case re.RequestBody != nil:
@@ -311,6 +323,65 @@ func (m *Server) validate(r *http.Request, op *spec.Operation, params map[string
 		problems = append(problems, short(err.Error()))
 	}
 	return problems
+}
+
+// undecodable reports whether err is kin-openapi failing to decode a
+// parameter rather than finding its value wrong: a parse error, a style it
+// does not support, or a oneOf/anyOf it decoded into one guess.
+// A scalar that does not parse (limit=many for an integer) is the
+// request's fault, and stays a problem.
+func undecodable(err error, schema *openapi3.SchemaRef) bool {
+	if schema == nil || schema.Value == nil {
+		return parseProblem(err)
+	}
+	sv := schema.Value
+	if len(sv.OneOf) > 0 || len(sv.AnyOf) > 0 {
+		return true
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) && pe.Kind == openapi3filter.KindInvalidFormat && !sv.Type.Is("object") && !sv.Type.Is("array") {
+		return false
+	}
+	return parseProblem(err)
+}
+
+// parseProblem reports whether err is a failure to decode the wire form
+// (invoke's rule), not a schema's complaint about a decoded value.
+func parseProblem(err error) bool {
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		return false
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) {
+		return true
+	}
+	return err != nil && (strings.Contains(err.Error(), "serialization method") || strings.Contains(err.Error(), "unsupported schema"))
+}
+
+// sent reports whether the request carries parameter p in any form
+// (a deepObject's name[key] included).
+func sent(r *http.Request, p *openapi3.Parameter) bool {
+	switch p.In {
+	case "query":
+		for k := range r.URL.Query() {
+			if k == p.Name || strings.HasPrefix(k, p.Name+"[") {
+				return true
+			}
+		}
+		return false
+	case "header":
+		return len(r.Header.Values(p.Name)) > 0
+	case "cookie":
+		_, err := r.Cookie(p.Name)
+		return err == nil
+	}
+	return true
+}
+
+func mediaType(r *http.Request) string {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt
 }
 
 func flatten(err error) []error {

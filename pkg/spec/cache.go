@@ -16,7 +16,7 @@ import (
 
 // cacheFormat changes whenever the cached layout or the way a catalog is
 // derived changes, so an old cache is rebuilt rather than misread.
-const cacheFormat = "specgate-catalog-v9"
+const cacheFormat = "specgate-catalog-v10"
 
 var cacheMagic = []byte("SGCATv1\n")
 

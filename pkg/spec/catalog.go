@@ -63,6 +63,10 @@ type SecurityScheme struct {
 	Scheme   string   `json:"scheme,omitempty"` // basic, bearer, ... (lower case)
 	TokenURL string   `json:"tokenUrl,omitempty"`
 	Flows    []string `json:"flows,omitempty"`
+	// AuthPrefix is, for an apiKey sent as the Authorization header, the
+	// word the value needs before the key ("Bearer", "Bot", "SSWS") as the
+	// scheme's description or name says; "" when neither says.
+	AuthPrefix string `json:"authPrefix,omitempty"`
 }
 
 // SchemeKind is what a security scheme asks a call to carry: the one

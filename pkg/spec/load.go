@@ -205,7 +205,7 @@ func Parse(ctx context.Context, location string, data []byte, opts Options) (s *
 	}
 	name := opts.Name
 	if name == "" {
-		name = NameFromLocation(location)
+		name = defaultName(location, v3)
 	}
 	s, err = buildRaw(name, location, version, v3, opts)
 	if err != nil {

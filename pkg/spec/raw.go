@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -419,6 +420,33 @@ func securityNames(reqs []map[string][]string) [][]string {
 	return out
 }
 
+// authWord finds the scheme word a description shows before the key:
+// "Authorization: SSWS {API Token}".
+var authWord = regexp.MustCompile(`(?i)authorization:?\s*` + "`?" + `\s*([a-z][a-z0-9_-]{1,20})\s+[{<\[]`)
+
+// botName is a scheme named for a bot token (Discord's BotToken).
+var botName = regexp.MustCompile(`(?i)\bbot\b|^bot`)
+
+// authPrefix is the word an apiKey sent as the whole Authorization header
+// needs before the key, as the scheme's description or name says: the
+// upstream refuses a bare key (Kubernetes' BearerToken, Discord's BotToken,
+// Okta's SSWS). "" when neither says.
+func authPrefix(name, description string) string {
+	if m := authWord.FindStringSubmatch(description); m != nil {
+		return m[1]
+	}
+	text := name + " " + description
+	switch {
+	case strings.Contains(text, "SSWS"):
+		return "SSWS"
+	case botName.MatchString(name) || strings.Contains(description, "Bot "):
+		return "Bot"
+	case strings.Contains(strings.ToLower(text), "bearer"):
+		return "Bearer"
+	}
+	return ""
+}
+
 func rawSchemes(section map[string]json.RawMessage) map[string]SecurityScheme {
 	if len(section) == 0 {
 		return nil
@@ -426,11 +454,12 @@ func rawSchemes(section map[string]json.RawMessage) map[string]SecurityScheme {
 	out := make(map[string]SecurityScheme, len(section))
 	for name, raw := range section {
 		var v struct {
-			Type   string `json:"type"`
-			In     string `json:"in"`
-			Name   string `json:"name"`
-			Scheme string `json:"scheme"`
-			Flows  map[string]struct {
+			Type        string `json:"type"`
+			In          string `json:"in"`
+			Name        string `json:"name"`
+			Scheme      string `json:"scheme"`
+			Description string `json:"description"`
+			Flows       map[string]struct {
 				TokenURL string `json:"tokenUrl"`
 			} `json:"flows"`
 		}
@@ -438,6 +467,9 @@ func rawSchemes(section map[string]json.RawMessage) map[string]SecurityScheme {
 			continue
 		}
 		sc := SecurityScheme{Type: v.Type, In: v.In, Name: v.Name, Scheme: strings.ToLower(v.Scheme)}
+		if v.Type == "apiKey" && v.In == "header" && strings.EqualFold(v.Name, "Authorization") {
+			sc.AuthPrefix = authPrefix(name, v.Description)
+		}
 		for _, f := range []string{"clientCredentials", "authorizationCode", "implicit", "password"} {
 			if fl, ok := v.Flows[f]; ok {
 				sc.Flows = append(sc.Flows, f)
