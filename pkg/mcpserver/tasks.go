@@ -98,22 +98,11 @@ func (s *Server) task(ctx context.Context, body []byte, m *taskMessage, reply fu
 		reply(map[string]any{"tasks": tasks})
 		return
 	}
-	var rec *runs.Record
+	rec, ok := s.taskRecord(ctx, principal, m.Params.TaskID, fail)
+	if !ok {
+		return
+	}
 	var err error
-	if runs.ValidID(m.Params.TaskID) {
-		rec, err = s.runs.Get(ctx, principal, m.Params.TaskID)
-	} else {
-		err = runs.ErrNotFound
-	}
-	switch {
-	case errors.Is(err, runs.ErrNotFound):
-		fail(mcp.INVALID_PARAMS, "task not found")
-		return
-	case err != nil:
-		s.log.Error("run record unreadable", "run", m.Params.TaskID, "err", err)
-		fail(mcp.INTERNAL_ERROR, "the task's record could not be read; try again")
-		return
-	}
 	switch m.Method {
 	case string(mcp.MethodTasksGet):
 		reply(s.taskOf(rec))
@@ -146,6 +135,25 @@ func (s *Server) task(ctx context.Context, body []byte, m *taskMessage, reply fu
 	default:
 		fail(mcp.METHOD_NOT_FOUND, "method not found")
 	}
+}
+
+// taskRecord is principal's run named by a task request; false when there
+// is none (fail has answered: another principal's task is unknown too).
+func (s *Server) taskRecord(ctx context.Context, principal, id string, fail func(int, string)) (*runs.Record, bool) {
+	rec, err := (*runs.Record)(nil), runs.ErrNotFound
+	if runs.ValidID(id) {
+		rec, err = s.runs.Get(ctx, principal, id)
+	}
+	switch {
+	case errors.Is(err, runs.ErrNotFound):
+		fail(mcp.INVALID_PARAMS, "task not found")
+		return nil, false
+	case err != nil:
+		s.log.Error("run record unreadable", "run", clip(id, 64), "err", err)
+		fail(mcp.INTERNAL_ERROR, "the task's record could not be read; try again")
+		return nil, false
+	}
+	return rec, true
 }
 
 // startTask runs a task-augmented tools/call: run_script starts its run and

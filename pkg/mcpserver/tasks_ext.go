@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -65,18 +64,8 @@ func (s *Server) extTask(ctx context.Context, body []byte, m *taskMessage, reply
 		return
 	}
 	principal := principalOf(ctx)
-	var rec *runs.Record
-	err := runs.ErrNotFound
-	if runs.ValidID(m.Params.TaskID) {
-		rec, err = s.runs.Get(ctx, principal, m.Params.TaskID)
-	}
-	switch {
-	case errors.Is(err, runs.ErrNotFound):
-		fail(mcp.INVALID_PARAMS, "Failed to retrieve task: Task not found")
-		return
-	case err != nil:
-		s.log.Error("run record unreadable", "run", m.Params.TaskID, "err", err)
-		fail(mcp.INTERNAL_ERROR, "the task's record could not be read; try again")
+	rec, ok := s.taskRecord(ctx, principal, m.Params.TaskID, fail)
+	if !ok {
 		return
 	}
 	switch m.Method {
