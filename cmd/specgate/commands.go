@@ -145,7 +145,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing, auditTail: tail, approvals: room}
 	go func() {
 		// Specs served by a mock load pointed at it.
-		lcfg, err := startMocks(ctx, cfg, log)
+		lcfg, mocked, err := startMocks(ctx, cfg, log)
 		var l *loaded
 		if err == nil {
 			l, err = loadSpecs(ctx, lcfg, c.cacheDir(), log, limiter)
@@ -157,7 +157,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 			}
 		}
 		if err == nil {
-			if p := unmatchedBudgets(lcfg, limiter, upstreamKeys(lcfg, l.cat.Endpoints(), upstream)); len(p) > 0 {
+			if p := unmatchedBudgets(lcfg, limiter, append(upstreamKeys(lcfg, l.cat.Endpoints(), upstream), mocked...)); len(p) > 0 {
 				if len(l.failures) == 0 {
 					err = errors.New(strings.Join(p, "; "))
 				}

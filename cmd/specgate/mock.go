@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/mcpserver"
 	"github.com/specgate/specgate/pkg/mock"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -126,12 +127,15 @@ func quotaText(o mock.Options) string {
 // whose config says mock, and returns the config to load the specs with:
 // a copy in which those specs point at their mock. The mocks stop when ctx
 // ends. A spec that does not load is left as it is: loading it again
-// reports the failure as for any spec.
-func startMocks(ctx context.Context, cfg *config.Config, log *slog.Logger) (*config.Config, error) {
+// reports the failure as for any spec. real are the upstream keys those
+// specs call without their mock: a budget written for the real API (as
+// specs/demo.yaml's, for when its mock line is deleted) matches them.
+func startMocks(ctx context.Context, cfg *config.Config, log *slog.Logger) (out *config.Config, real []string, err error) {
 	if !slices.ContainsFunc(cfg.Specs, func(sc config.Spec) bool { return sc.Mock.On }) {
-		return cfg, nil
+		return cfg, nil, nil
 	}
-	out := *cfg
+	copied := *cfg
+	out = &copied
 	out.Specs = slices.Clone(cfg.Specs)
 	for i := range out.Specs {
 		sc := &out.Specs[i]
@@ -150,15 +154,21 @@ func startMocks(ctx context.Context, cfg *config.Config, log *slog.Logger) (*con
 		if err != nil {
 			continue
 		}
+		if base := sc.BaseURL; base != "" || s.BaseURL != "" {
+			if base == "" {
+				base = s.BaseURL
+			}
+			real = append(real, sc.UpstreamKey(mcpserver.HostKey(base)))
+		}
 		opts := mockOptions(sc.Mock)
 		opts.Logger = log.With("mock", name)
 		m, err := mock.New(s, opts)
 		if err != nil {
-			return nil, fmt.Errorf("specs[%s].mock: %w", name, err)
+			return nil, nil, fmt.Errorf("specs[%s].mock: %w", name, err)
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("specs[%s].mock: %w", name, err)
+			return nil, nil, fmt.Errorf("specs[%s].mock: %w", name, err)
 		}
 		hs := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(ln)
@@ -169,5 +179,5 @@ func startMocks(ctx context.Context, cfg *config.Config, log *slog.Logger) (*con
 		sc.BaseURL = "http://" + ln.Addr().String() + m.BasePath()
 		log.Info("mock upstream", "spec", name, "url", sc.BaseURL, "quota", strings.TrimPrefix(quotaText(opts), ", "))
 	}
-	return &out, nil
+	return out, real, nil
 }

@@ -157,7 +157,7 @@ func TestMockIgnoresBaseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	out, err := startMocks(t.Context(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	out, _, err := startMocks(t.Context(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
