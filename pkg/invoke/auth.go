@@ -236,6 +236,7 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 			req.SetBasicAuth(st.cred.Username, st.cred.Password)
 		case sendAuthorization:
 			req.Header.Set("Authorization", st.name+" "+st.cred.Token)
+			c.fillTokenParams(req, st.cred.Token)
 		case sendClientCredentials:
 			key, tok, err := c.c.tokens.get(ctx, hc, c.endpoint.Spec, st, c.endpoint.BaseURL)
 			if err != nil {
@@ -243,6 +244,7 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 			}
 			c.auth.sent.add(key, tok)
 			req.Header.Set("Authorization", "Bearer "+tok)
+			c.fillTokenParams(req, tok)
 		}
 	}
 	// Static headers come from the config and win over the model's values.
@@ -250,6 +252,19 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 		req.Header.Set(name, v)
 	}
 	return nil
+}
+
+// fillTokenParams sends the bearer token in a declared token header too
+// (Slack declares its OAuth token again as a required "token" header):
+// configSupplied counts that parameter filled, so the model is not asked
+// for it, and an upstream that checks it finds it.
+func (c *Call) fillTokenParams(req *http.Request, tok string) {
+	params := paramsFromEndpoint(c.endpoint)
+	for _, name := range tokenParamNames {
+		if p := findHeaderParam(params, name); p != nil {
+			req.Header.Set(p.Name, tok)
+		}
+	}
 }
 
 // secrets returns every credential and static header value configured for
