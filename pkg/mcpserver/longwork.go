@@ -42,6 +42,16 @@ type RunProgress struct {
 	ETAFrom int64 `json:"etaFrom,omitempty"`
 }
 
+// progressOf is the progress a run's record holds, as of now (a record
+// with none, or one that does not decode, reads as no progress yet).
+func progressOf(rec *runs.Record, now time.Time) RunProgress {
+	var p RunProgress
+	if len(rec.Progress) > 0 {
+		_ = json.Unmarshal(rec.Progress, &p)
+	}
+	return p.sinceReckoned(now)
+}
+
 // sinceReckoned returns p as of now: its ETA less the time passed since it
 // was reckoned, and ETAFrom cleared.
 func (p RunProgress) sinceReckoned(now time.Time) RunProgress {
@@ -288,11 +298,10 @@ func (s *Server) runAnswer(rec *runs.Record, t *runTracker) *mcp.CallToolResult 
 	out := RunState{RunID: rec.ID, Status: string(rec.Status)}
 	var p RunProgress
 	if t != nil {
-		p = *t.current()
-	} else if len(rec.Progress) > 0 {
-		_ = json.Unmarshal(rec.Progress, &p)
+		p = t.current().sinceReckoned(time.Now())
+	} else {
+		p = progressOf(rec, time.Now())
 	}
-	p = p.sinceReckoned(time.Now())
 	if p.Calls.ByStatus == nil {
 		p.Calls.ByStatus = map[string]int{}
 	}
@@ -356,11 +365,7 @@ func (s *Server) runStatuses(ctx context.Context) []RunState {
 		if rec.Status != runs.Running {
 			continue
 		}
-		var p RunProgress
-		if len(rec.Progress) > 0 {
-			_ = json.Unmarshal(rec.Progress, &p)
-		}
-		p = p.sinceReckoned(time.Now())
+		p := progressOf(&rec, time.Now())
 		out = append(out, RunState{RunID: rec.ID, Status: string(rec.Status), Progress: &p})
 	}
 	return out

@@ -202,10 +202,7 @@ func (s *Server) taskOf(rec *runs.Record) mcp.Task {
 	ttl := (rec.Updated.Sub(rec.Started) + s.runs.Keep()).Milliseconds()
 	poll := int64(taskPollMs)
 	t.TTL, t.PollInterval = &ttl, &poll
-	var p RunProgress
-	if len(rec.Progress) > 0 {
-		_ = json.Unmarshal(rec.Progress, &p)
-	}
+	p := progressOf(rec, time.Now())
 	t.StatusMessage = runProgressLine(p.Calls.Total, p.Done, p.Total, p.Note)
 	switch rec.Status {
 	case runs.Running:

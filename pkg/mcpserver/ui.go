@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -53,11 +52,7 @@ func (u uiSource) State(_ context.Context, now time.Time) ui.State {
 		if rec.Status != runs.Running {
 			continue
 		}
-		var p RunProgress
-		if len(rec.Progress) > 0 {
-			_ = json.Unmarshal(rec.Progress, &p)
-		}
-		p = p.sinceReckoned(now)
+		p := progressOf(&rec, now)
 		out.Runs = append(out.Runs, ui.Run{ID: rec.ID, Principal: principalName(rec.Principal), Status: string(rec.Status), Done: p.Done, Total: p.Total,
 			Note: p.Note, ETASeconds: p.ETASeconds, Calls: p.Calls.Total, ByStatus: p.Calls.ByStatus,
 			StartedAt: rec.Started.UTC().Format(time.RFC3339)})
