@@ -55,7 +55,7 @@ func TestScriptCallsHeldByWhatThe429Taught(t *testing.T) {
 		}
 		cl := invoke.New(invoke.Options{Timeout: 30 * time.Second, HTTPClient: &http.Client{Transport: handlerTransport{up}}})
 		t.Cleanup(cl.Close)
-		srv := New(Options{SpecNames: served.cat.SpecNames(), Scripts: ScriptOptions{Timeout: MaxScriptTimeout},
+		srv := New(Options{SpecNames: served.cat.SpecNames(), Scripts: ScriptOptions{Timeout: MaxScriptTimeout, AnswerWithin: -1}, // the whole run, however slow
 			JQSlots: answer.NewJQSlots(2),
 			Caller:  invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l, MaxRetries: 2, MaxRetryWait: 30 * time.Second}},
 		})

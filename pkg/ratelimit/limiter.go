@@ -674,6 +674,7 @@ type Ticket struct {
 	tokens    int64 // tokens charged, after settling
 	bucket    int64 // the token bucket charged at admission
 	released  bool
+	heard     bool          // its answer was heard (ObserveAt), or it was released before
 	sh        *sharedTicket // admitted through a Store; nil in memory or on the fallback share
 	shadow    *shadowState  // counted in flight against a shadow budget; nil: not
 	classes   []Ticket      // the call's admissions in its endpoint's classes
@@ -703,6 +704,7 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	}
 	up := t.up
 	up.mu.Lock()
+	t.hear()
 	up.release(now.UnixNano() - t.admitted)
 	t.releaseShadow()
 	up.endProbe(t.seq)
@@ -710,6 +712,15 @@ func (t *Ticket) ReleaseAt(now time.Time) {
 	up.mu.Unlock()
 	if sh := t.sh; sh != nil && sh.lease != "" {
 		_ = sh.store.Release(detached(), sh.upstream, sh.lease) // a lost lease expires by its TTL
+	}
+}
+
+// hear marks the call's answer heard: it no longer waits on the upstream. The caller
+// holds t.up.mu.
+func (t *Ticket) hear() {
+	if !t.heard && t.seq > 0 {
+		t.heard = true
+		t.up.unheard--
 	}
 }
 
@@ -772,7 +783,8 @@ func (t *Ticket) ObserveAt(sig Signal, now time.Time) {
 	if t.seq > 0 {
 		others = min(others, int(up.admitted-t.seq))
 	}
-	a := answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead}
+	t.hear()
+	a := answer{seq: t.seq, sent: t.admitted, others: others, ahead: t.ahead, waiting: up.unheard}
 	up.learn(t.ep, sig, a, now.UnixNano())
 	share := !up.tooManyInFlight(sig, a) // nor do the other replicas block for it
 	up.adapt429(sig, t.seq)

@@ -25,6 +25,7 @@ type upstream struct {
 	toks      tokenBuckets
 	lastAdmit int64 // unix nanoseconds; zero: never
 	inflight  int
+	unheard   int   // calls in flight whose answer has not been heard yet (Ticket.ObserveAt)
 	avgCall   int64 // moving mean of call durations, nanoseconds; zero: none finished yet
 
 	// With a Store: what it last said of the shared requests and tokens windows, with the
@@ -263,6 +264,7 @@ func (u *upstream) chargeLocked(ep *endpoint, req Request, now int64) Ticket {
 	u.lastAdmit = max(u.lastAdmit, now)
 	t.ahead = u.inflight
 	u.inflight++
+	u.unheard++
 	if ep != nil {
 		ep.cd.admitted.Add(1)
 	}
@@ -374,6 +376,21 @@ type answer struct {
 	sent   int64 // when it was admitted, unix nanoseconds
 	others int   // calls admitted after it still in flight, which the upstream may not have counted yet in its remaining
 	ahead  int   // calls in flight when it was admitted
+	// waiting is how many other calls still waited for their answers when this one's
+	// came: the most that can have been at the upstream with it, whatever order the
+	// calls reached it in. Zero: none, or not known.
+	waiting int
+}
+
+// bound is the most calls in flight a rate-limited answer to a says the upstream allows:
+// the calls still waiting for their answers when it came, which counts a call admitted
+// after it that reached the upstream first and leaves out one ahead of it already
+// refused (ahead alone does neither), or ahead when none were still waiting.
+func (a answer) bound() int {
+	if a.waiting > 0 {
+		return a.waiting
+	}
+	return a.ahead
 }
 
 // learn applies sig, the upstream's answer to the call a, seen at now.
@@ -449,20 +466,25 @@ const minInFlightLife = time.Minute
 
 // inferInFlight learns from a rate-limited answer with no advertised quota, to a call a
 // admitted while others were in flight, that the upstream allows at most that many in
-// flight, for inferredLife blocks, at least minInFlightLife. A later refusal lowers it
-// only when its call was admitted after the limit was set: the other refusals of the
-// burst that taught it were sent with no limit held.
+// flight, for inferredLife blocks, at least minInFlightLife. Each refusal says the
+// upstream allows no more than were ahead of its call, so a refusal with fewer ahead
+// lowers it, whether it came from the burst that taught it (whose answers can be heard
+// in any order: the fourth call's refusal, 3 ahead, before the third's, 2 ahead) or from
+// a call admitted after; only the latter moves after, the mark of the burst.
 func (u *upstream) inferInFlight(s *learnedSet, a answer, block int64, src string, now int64) {
 	c := &s.conc
 	life := now + max(inferredLife*niceCeil(block), int64(minInFlightLife))
 	if c.limit > 0 && now < c.until {
 		c.until = max(c.until, life)
-		if a.seq > c.after && a.ahead < c.limit {
-			c.limit, c.after, c.source = a.ahead, u.admitted, src
+		if a.bound() < c.limit {
+			c.limit, c.source = a.bound(), src
+			if a.seq > c.after {
+				c.after = u.admitted
+			}
 		}
 		return
 	}
-	*c = inferredInFlight{limit: a.ahead, until: life, after: u.admitted, source: src}
+	*c = inferredInFlight{limit: a.bound(), until: life, after: u.admitted, source: src}
 }
 
 // inferredLife is how many windows a budget inferred from rate-limited answers lasts after
@@ -485,7 +507,11 @@ func (u *upstream) infer(s *learnedSet, a answer, block int64, src string, now i
 		window = max(window, s.inf.window)
 	}
 	n, ok := u.admittedBefore(a.seq, a.sent-window)
-	if ok && a.ahead > 0 && n <= int64(a.ahead) {
+	// a call refused with others ahead of it while a limit on calls in flight is held
+	// and it was sent past that limit's edge says the limit is lower, not that there is
+	// a budget a window as well
+	conc := s.conc.limit > 0 && now < s.conc.until && a.ahead > 0 && a.bound() < s.conc.limit
+	if conc || ok && a.ahead > 0 && n <= int64(a.ahead) {
 		// every call of the window was still in flight: the upstream's limit on calls in
 		// flight explains the refusal, and a budget of n a window would pace it to a
 		// fraction of what it serves
