@@ -18,6 +18,9 @@ const cookieName = "specgate_ui"
 // csrfHeader carries a session's CSRF token on every POST.
 const csrfHeader = "X-CSRF-Token"
 
+// sessionKey is the hash of a session's cookie, which the table is keyed by.
+type sessionKey = [sha256.Size]byte
+
 type session struct {
 	who     string
 	csrf    string
@@ -84,6 +87,14 @@ func (ss *sessions) get(r *http.Request, now time.Time) (*session, [sha256.Size]
 		return nil, k, false
 	}
 	return s, k, true
+}
+
+// alive reports whether the session k is still open at now.
+func (ss *sessions) alive(k sessionKey, now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[k]
+	return ok && now.Before(s.expires)
 }
 
 func (ss *sessions) close(k [sha256.Size]byte) {

@@ -74,6 +74,10 @@ type Options struct {
 	// MaxSessions bounds the sessions kept; past it the one nearest its end
 	// is closed. If zero, DefaultMaxSessions.
 	MaxSessions int
+	// StreamLifetime is how long one event stream lasts before the browser
+	// reconnects (never past its session's end). If zero,
+	// DefaultStreamLifetime.
+	StreamLifetime time.Duration
 	// Now is the clock of sessions and throttling. If nil, time.Now.
 	Now func() time.Time
 }
@@ -109,6 +113,9 @@ func New(o Options) *Handler {
 	if o.FailedPerMinute <= 0 {
 		o.FailedPerMinute = 10
 	}
+	if o.StreamLifetime <= 0 {
+		o.StreamLifetime = DefaultStreamLifetime
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -130,6 +137,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("POST /ui/api/signout", h.signedIn(true, h.serveSignOut))
 	h.mux.HandleFunc("GET /ui/api/session", h.signedIn(false, h.serveSession))
 	h.mux.HandleFunc("GET /ui/api/state", h.signedIn(false, h.serveState))
+	h.mux.HandleFunc("GET /ui/api/events", h.signedIn(false, h.serveEvents))
 	h.mux.HandleFunc("POST /ui/api/runs/cancel", h.signedIn(true, h.serveCancel))
 	h.mux.HandleFunc("POST /ui/api/approvals/decide", h.signedIn(true, h.serveDecide))
 	return h

@@ -33,9 +33,49 @@ async function api(path, opts) {
   return { status: r.status, body };
 }
 
+// The live state comes by server-sent events (api/events), one frame a
+// tick; while no frame has come for a while (the stream dropped, is
+// reconnecting, or cannot open), the page polls api/state each second.
+let stream = null;
+let lastFrame = 0;
+let streamRetryAt = 0;
+const STALE_MS = 2500;
+
+function openStream() {
+  if (!window.EventSource || stream || Date.now() < streamRetryAt) return;
+  const es = new EventSource('api/events');
+  stream = es;
+  es.addEventListener('state', (ev) => {
+    let st;
+    try { st = JSON.parse(ev.data); } catch (e) { return; }
+    lastFrame = Date.now();
+    $('main').setAttribute('data-transport', 'events');
+    render(st);
+  });
+  es.addEventListener('error', () => {
+    // CONNECTING: the browser reconnects by itself. CLOSED: it was
+    // answered with an error (signed out, too many viewers); the poll
+    // tells which, and the stream is tried again a little later.
+    if (es.readyState === EventSource.CLOSED) closeStream(5000);
+  });
+}
+
+function closeStream(retryMs) {
+  if (stream) stream.close();
+  stream = null;
+  streamRetryAt = Date.now() + (retryMs || 0);
+}
+
+function tick() {
+  openStream();
+  if (Date.now() - lastFrame > STALE_MS) poll();
+}
+
 function showSignIn(msg) {
   clearInterval(timer);
   timer = 0;
+  closeStream(0);
+  lastFrame = 0;
   $('main').hidden = true;
   $('signout').hidden = true;
   $('who').textContent = '';
@@ -49,8 +89,8 @@ function showPage(who) {
   $('main').hidden = false;
   $('signout').hidden = false;
   $('who').textContent = 'signed in as ' + who;
-  poll();
-  if (!timer) timer = setInterval(poll, 1000);
+  tick();
+  if (!timer) timer = setInterval(tick, 1000);
 }
 
 async function signIn(ev) {
@@ -83,12 +123,22 @@ async function poll() {
   }
   if (r.status === 401) { showSignIn('Your session ended; sign in again.'); return; }
   if (r.status !== 200 || !r.body) { $('status').textContent = 'state unavailable (' + r.status + ')'; return; }
-  $('status').textContent = 'updated ' + new Date(r.body.at).toLocaleTimeString();
-  renderUpstreams(r.body.upstreams, r.body.samples || {});
-  renderPrincipals(r.body.principals || []);
-  renderApprovals(r.body.approvals || [], r.body.pendingApprovals || 0);
-  renderRuns(r.body.runs);
-  renderAudit(r.body.audit);
+  if (Date.now() - lastFrame <= STALE_MS) return; // a frame came meanwhile
+  $('main').setAttribute('data-transport', 'poll');
+  render(r.body);
+}
+
+let current = null;
+
+function render(st) {
+  current = st;
+  $('status').textContent = 'updated ' + new Date(st.at).toLocaleTimeString() +
+    ($('main').getAttribute('data-transport') === 'events' ? ' (live)' : ' (polling)');
+  renderUpstreams(st.upstreams, st.samples || {});
+  renderPrincipals(st.principals || []);
+  renderApprovals(st.approvals || [], st.pendingApprovals || 0);
+  renderRuns(st.runs);
+  renderAudit(st.audit);
 }
 
 // --- upstreams ---
@@ -383,7 +433,7 @@ async function start() {
 
 function renderAuditAgain() {
   lastAudit = '';
-  poll();
+  if (current) renderAudit(current.audit);
 }
 
 document.addEventListener('DOMContentLoaded', start);
