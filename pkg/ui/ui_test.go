@@ -22,6 +22,7 @@ type fakeSource struct {
 	mu        sync.Mutex
 	admitted  int64
 	cancelled []string
+	by        []Person
 }
 
 func (f *fakeSource) State(_ context.Context, _ time.Time) State {
@@ -34,13 +35,14 @@ func (f *fakeSource) State(_ context.Context, _ time.Time) State {
 	}
 }
 
-func (f *fakeSource) CancelRun(_ context.Context, id string) error {
+func (f *fakeSource) CancelRun(_ context.Context, id string, by Person) error {
 	if id != "run_1" {
 		return ErrNotFound
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
+	f.by = append(f.by, by)
 	return nil
 }
 
@@ -202,11 +204,14 @@ func TestBadInput(t *testing.T) {
 	if got := p.src.cancelled; len(got) != 1 || got[0] != "run_1" {
 		t.Errorf("cancelled = %v, want [run_1] once", got)
 	}
+	if got := p.src.by; len(got) != 1 || got[0] != (Person{Who: "ada", From: "192.0.2.1"}) {
+		t.Errorf("cancelled by %v, want ada from the request's address", got)
+	}
 }
 
 func TestSessionExpires(t *testing.T) {
 	p := newPage(t, Options{SessionTTL: time.Hour})
-	cookie, _ := p.signIn()
+	cookie, csrf := p.signIn()
 	for _, tc := range []struct {
 		after time.Duration
 		want  int
@@ -215,6 +220,14 @@ func TestSessionExpires(t *testing.T) {
 		if w := p.do("GET", "/ui/api/state", "", map[string]string{"Cookie": cookie}); w.Code != tc.want {
 			t.Errorf("at %s: %d, want %d", p.now.Format(time.TimeOnly), w.Code, tc.want)
 		}
+	}
+	// an expired cookie decides nothing, CSRF token or not
+	body := `{"id":"apr_1","action":"approve"}`
+	if w := p.do("POST", "/ui/api/approvals/decide", body, map[string]string{"Cookie": cookie, csrfHeader: csrf}); w.Code != http.StatusUnauthorized {
+		t.Errorf("deciding with an expired cookie: %d, want 401", w.Code)
+	}
+	if w := p.do("POST", "/ui/api/runs/cancel", `{"runId":"run_1"}`, map[string]string{"Cookie": cookie, csrfHeader: csrf}); w.Code != http.StatusUnauthorized || len(p.src.cancelled) != 0 {
+		t.Errorf("cancelling with an expired cookie: %d, cancelled %v", w.Code, p.src.cancelled)
 	}
 }
 
@@ -439,7 +452,7 @@ func TestDecideApprovals(t *testing.T) {
 		})
 	}
 	a := <-answers
-	if a.err != nil || !a.d.Approved || !strings.HasPrefix(a.d.By, "ada from ") {
+	if a.err != nil || !a.d.Approved || a.d.By != (Person{Who: "ada", From: "192.0.2.1"}) {
 		t.Errorf("the write heard %+v, %v; want approved by ada", a.d, a.err)
 	}
 }
