@@ -487,6 +487,21 @@ func TestTenThousandApprovalsPendingAreBounded(t *testing.T) {
 		if n := len(hub.JSON()); n > 200<<10 {
 			t.Errorf("the state with 1,000 pending is %d bytes", n)
 		}
+		// what a signed-in viewer reads: the oldest 100, and the count
+		p := newPage(t, Options{})
+		p.h.o.Hub = hub
+		cookie, _ := p.signIn()
+		w := p.do("GET", "/ui/api/state", "", map[string]string{"Cookie": cookie})
+		var st struct {
+			Approvals []Approval
+			Pending   int `json:"pendingApprovals"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != 200 {
+			t.Fatalf("state: %d %v", w.Code, err)
+		}
+		if len(st.Approvals) != maxShown || st.Pending != DefaultMaxPending {
+			t.Errorf("the page lists %d of %d pending; want %d of %d", len(st.Approvals), st.Pending, maxShown, DefaultMaxPending)
+		}
 		cancel()
 		for range DefaultMaxPending {
 			<-errs
