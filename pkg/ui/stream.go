@@ -22,6 +22,9 @@ const (
 	// ends it and the browser reconnects, which checks the session again
 	// and lets nothing grow over a page left open for a day.
 	DefaultStreamLifetime = 30 * time.Minute
+	// streamsPerSession bounds one session's streams, so that one signed-in
+	// browser (a tab per view, a script) cannot take the hub's every place.
+	streamsPerSession = 8
 	// streamRetryMs is the reconnect delay the stream asks of the browser.
 	streamRetryMs = 1000
 )
@@ -125,10 +128,18 @@ func frameOf(enc []byte) []byte {
 // polls /ui/api/state while it cannot.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, s *session, k sessionKey) {
 	rc := http.NewResponseController(w)
+	busy := func(msg string) {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", msg, 0)
+	}
+	if !h.ss.openStream(k, streamsPerSession) {
+		busy("this session has " + strconv.Itoa(streamsPerSession) + " event streams open; the page polls instead")
+		return
+	}
+	defer h.ss.closeStream(k)
 	sub, err := h.o.Hub.Subscribe()
 	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "too many viewers are streaming; the page polls instead", 0)
+		busy("too many viewers are streaming; the page polls instead")
 		return
 	}
 	defer sub.Close()

@@ -80,11 +80,11 @@ func (p *page) stream(w http.ResponseWriter, cookie string) (cancel func(), done
 func TestEventsOneComputationFor100Subscribers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPage(t, Options{})
-		cookie, _ := p.signIn()
 		hub := p.h.o.Hub
 		var ws []*streamWriter
 		var ends []func()
-		for range 100 {
+		for range 100 { // a browser each, signed in each
+			cookie, _ := p.signIn()
 			w := newStreamWriter()
 			cancel, _ := p.stream(w, cookie)
 			ws, ends = append(ws, w), append(ends, cancel)
@@ -223,15 +223,49 @@ func TestEventStreamsAreBounded(t *testing.T) {
 		hub := NewHub(p.src, HubOptions{MaxStreams: 2})
 		p.h.o.Hub = hub
 		cookie, _ := p.signIn()
-		for range 2 {
-			p.stream(newStreamWriter(), cookie)
-		}
+		other, _ := p.signIn()
+		p.stream(newStreamWriter(), cookie)
+		p.stream(newStreamWriter(), other)
 		synctest.Wait()
 		w := newStreamWriter()
 		_, done := p.stream(w, cookie)
 		<-done
 		if w.code != http.StatusServiceUnavailable || w.hd.Get("Retry-After") == "" {
 			t.Errorf("a third stream: %d, Retry-After %q; want 503 with Retry-After", w.code, w.hd.Get("Retry-After"))
+		}
+	})
+}
+
+func TestEventStreamsPerSessionAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPage(t, Options{})
+		cookie, _ := p.signIn()
+		other, _ := p.signIn()
+		ends := make([]func(), 0, streamsPerSession)
+		for range streamsPerSession {
+			end, _ := p.stream(newStreamWriter(), cookie)
+			ends = append(ends, end)
+		}
+		synctest.Wait()
+		w := newStreamWriter()
+		_, done := p.stream(w, cookie)
+		<-done
+		if w.code != http.StatusServiceUnavailable {
+			t.Errorf("stream %d of one session: %d, want 503", streamsPerSession+1, w.code)
+		}
+		w = newStreamWriter()
+		p.stream(w, other)
+		synctest.Wait()
+		if w.code != http.StatusOK {
+			t.Errorf("another session's stream: %d, want 200", w.code)
+		}
+		ends[0]()
+		synctest.Wait()
+		w = newStreamWriter()
+		p.stream(w, cookie)
+		synctest.Wait()
+		if w.code != http.StatusOK {
+			t.Errorf("once one of its streams closed, the session's next: %d, want 200", w.code)
 		}
 	})
 }
