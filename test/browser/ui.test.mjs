@@ -335,6 +335,10 @@ async function refusingUpstream({ page, sg, refusing, shot }) {
 async function auditSaysWho({ page, dir, shot, cancelledRun }) {
   // The audit tail says who approved, declined and cancelled, and from where.
   await until("the audit tail", () => page.$$eval("#audit tbody tr", (rs) => rs.length > 0));
+  const rows = await page.$$eval("#audit tbody tr", (rs) => rs.map((r) => r.textContent));
+  assert.ok(rows.some((r) => r.includes(cancelledRun) && /cancelled \(on the governance page\) by ada from 127\.0\.0\.1/.test(r)),
+    "the page's audit tail does not show the cancel with who and from where");
+  assert.ok(rows.some((r) => /approved by ada from 127\.0\.0\.1/.test(r)), "the page's audit tail does not show who approved");
   await shot("10-audit.png");
   const audit = fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   const byPage = (outcome) => audit.filter((l) => l.outcome === outcome && l.by === "ada" && l.from === "127.0.0.1");
