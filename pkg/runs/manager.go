@@ -150,6 +150,28 @@ func (r *Run) Update(progress json.RawMessage, logs []string) {
 	r.changed = true
 }
 
+// EditProgress replaces the run's progress with edit's answer to it, under
+// the run's lock: two parts of the server that each add to the progress
+// (the script's own, and a write waiting for approval) do not undo each
+// other. edit must not call the run's methods.
+func (r *Run) EditProgress(edit func(json.RawMessage) json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := edit(r.rec.Progress); len(p) <= MaxProgressBytes {
+		r.rec.Progress = p
+		r.changed = true
+	}
+}
+
+type runKey struct{}
+
+// FromContext returns the run whose function's context ctx is (or derives
+// from), if any.
+func FromContext(ctx context.Context) (*Run, bool) {
+	r, ok := ctx.Value(runKey{}).(*Run)
+	return r, ok
+}
+
 // Start runs fn on its own goroutine: its context keeps ctx's values but
 // not its cancellation or deadline, and is cancelled by Cancel, by Drain,
 // or after limit. The record is written at once, so any replica can answer
@@ -168,7 +190,7 @@ func (m *Manager) Start(ctx context.Context, principal string, limit time.Durati
 	m.local[memKey{principal, r.rec.ID}] = r
 	m.wg.Add(1)
 	m.mu.Unlock()
-	r.ctx = runCtx
+	r.ctx = context.WithValue(runCtx, runKey{}, r)
 	r.save(ctx, limit)
 	go r.run(fn, limit)
 	return r, nil
