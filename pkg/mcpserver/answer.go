@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,10 +140,6 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	out.NextPage, note = nextPageOf(ans, id, maxBytes)
 	view, err := answer.NewView(ctx, ans, opt)
 	if err != nil {
-		var ae *answer.ArgError
-		if errors.As(err, &ae) {
-			err = &invoke.ArgError{Problems: ae.Problems}
-		}
 		return errorResult(s.mapError(err)), nil
 	}
 	text, _ := view.Fit(maxBytes, func(r *answer.Reply) []byte {

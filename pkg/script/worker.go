@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // Runner runs scripts. InProcess and Worker are the two; a Runner is safe
@@ -107,7 +109,7 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	opts.defaults()
 	res := &Result{Value: json.RawMessage("null")}
 	if len(code) > MaxCodeBytes {
-		return nil, &Error{Code: CodeScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
 	}
 	hard, cancel := context.WithTimeout(ctx, opts.Timeout+workerGrace)
 	defer cancel()
@@ -175,13 +177,13 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	case ctx.Err() != nil || pastDeadline:
 		return nil, timeoutError(opts, res)
 	case killedBy(waitErr, syscall.SIGKILL):
-		return nil, &Error{Code: CodeTimeout, Message: "the script used up its CPU time and was stopped", Result: res}
+		return nil, &Error{Code: codes.Timeout, Message: "the script used up its CPU time and was stopped", Result: res}
 	}
 	why := "it stopped before it finished"
 	if readErr != nil {
 		why = readErr.Error()
 	}
-	return nil, &Error{Code: CodeScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
+	return nil, &Error{Code: codes.ScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
 }
 
 // backstopRoom is how much address space a worker may map past what it
@@ -194,12 +196,12 @@ func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
 // script allocated past the backstop before its live heap was seen past the
 // bound, which is not the same as the bound passed.
 func backstopError(o Options, res *Result) *Error {
-	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
+	return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
 		backstopRoom(o.MaxMemory)>>20, o.MaxMemory>>20), Result: res}
 }
 
 func (w *Worker) broken(res *Result, err error) error {
-	return &Error{Code: CodeScriptError, Message: "the script's worker could not be started: " + clip(err.Error(), 200), Result: res}
+	return &Error{Code: codes.ScriptError, Message: "the script's worker could not be started: " + clip(err.Error(), 200), Result: res}
 }
 
 func killedBy(err error, sig syscall.Signal) bool {
@@ -260,7 +262,7 @@ func (p *parent) serve(stdout io.Reader) (*message, error) {
 		switch m.Op {
 		case "invoke", "search":
 			if !p.take() {
-				p.send(message{Op: "reply", ID: m.ID, Error: &CallError{Code: "validation_failed",
+				p.send(message{Op: "reply", ID: m.ID, Error: &CallError{Code: codes.ValidationFailed,
 					Message: "this script already made its " + strconv.Itoa(p.opts.MaxCalls) + " calls (scripts.max_calls)"}})
 				continue
 			}
@@ -320,20 +322,20 @@ func (p *parent) call(m message) {
 	if err != nil {
 		ce := &CallError{}
 		if !errors.As(err, &ce) {
-			ce = &CallError{Code: "internal", Message: "the call failed inside specgate"}
+			ce = &CallError{Code: codes.Internal, Message: "the call failed inside specgate"}
 			if p.ctx.Err() != nil {
-				ce = &CallError{Code: "timeout", Message: "the script's deadline passed while the call waited"}
+				ce = &CallError{Code: codes.Timeout, Message: "the script's deadline passed while the call waited"}
 			}
 		}
 		reply.Error = ce
 	} else if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
 		if !json.Valid(resp.Body.(json.RawMessage)) {
-			reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
+			reply.Error = &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}
 		}
 	} else if b, merr := json.Marshal(out); merr == nil {
 		reply.Response = b
 	} else {
-		reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
+		reply.Error = &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}
 	}
 	p.report()
 	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
@@ -382,7 +384,7 @@ func (p *parent) sendRaw(reply message, resp *Response) {
 	m, err2 := json.Marshal(reply)
 	if err1 != nil || err2 != nil {
 		// Both hold only plain values; still, the call must be answered.
-		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: "internal", Message: "the answer could not be encoded"}})
+		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}})
 		return
 	}
 	p.encMu.Lock()
@@ -534,7 +536,7 @@ func WorkerMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	case errors.As(err, &se):
 		done.Failure = &wireFailure{Code: se.Code, Message: se.Message, Line: se.Line}
 	default:
-		done.Failure = &wireFailure{Code: CodeScriptError, Message: clip(err.Error(), 300)}
+		done.Failure = &wireFailure{Code: codes.ScriptError, Message: clip(err.Error(), 300)}
 	}
 	w.send(done)
 	return 0
@@ -590,7 +592,7 @@ func (w *child) ask(ctx context.Context, m message) (message, error) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return message{}, &CallError{Code: "cancelled", Message: "the script is being stopped"}
+		return message{}, &CallError{Code: codes.Cancelled, Message: "the script is being stopped"}
 	}
 	w.next++
 	m.ID = w.next
@@ -600,7 +602,7 @@ func (w *child) ask(ctx context.Context, m message) (message, error) {
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			return message{}, &CallError{Code: "cancelled", Message: "the script is being stopped"}
+			return message{}, &CallError{Code: codes.Cancelled, Message: "the script is being stopped"}
 		}
 		if r.Error != nil {
 			return r, r.Error
@@ -638,7 +640,7 @@ func decodeAnswer(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(dst) != nil {
-		return &CallError{Code: "internal", Message: "the answer could not be read"}
+		return &CallError{Code: codes.Internal, Message: "the answer could not be read"}
 	}
 	return nil
 }
