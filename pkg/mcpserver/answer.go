@@ -16,17 +16,12 @@ import (
 
 // localPrincipal owns stored answers when the transport names no caller
 // (stdio, HTTP without auth).
-const localPrincipal = "local"
+const localPrincipal = invoke.LocalPrincipal
 
 // principalOf returns the key of who is calling: the HTTP transport's
 // principal (never "local": a principal's key holds a "/"), else the one
 // local user.
-func principalOf(ctx context.Context) string {
-	if p, ok := invoke.PrincipalFrom(ctx); ok {
-		return p.Key()
-	}
-	return localPrincipal
-}
+func principalOf(ctx context.Context) string { return invoke.PrincipalKey(ctx) }
 
 func (s *Server) resultBytes() int {
 	if s.opts.ResultBytes > 0 {

@@ -76,8 +76,14 @@ type message struct {
 	Limit      int             `json:"limit,omitempty"`
 	Line       string          `json:"line,omitempty"`
 	Response   json.RawMessage `json:"response,omitempty"`
-	Error      *CallError      `json:"error,omitempty"`
-	QueueWait  time.Duration   `json:"queueWait,omitempty"`
+	// BodyBytes is the length of a reply's body of JSON text, sent raw
+	// after the reply's line (and a newline): the worker hands it to the
+	// script's JSON.parse as it came, so it is decoded once on each side.
+	BodyBytes int `json:"bodyBytes,omitempty"`
+	// body is the raw body read after the line.
+	body      []byte
+	Error     *CallError    `json:"error,omitempty"`
+	QueueWait time.Duration `json:"queueWait,omitempty"`
 
 	// done: the value, or the failure.
 	Value   json.RawMessage `json:"value,omitempty"`
@@ -319,6 +325,7 @@ func (p *parent) call(m message) {
 		}
 	}
 	p.count(out, err, reply.QueueWait)
+	p.report()
 	if err != nil {
 		ce := &CallError{}
 		if !errors.As(err, &ce) {
@@ -328,19 +335,17 @@ func (p *parent) call(m message) {
 			}
 		}
 		reply.Error = ce
-	} else if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
-		if !json.Valid(resp.Body.(json.RawMessage)) {
-			reply.Error = &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}
-		}
-	} else if b, merr := json.Marshal(out); merr == nil {
+		p.send(reply)
+		return
+	}
+	if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
+		p.sendRaw(reply, resp)
+		return
+	}
+	if b, merr := json.Marshal(out); merr == nil {
 		reply.Response = b
 	} else {
 		reply.Error = &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}
-	}
-	p.report()
-	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
-		p.sendRaw(reply, resp)
-		return
 	}
 	p.send(reply)
 }
@@ -372,42 +377,27 @@ func (p *parent) report() {
 	p.opts.Progress(pr)
 }
 
-// sendRaw writes a reply whose body is JSON text, the body streamed from
-// the caller's own bytes: marshalled into the reply and then into the
-// line, an answer was copied twice more in the server, on top of the
-// decoding scriptBody did (three times a direct invoke's memory).
+// sendRaw writes a reply whose body is JSON text: the reply's line, with
+// the rest of the answer and the body's length, then the body as the
+// caller holds it (valid JSON, as Response says), not marshalled into the
+// line and not scanned again.
 func (p *parent) sendRaw(reply message, resp *Response) {
 	body := resp.Body.(json.RawMessage)
 	head := *resp
 	head.Body = nil
-	h, err1 := json.Marshal(&head)
-	m, err2 := json.Marshal(reply)
-	if err1 != nil || err2 != nil {
-		// Both hold only plain values; still, the call must be answered.
+	h, err := json.Marshal(&head)
+	if err != nil {
+		// It holds only plain values; still, the call must be answered.
 		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}})
 		return
 	}
+	reply.Response, reply.BodyBytes = h, len(body)
 	p.encMu.Lock()
 	defer p.encMu.Unlock()
 	w := bufio.NewWriterSize(p.stdin, 32<<10)
-	_, _ = w.Write(m[:len(m)-1])
-	_, _ = w.WriteString(`,"response":`)
-	_, _ = w.Write(h[:len(h)-1])
-	_, _ = w.WriteString(`,"body":`)
-	// A newline in valid JSON text is whitespace between tokens (in a
-	// string it is escaped): a space keeps the value and the line.
-	var chunk [32 << 10]byte
-	for rest := body; len(rest) > 0; {
-		n := copy(chunk[:], rest)
-		rest = rest[n:]
-		for i, c := range chunk[:n] {
-			if c == '\n' {
-				chunk[i] = ' '
-			}
-		}
-		_, _ = w.Write(chunk[:n])
-	}
-	_, _ = w.WriteString("}}\n")
+	_ = json.NewEncoder(w).Encode(reply)
+	_, _ = w.Write(body)
+	_ = w.WriteByte('\n')
 	_ = w.Flush() // a dead child is seen by the read loop
 }
 
@@ -577,6 +567,11 @@ func (w *child) readReplies(r *bufio.Reader) {
 		if json.Unmarshal(line, &m) != nil || m.Op != "reply" {
 			continue
 		}
+		if m.BodyBytes > 0 {
+			if m.body, err = readBody(r, m.BodyBytes); err != nil {
+				m = message{Op: "reply", ID: m.ID, Error: &CallError{Code: codes.Internal, Message: "the answer could not be read"}}
+			}
+		}
 		w.mu.Lock()
 		ch := w.waiting[m.ID]
 		delete(w.waiting, m.ID)
@@ -585,6 +580,24 @@ func (w *child) readReplies(r *bufio.Reader) {
 			ch <- m
 		}
 	}
+}
+
+// maxReplyBody bounds a body the worker reads after a reply's line.
+const maxReplyBody = 1 << 30
+
+// readBody reads a reply's raw body of n bytes and the newline after it.
+func readBody(r *bufio.Reader, n int) ([]byte, error) {
+	if n > maxReplyBody {
+		return nil, errors.New("the parent sent a body over its bound")
+	}
+	body := make([]byte, n+1)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	if body[n] != '\n' {
+		return nil, errors.New("the parent's body did not end its line")
+	}
+	return body[:n], nil
 }
 
 func (w *child) ask(ctx context.Context, m message) (message, error) {
@@ -620,16 +633,12 @@ func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error
 	}
 	// The body stays JSON text until the script's JSON.parse reads it: one
 	// decoding, not a Go value marshalled again for the VM.
-	var wire struct {
-		Response
-		Body json.RawMessage `json:"body,omitempty"`
-	}
-	if err := decodeAnswer(r.Response, &wire); err != nil {
+	var resp Response
+	if err := decodeAnswer(r.Response, &resp); err != nil {
 		return nil, err
 	}
-	resp := wire.Response
-	if len(wire.Body) > 0 {
-		resp.Body = wire.Body
+	if r.body != nil {
+		resp.Body = json.RawMessage(r.body)
 	}
 	resp.QueueWait = r.QueueWait
 	return &resp, nil
