@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/paging"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -458,7 +459,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 			body, res.decoded = v, v
 		}
 	}
-	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
+	return paging.Next(paging.Request{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
 }
 
 // declaredArgsKey is Call.ArgsKey: values are the declared parameters' by

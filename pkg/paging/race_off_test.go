@@ -1,0 +1,5 @@
+//go:build !race
+
+package paging
+
+const raceDetector = false
