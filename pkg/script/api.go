@@ -363,13 +363,22 @@ func countCall(c *Calls, out any, err error) {
 }
 
 // decodeArgs reads api.invoke's argument object strictly: through JSON,
-// so no getter, proxy or function crosses into the call.
+// so no getter, proxy or function crosses into the call. The JSON text is
+// kept with the arguments, so a worker passes it on as it is.
 func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 	raw, err := r.serialise(v)
 	if err != nil {
 		return "the arguments cannot be read as JSON"
 	}
-	if len(raw) > 8<<20 {
+	return decodeArgsJSON(raw, dst)
+}
+
+// decodeArgsJSON reads api.invoke's arguments from their JSON text:
+// unknown fields refused, numbers exact (json.Number), as the invoke tool
+// reads its own. The worker's parent reads them again this way: it does
+// not trust the worker to have.
+func decodeArgsJSON(raw []byte, dst *Args) string {
+	if len(raw) > maxArgsBytes {
 		return "the arguments are over 8 MiB"
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -382,8 +391,12 @@ func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 		}
 		return "the arguments are not {parameters, requestBody, headers, contentType, pages}: " + clip(msg, 160)
 	}
+	dst.raw = raw
 	return ""
 }
+
+// maxArgsBytes bounds the JSON text of one api.invoke's arguments.
+const maxArgsBytes = 8 << 20
 
 // toJS hands a call's answer to the script as plain values; a body of
 // JSON text is parsed once, not marshalled into the answer's text first.

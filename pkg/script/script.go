@@ -60,6 +60,9 @@ type Args struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	ContentType string            `json:"contentType,omitempty"`
 	Pages       int               `json:"pages,omitempty"`
+	// raw is the JSON text the arguments were read from, when they were:
+	// a worker sends it to its parent as it is.
+	raw json.RawMessage
 }
 
 // Response is what api.invoke resolves to.

@@ -70,12 +70,14 @@ type message struct {
 	// Options of the run (Progress is not sent).
 	Options *wireOptions `json:"options,omitempty"`
 
-	EndpointID string          `json:"endpointId,omitempty"`
-	Args       *Args           `json:"args,omitempty"`
-	Query      string          `json:"query,omitempty"`
-	Limit      int             `json:"limit,omitempty"`
-	Line       string          `json:"line,omitempty"`
-	Response   json.RawMessage `json:"response,omitempty"`
+	EndpointID string `json:"endpointId,omitempty"`
+	// Args is an invoke's arguments as the script's JSON text, read once
+	// by the parent (decodeArgsJSON).
+	Args     json.RawMessage `json:"args,omitempty"`
+	Query    string          `json:"query,omitempty"`
+	Limit    int             `json:"limit,omitempty"`
+	Line     string          `json:"line,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
 	// BodyBytes is the length of a reply's body of JSON text, sent raw
 	// after the reply's line (and a newline): the worker hands it to the
 	// script's JSON.parse as it came, so it is decoded once on each side.
@@ -314,8 +316,11 @@ func (p *parent) call(m message) {
 		out, err = p.c.Search(p.ctx, m.Query, m.Limit)
 	default:
 		var a Args
-		if m.Args != nil {
-			a = *m.Args
+		if len(m.Args) > 0 {
+			if problem := decodeArgsJSON(m.Args, &a); problem != "" {
+				err = &CallError{Code: codes.ValidationFailed, Message: problem}
+				break
+			}
 		}
 		var resp *Response
 		resp, err = p.c.Invoke(p.ctx, m.EndpointID, a)
@@ -627,7 +632,14 @@ func (w *child) ask(ctx context.Context, m message) (message, error) {
 }
 
 func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
-	r, err := w.ask(ctx, message{Op: "invoke", EndpointID: id, Args: &a})
+	raw := a.raw
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(a); err != nil {
+			return nil, &CallError{Code: codes.ValidationFailed, Message: "the arguments cannot be read as JSON"}
+		}
+	}
+	r, err := w.ask(ctx, message{Op: "invoke", EndpointID: id, Args: raw})
 	if err != nil {
 		return nil, err
 	}

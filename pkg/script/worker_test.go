@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -256,3 +257,32 @@ func (c rawCaller) Invoke(ctx context.Context, id string, a Args) (*Response, er
 }
 
 func (c rawCaller) Search(ctx context.Context, q string, limit int) (any, error) { return nil, nil }
+
+// TestWorkerReadsTheArgumentsAsInProcess: a worker sends its arguments as
+// the script's JSON text and the parent reads them once, as a run in
+// process does: numbers exact (json.Number), not float64.
+func TestWorkerReadsTheArgumentsAsInProcess(t *testing.T) {
+	for _, runner := range []struct {
+		name string
+		r    Runner
+	}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+		t.Run(runner.name, func(t *testing.T) {
+			c := &argsCaller{}
+			if _, err := runner.r.Run(t.Context(), `await api.invoke("x", {parameters: {n: 1e21, id: 12345}, pages: 2}); return 1;`, c, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.got, "json.Number 1e+21, json.Number 12345, 2 pages"; got != want {
+				t.Errorf("the caller read %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+type argsCaller struct{ got string }
+
+func (c *argsCaller) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
+	c.got = fmt.Sprintf("%T %v, %T %v, %d pages", a.Parameters["n"], a.Parameters["n"], a.Parameters["id"], a.Parameters["id"], a.Pages)
+	return &Response{StatusCode: 200}, nil
+}
+
+func (c *argsCaller) Search(ctx context.Context, q string, limit int) (any, error) { return nil, nil }
