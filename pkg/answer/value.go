@@ -2,6 +2,7 @@ package answer
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -42,7 +43,9 @@ type Value struct {
 // with no type, when it starts as an object or array) and it decodes (the
 // answer's Decoded when set, else decoded here, once); text when its type
 // is a text type, when such JSON did not decode, or when it has no type and
-// is valid UTF-8; binary otherwise. The answer is not changed.
+// is valid UTF-8; JSON too under a vendor type that names json (AWS's
+// application/x-amz-json-1.1) when it decodes, else text when it is valid
+// UTF-8; binary otherwise. The answer is not changed.
 func (a *Answer) Value() Value {
 	v := Value{Data: a.Body}
 	if len(a.Body) == 0 {
@@ -70,6 +73,14 @@ func (a *Answer) Value() Value {
 		}
 	case IsTextType(v.Base) || v.Base == "" && utf8.Valid(a.Body):
 		v.Kind = BodyText
+	case strings.Contains(v.Base, "json"):
+		if j, err := DecodeJSON(a.Body); err == nil {
+			v.Kind, v.JSON = BodyJSON, j
+		} else if utf8.Valid(a.Body) {
+			v.Kind = BodyText
+		} else {
+			v.Kind = BodyBinary
+		}
 	default:
 		v.Kind = BodyBinary
 	}
