@@ -3,9 +3,9 @@
 // a tool answers with, and of every Error a script's failed api call
 // throws. They are defined here only. The packages that make calls
 // (invoke, ratelimit, answer, script) return typed errors and name a code
-// only where a wire crosses (a script's thrown Error, the worker's pipe);
-// package mcpserver turns every other error into its code at the tool
-// boundary. The package imports nothing, so any package may use it.
+// only where an answer leaves them whole (a script's thrown Error, the
+// worker's pipe, a run's record with no answer); package mcpserver turns
+// every other error into its code at the tool boundary. The package imports nothing, so any package may use it.
 package codes
 
 // The codes, one per row of the error table.
