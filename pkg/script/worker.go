@@ -41,7 +41,8 @@ var _ Runner = (*Worker)(nil)
 // Worker runs each script in a child process (the specgate binary itself,
 // `specgate script-worker`) that sets OS limits on its own memory and CPU
 // before it reads any code, and asks this process, over its stdin and
-// stdout (JSON lines), to make each api call. This process keeps every
+// stdout (JSON lines; a JSON body follows its reply's line as raw bytes),
+// to make each api call. This process keeps every
 // credential and every limiter: the child holds nothing but the code and
 // the answers it was given. A run past its deadline, a crash or a limit hit
 // kills the child, never this process.
