@@ -1,10 +1,8 @@
 package invoke
 
 import (
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
@@ -79,21 +77,6 @@ func TestNextPageWalksPagingUpstream(t *testing.T) {
 			}
 		})
 	}
-}
-
-// decodeBody decodes JSON as invoke does: numbers stay json.Number.
-func decodeBody(t testing.TB, s string) any {
-	t.Helper()
-	if s == "" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %s: %v", s, err)
-	}
-	return v
 }
 
 // field is the value of key in an object body, nil when there is none.

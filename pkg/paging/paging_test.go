@@ -131,21 +131,6 @@ const pagingDoc = `{
   }
 }`
 
-// decodeBody decodes JSON as invoke does: numbers stay json.Number.
-func decodeBody(t testing.TB, s string) any {
-	t.Helper()
-	if s == "" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %s: %v", s, err)
-	}
-	return v
-}
-
 func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package paging
-
-const raceDetector = false
