@@ -7,7 +7,16 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
+
+// internalAnswer is the error a run's record answers with when the run
+// left none it could keep: specgate's failure, not the script's.
+func internalAnswer(msg string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": codes.Internal, "message": msg}})
+	return b
+}
 
 // Defaults of Options' zero fields.
 const (
@@ -266,7 +275,7 @@ func (r *Run) finish(out Outcome) {
 		r.rec.Status = Cancelled
 	case len(out.Answer) == 0:
 		r.rec.Status, r.rec.IsError = Failed, true
-		r.rec.Answer = json.RawMessage(`{"error":{"code":"internal","message":"the run ended with no answer"}}`)
+		r.rec.Answer = internalAnswer("the run ended with no answer")
 	case out.IsError:
 		r.rec.Status, r.rec.Answer, r.rec.IsError = Failed, out.Answer, true
 	default:
@@ -274,7 +283,7 @@ func (r *Run) finish(out Outcome) {
 	}
 	if len(r.rec.Answer) > MaxAnswerBytes {
 		r.rec.Status, r.rec.IsError = Failed, true
-		r.rec.Answer = json.RawMessage(`{"error":{"code":"internal","message":"the run's answer was too large to keep"}}`)
+		r.rec.Answer = internalAnswer("the run's answer was too large to keep")
 	}
 	if out.Progress != nil && len(out.Progress) <= MaxProgressBytes {
 		r.rec.Progress = out.Progress
