@@ -144,3 +144,75 @@ func TestHandOverSharesTheRemainderBetweenReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestHandOverLeavesALoneReplicaTheWholeRemainder: after a flap only one replica has
+// calls to make. It gets its part of the remainder at once and the rest part by part
+// over the window: sharing the remainder starves no one.
+func TestHandOverLeavesALoneReplicaTheWholeRemainder(t *testing.T) {
+	const (
+		share  = 0.34
+		limit  = 12
+		window = 1500 * time.Millisecond // three parts of 500ms for three replicas
+	)
+	srv := redistest.Start(t)
+	var sts []*Store
+	var ls []*ratelimit.Limiter
+	for range 3 {
+		st, err := New(t.Context(), Options{URL: srv.URL(), KeyPrefix: testPrefix(t), FallbackShare: share,
+			Timeout: 100 * time.Millisecond, ProbeInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sts = append(sts, st)
+		ls = append(ls, newLimiter(t, ratelimit.Options{Store: st,
+			Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
+			Budgets:   []ratelimit.Budget{{Match: "up", Requests: limit, Window: window, WindowPad: -1}}}))
+	}
+	admit := func(l *ratelimit.Limiter) bool {
+		now := time.Now()
+		tk, err := l.AdmitAt(ratelimit.Request{Endpoint: "svc.get"}, now)
+		if err != nil {
+			return false
+		}
+		tk.ReleaseAt(now)
+		return true
+	}
+	for _, l := range ls {
+		if !admit(l) {
+			t.Fatal("first call refused")
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Do(t.Context(), "CLIENT", "PAUSE", 300, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(ls)
+	if admit(ls[0]) { // the store times out: replica 0 runs on its share
+		before++
+	}
+	waitUntil(t, 5*time.Second, func() bool { return sts[0].Available("") })
+	if admit(ls[0]) { // back on the store: the hand-over starts
+		before++
+	}
+	// from now only replica 1, which never left the store, calls, as fast as it may
+	remainder := limit - before
+	first := 0
+	for admit(ls[1]) {
+		first++
+	}
+	t.Logf("remainder %d after the flap: replica 1 took %d at once", remainder, first)
+	if first == 0 || first*len(ls) > remainder+len(ls) {
+		t.Errorf("replica 1 took %d of the remainder %d at once, want its part, at most %d/%d + 1",
+			first, remainder, remainder, len(ls))
+	}
+	// and is not held for want of the others: it takes the rest part by part
+	got := first
+	waitUntil(t, 3*window, func() bool {
+		for admit(ls[1]) {
+			got++
+		}
+		return got >= remainder
+	})
+}
