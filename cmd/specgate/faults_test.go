@@ -23,12 +23,13 @@ import (
 // replicas tests do, and break something under them: Redis restarts empty, calls leave
 // while they are admitted, a replica is killed.
 
-// TestReplicasKeepTheBudgetThroughAnEmptyRestart: the agents call past the budget while
-// Redis dies, the replicas run on their fallback shares, and Redis comes back empty,
-// within a window of the calls admitted on the shares. Those calls were never in Redis,
-// and a replica that found the store empty spent the whole budget against it (23 to 26
-// requests in a window of 20). The upstream, which counts what it receives, must see no
-// window over its quota and answer no 429.
+// TestReplicasKeepTheBudgetThroughAnEmptyRestart: the agents call past the budget, Redis
+// dies, two replicas run on their fallback shares while the third has no calls, and Redis
+// comes back empty within a window of the calls admitted on the shares; then the third
+// replica's agent calls again. The calls on the shares were never in Redis, and the
+// third replica, which had not run on its share, spent the whole budget against the empty
+// store (23 to 26 requests in a window of 20). The upstream, which counts what it
+// receives, must see no window over its quota and answer no 429.
 func TestReplicasKeepTheBudgetThroughAnEmptyRestart(t *testing.T) {
 	rd := redistest.Start(t)
 	const window = 3 * time.Second
@@ -38,8 +39,10 @@ func TestReplicasKeepTheBudgetThroughAnEmptyRestart(t *testing.T) {
 	for _, r := range rs {
 		agents = append(agents, newAgent(t, r))
 	}
-	stop := make(chan struct{})
-	wait := runAgents(t.Context(), agents, stop, "quota.getB")
+	busy, idle := agents[:2], agents[2:]
+	stop, stopIdle := make(chan struct{}), make(chan struct{})
+	wait := runAgents(t.Context(), busy, stop, "quota.getB")
+	waitIdle := runAgents(t.Context(), idle, stopIdle, "quota.getB")
 	defer func() {
 		select {
 		case <-stop:
@@ -48,10 +51,12 @@ func TestReplicasKeepTheBudgetThroughAnEmptyRestart(t *testing.T) {
 			wait()
 		}
 	}()
-	time.Sleep(window / 2) // the shared window part spent when Redis dies
+	time.Sleep(window / 2) // every replica calls through Redis for a while
+	close(stopIdle)
+	waitIdle()
 	rd.Stop()
-	poll(t, replicaTimeout, "every replica on its fallback share", func() bool {
-		for _, r := range rs {
+	poll(t, replicaTimeout, "the busy replicas on their fallback shares", func() bool {
+		for _, r := range rs[:2] {
 			if _, body := getStatus(r.base + "/readyz"); !strings.Contains(body, "degraded") {
 				return false
 			}
@@ -61,6 +66,8 @@ func TestReplicasKeepTheBudgetThroughAnEmptyRestart(t *testing.T) {
 	time.Sleep(window + window/2) // the shares spent, then Redis back within their window
 	rd.Restart()
 	restarted := time.Now()
+	stopIdle = make(chan struct{})
+	waitIdle = runAgents(t.Context(), idle, stopIdle, "quota.getB")
 	poll(t, replicaTimeout, "every replica back on Redis", func() bool {
 		for _, r := range rs {
 			if code, body := getStatus(r.base + "/readyz"); code != http.StatusOK || strings.Contains(body, "degraded") {
@@ -72,7 +79,9 @@ func TestReplicasKeepTheBudgetThroughAnEmptyRestart(t *testing.T) {
 	back := time.Since(restarted)
 	time.Sleep(2 * window) // the windows that hold calls from both sides of the restart
 	close(stop)
+	close(stopIdle)
 	wait()
+	waitIdle()
 	out := checkOutcomes(t, "through the restart", agents)
 	if out["quota.getB ok"] == 0 {
 		t.Fatal("no call admitted: the test proves nothing")
