@@ -331,3 +331,72 @@ func TestReplicasGetAKilledReplicasSlotsBack(t *testing.T) {
 		t.Errorf("the slots came back %v after the kill, want within 15s", back.Round(10*time.Millisecond))
 	}
 }
+
+// TestReplicasKeepTheBudgetThroughAClusterFailover: three specgate processes on a Redis
+// Cluster with a replica per master; the agents call past the budget, the master that
+// serves the upstream's slot is killed, two replicas run on their fallback shares until
+// the cluster's replica takes the slot, and the third, idle meanwhile, calls again as
+// soon as it has. The calls on the shares were never in the cluster, and the promoted
+// replica may lack the last writes its master took: the upstream must see no window over
+// its quota and answer no 429.
+func TestReplicasKeepTheBudgetThroughAClusterFailover(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3, 1)
+	const window = replicaWindow // shorter than the failover, so the fallback shares are spent
+	up := newCountingUpstreamWindow(t, window)
+	rs := startReplicas(t, replicaCount, up, cl)
+	var agents []*agent
+	for _, r := range rs {
+		agents = append(agents, newAgent(t, r))
+	}
+	busy, idle := agents[:2], agents[2:]
+	stop, stopIdle := make(chan struct{}), make(chan struct{})
+	wait := runAgents(t.Context(), busy, stop, "quota.getB")
+	waitIdle := runAgents(t.Context(), idle, stopIdle, "quota.getB")
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wait()
+		}
+	}()
+	time.Sleep(window / 2) // every replica calls through the cluster for a while
+	close(stopIdle)
+	waitIdle()
+	slot := cl.SlotOf("{quota-group}")
+	master := cl.OwnerOf(slot)
+	cl.Node(master).Stop()
+	killed := time.Now()
+	poll(t, 30*time.Second, "the cluster's replica to take the slot", func() bool { return cl.OwnerOf(slot) != master })
+	promoted := time.Since(killed)
+	stopIdle = make(chan struct{})
+	waitIdle = runAgents(t.Context(), idle, stopIdle, "quota.getB")
+	poll(t, 30*time.Second, "every replica back on the shared limits", func() bool {
+		for _, r := range rs {
+			if code, body := getStatus(r.base + "/readyz"); code != http.StatusOK || strings.Contains(body, "degraded") {
+				return false
+			}
+		}
+		return true
+	})
+	back := time.Since(killed)
+	time.Sleep(2 * window) // the windows that hold calls from both sides of the failover
+	close(stop)
+	close(stopIdle)
+	wait()
+	waitIdle()
+	out := checkOutcomes(t, "through the failover", agents)
+	if out["quota.getB ok"] == 0 {
+		t.Fatal("no call admitted: the test proves nothing")
+	}
+	t.Logf("master killed: the slot promoted after %v, every replica back on the shared limits after %v",
+		promoted.Round(10*time.Millisecond), back.Round(10*time.Millisecond))
+	checkBudget(t, up)
+	if t.Failed() {
+		up.mu.Lock()
+		for _, h := range up.hits {
+			t.Logf("upstream hit %v after the kill from replica %d, admitted %v", h.at.Sub(killed).Round(time.Millisecond), h.replica, h.admitted)
+		}
+		up.mu.Unlock()
+	}
+}
