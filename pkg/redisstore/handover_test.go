@@ -152,7 +152,7 @@ func TestHandOverLeavesALoneReplicaTheWholeRemainder(t *testing.T) {
 	const (
 		share  = 0.34
 		limit  = 12
-		window = 1500 * time.Millisecond // three parts of 500ms for three replicas
+		window = 3 * time.Second // three parts of 1s for three replicas
 	)
 	srv := redistest.Start(t)
 	var sts []*Store
