@@ -50,3 +50,22 @@ func TestHasSchemaTupleOnRealSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestHasNonLocalRef(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want bool
+	}{
+		{`{"$ref":"#/components/schemas/a"}`, false},
+		{`{"$ref" :	"other.yaml#/a"}`, true},
+		{`{"$ref":""}`, true},
+		{`{"a":{"$ref":"#/x"},"b":{"$ref":"https://example.com/s.json"}}`, true},
+		{`{"$ref":1,"s":"$ref"}`, false},
+		{`{"$ref":"unterminated`, false},
+	}
+	for _, tt := range tests {
+		if got := hasNonLocalRef([]byte(tt.doc)); got != tt.want {
+			t.Errorf("hasNonLocalRef(%s) = %t, want %t", tt.doc, got, tt.want)
+		}
+	}
+}
