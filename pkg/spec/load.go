@@ -75,10 +75,16 @@ func Read(ctx context.Context, location string, opts Options) ([]byte, error) {
 		return nil, &LoadError{Location: location, Reason: shortOSError(err)}
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	// Sized from the file's length, as os.ReadFile is: growing by halves,
+	// a 13 MB spec cost 30 MB.
+	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() <= max {
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
 		return nil, &LoadError{Location: location, Reason: shortOSError(err)}
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > max {
 		return nil, &LoadError{Location: location, Reason: fmt.Sprintf("larger than the %d byte limit", max)}
 	}

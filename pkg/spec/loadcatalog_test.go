@@ -87,3 +87,19 @@ func TestLoadCatalogUsesTheCache(t *testing.T) {
 		t.Errorf("a NoCache source came from the cache:\n%s", logs.String())
 	}
 }
+
+func TestCacheFileKeyIsTheContentKey(t *testing.T) {
+	file := filepath.Join("../../testdata", "petstore-v3.yaml")
+	data, err := Read(t.Context(), file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Cache{Dir: t.TempDir()}
+	got, ok := c.fileKey(file, Options{Name: "p"})
+	if want := c.key(file, data, Options{Name: "p"}); !ok || got != want {
+		t.Errorf("fileKey = %q, %t; key of the bytes = %q", got, ok, want)
+	}
+	if _, ok := c.fileKey(file, Options{MaxBytes: 10}); ok {
+		t.Error("a file over MaxBytes got a key")
+	}
+}
