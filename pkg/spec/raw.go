@@ -597,6 +597,9 @@ func rawObject(raw []byte) (map[string]json.RawMessage, bool) {
 			return nil, false
 		}
 		end := jsonStringEnd(raw, i)
+		if end-i < 2 {
+			return nil, false
+		}
 		key := keyText(raw[i:end])
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {

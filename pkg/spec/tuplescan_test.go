@@ -3,6 +3,8 @@ package spec
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,6 +68,36 @@ func TestHasNonLocalRef(t *testing.T) {
 	for _, tt := range tests {
 		if got := hasNonLocalRef([]byte(tt.doc)); got != tt.want {
 			t.Errorf("hasNonLocalRef(%s) = %t, want %t", tt.doc, got, tt.want)
+		}
+	}
+}
+
+func TestRawObject(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want string // the members as key=value;..., "" when not an object
+	}{
+		{`{"a":1,"b":"x","c":{"d":[1,{"e":"}"}]},"a":2}`, `a=2;b="x";c={"d":[1,{"e":"}"}]}`},
+		{` { "k" : [ ] , "\u0041" : null } `, `A=null;k=[ ]`},
+		{`{}`, ``},
+		{`null`, "-"},
+		{`[1]`, "-"},
+		{`{"`, "-"},
+		{`{"a"`, "-"},
+	}
+	for _, tt := range tests {
+		m, ok := rawObject([]byte(tt.raw))
+		got := "-"
+		if ok {
+			var parts []string
+			for k, v := range m {
+				parts = append(parts, k+"="+string(v))
+			}
+			slices.Sort(parts)
+			got = strings.Join(parts, ";")
+		}
+		if got != tt.want {
+			t.Errorf("rawObject(%s) = %q, want %q", tt.raw, got, tt.want)
 		}
 	}
 }
