@@ -99,13 +99,18 @@ func (c Cache) hit(s *Spec, location string, opts Options) LoadResult {
 	return LoadResult{Spec: s, FromCache: true}
 }
 
-// fileKey is key for the file at location, streamed through the hash; ok
-// is false when the file cannot be read whole within opts.MaxBytes (Read
-// then says why).
+// fileKey is key for the regular file at location, streamed through the
+// hash; ok is false when it is not a regular file or cannot be read whole
+// within opts.MaxBytes (Read then says why).
 func (c Cache) fileKey(location string, opts Options) (string, bool) {
 	max := opts.MaxBytes
 	if max <= 0 {
 		max = DefaultMaxBytes
+	}
+	// Not even opened unless regular: a pipe (<(curl ...)) can be read
+	// once only, by Read.
+	if fi, err := os.Stat(location); err != nil || !fi.Mode().IsRegular() {
+		return "", false
 	}
 	f, err := os.Open(location)
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -101,5 +103,33 @@ func TestCacheFileKeyIsTheContentKey(t *testing.T) {
 	}
 	if _, ok := c.fileKey(file, Options{MaxBytes: 10}); ok {
 		t.Error("a file over MaxBytes got a key")
+	}
+}
+
+// A spec read from a pipe (a shell's <(curl ...)) can be read once only:
+// the cache must not read it to hash it first.
+func TestCacheLoadsASpecFromAPipe(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("../../testdata", "petstore-v3.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.Write(data)
+		f.Close()
+	}()
+	res, err := Cache{Dir: t.TempDir()}.Load(t.Context(), fifo, Options{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Spec.Endpoints); got != 19 {
+		t.Errorf("%d endpoints, want 19", got)
 	}
 }
