@@ -217,6 +217,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer a.stopTracing()
+	if jsonLogs(a.log) {
+		// a library's log.Printf is a JSON line too
+		slog.SetDefault(a.log)
+	}
 	go func() {
 		if err := <-a.loaded; err != nil {
 			if errors.Is(err, errNoSpec) {
@@ -269,17 +273,11 @@ func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	fmt.Fprintf(stderr, "specgate serving MCP (streamable HTTP) at %s\n\nClient config:\n%s\n", url, clientSnippet(url))
-	fmt.Fprintf(stderr, "Governance page: %s\n", uiURL(ln.Addr(), hs.uiToken))
+	// net/http's own lines (a failed TLS handshake, an accept error) go
+	// through the log too
+	hs.hs.ErrorLog = slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)
+	newBanner(ln.Addr(), authNeeded(&a.cfg.HTTP), uiURL(ln.Addr(), hs.uiToken)).write(stderr, a.log)
 	return hs.serve(ctx, ln)
-}
-
-func clientSnippet(url string) string {
-	b, _ := json.MarshalIndent(map[string]any{
-		"mcpServers": map[string]any{"specgate": map[string]any{"type": "http", "url": url}},
-	}, "", "  ")
-	return string(b)
 }
 
 // oneShot is the flag set of a command that answers once (search,

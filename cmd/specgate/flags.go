@@ -375,6 +375,10 @@ func (c *common) parse(args []string) ([]string, error) {
 				jsonError(c.out(), "usage", c.flagError(err), "Run 'specgate help "+c.name+"' for its flags.")
 				return nil, exitError{code: exitUsage}
 			}
+			if jsonLogsRequested(args) {
+				logError(c.stderr, "specgate "+c.name+": "+c.flagError(err), "hint", "Run 'specgate help "+c.name+"' for its flags.")
+				return nil, exitError{code: exitUsage}
+			}
 			fmt.Fprintf(c.stderr, "specgate %s: %s\nRun 'specgate help %s' for its flags.\n", c.name, c.flagError(err), c.name)
 			return nil, exitError{code: exitUsage}
 		}
@@ -487,6 +491,10 @@ func (c *common) config() (*config.Config, error) {
 func (c *common) usageError(format string, args ...any) error {
 	if c.json {
 		jsonError(c.out(), "usage", fmt.Sprintf(format, args...), "Run 'specgate help "+c.name+"' for its arguments.")
+		return exitError{code: exitUsage}
+	}
+	if c.logFormat == "json" {
+		logError(c.stderr, "specgate "+c.name+": "+fmt.Sprintf(format, args...), "hint", "Run 'specgate help "+c.name+"' for its arguments.")
 		return exitError{code: exitUsage}
 	}
 	fmt.Fprintf(c.stderr, "specgate %s: %s\n", c.name, fmt.Sprintf(format, args...))

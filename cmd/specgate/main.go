@@ -108,6 +108,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		jsonError(stdout, "failed", err.Error(), "")
 		return 1
 	}
+	if jsonLogsRequested(args[1:]) {
+		logError(stderr, "specgate "+args[0]+" failed", "err", err.Error())
+		return 1
+	}
 	fmt.Fprintln(stderr, "specgate:", err)
 	return 1
 }
