@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go/format"
 	"maps"
 	"os"
 	"regexp"
@@ -156,7 +157,11 @@ func keyDocsSource(t *testing.T, example []byte) []byte {
 		fmt.Fprintf(&b, "\t%s: %s,\n", strconv.Quote(k), strconv.Quote(docs[k]))
 	}
 	b.WriteString("}\n")
-	return b.Bytes()
+	src, err := format.Source(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 // commonPrefix is the length of the longest prefix of a and b.
