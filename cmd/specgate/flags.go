@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -453,6 +454,11 @@ func (c *common) config() (*config.Config, error) {
 		}
 	} else {
 		cfg = config.Default()
+	}
+	// SPECGATE_* variables override the file's top-level keys; flags
+	// override both
+	if _, err := cfg.ApplyEnv(os.LookupEnv); err != nil {
+		return nil, err
 	}
 	if c.specID != "" && len(c.specs) != 1 {
 		return nil, fmt.Errorf("--name names the one --spec given, and there are %d", len(c.specs))
