@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -55,7 +56,7 @@ func (u uiSource) State(_ context.Context, now time.Time) ui.State {
 		p := progressOf(&rec, now)
 		out.Runs = append(out.Runs, ui.Run{ID: rec.ID, Principal: principalName(rec.Principal), Status: string(rec.Status), Done: p.Done, Total: p.Total,
 			Note: p.Note, ETASeconds: p.ETASeconds, Calls: p.Calls.Total, ByStatus: p.Calls.ByStatus,
-			StartedAt: rec.Started.UTC().Format(time.RFC3339)})
+			StartedAt: rec.Started.UTC().Format(time.RFC3339), WaitingForApproval: p.WaitingForApproval})
 	}
 	return out
 }
@@ -101,14 +102,33 @@ func uiUpstream(us UpstreamStatus) ui.Upstream {
 	return out
 }
 
-func (u uiSource) CancelRun(ctx context.Context, id string) error {
+// CancelRun cancels the run id, and writes an audit line naming the run's
+// principal, the person who cancelled it and their address.
+func (u uiSource) CancelRun(ctx context.Context, id string, by ui.Person) error {
 	for _, rec := range u.s.runs.All() {
 		if rec.ID == id {
-			_, err := u.s.runs.Cancel(ctx, rec.Principal, id)
-			return err
+			if _, err := u.s.runs.Cancel(ctx, rec.Principal, id); err != nil {
+				return err
+			}
+			u.s.audit(ctx, auditRecord{Endpoint: "run_script", RunID: id, Principal: principalName(rec.Principal),
+				Outcome: "cancelled", Approval: "on the governance page", By: by.Who, From: by.From})
+			return nil
 		}
 	}
 	return ui.ErrNotFound
+}
+
+// UIClientAddr returns how the governance page names the address a
+// request came from in its audit lines: the socket's peer, or through a
+// peer in trusted (http.trusted_proxies) the client X-Forwarded-For names,
+// as /mcp counts inbound limits.
+func UIClientAddr(trusted []netip.Prefix) func(*http.Request) string {
+	return func(r *http.Request) string {
+		if a := clientIP(r, trusted); a.IsValid() {
+			return a.String()
+		}
+		return r.RemoteAddr
+	}
 }
 
 // UISignIn returns the check of a token offered to the governance page,
