@@ -353,7 +353,7 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			text, exit = withError(text, &env.Error), exitOther
 		}
 		if c.json {
-			// the error object as the tool wrote it
+			// the error object as the tool wrote it, or as configFix reworded it
 			fmt.Fprintln(c.out(), text)
 			return nil, exitError{code: exit}
 		}
