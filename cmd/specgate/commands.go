@@ -99,7 +99,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	call := invoke.Caller{
 		Governed: invoke.Governed{Client: newClient(cfg), Limiter: limiter, Upstream: upstream,
 			MaxRetries: cfg.MaxRetries, MaxRetryWait: time.Duration(cfg.MaxRetryWait)},
-		Answers: newAnswers(cfg, rc),
+		Answers: c.answerStore(newAnswers(cfg, rc)),
 		CacheTTL: func(e *spec.Endpoint) time.Duration {
 			return cfg.ForEndpoint(cfg.SpecByName(e.Spec), e.ID, e.OperationID).CacheTTL
 		},
@@ -181,6 +181,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer a.stopTracing()
+	if jsonLogs(a.log) {
+		// a library's log.Printf is a JSON line too
+		slog.SetDefault(a.log)
+	}
 	go func() {
 		if err := <-a.loaded; err != nil {
 			if errors.Is(err, errNoSpec) {
@@ -233,17 +237,11 @@ func serveHTTP(ctx context.Context, a *app, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	fmt.Fprintf(stderr, "specgate serving MCP (streamable HTTP) at %s\n\nClient config:\n%s\n", url, clientSnippet(url))
-	fmt.Fprintf(stderr, "Governance page: %s\n", uiURL(ln.Addr(), hs.uiToken))
+	// net/http's own lines (a failed TLS handshake, an accept error) go
+	// through the log too
+	hs.hs.ErrorLog = slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)
+	newBanner(ln.Addr(), authNeeded(&a.cfg.HTTP), uiURL(ln.Addr(), hs.uiToken)).write(stderr, a.log)
 	return hs.serve(ctx, ln)
-}
-
-func clientSnippet(url string) string {
-	b, _ := json.MarshalIndent(map[string]any{
-		"mcpServers": map[string]any{"specgate": map[string]any{"type": "http", "url": url}},
-	}, "", "  ")
-	return string(b)
 }
 
 // oneShot is the flag set of a command that answers once (search,
@@ -309,20 +307,21 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 			text = tc.Text
 		}
 	}
-	if res.IsError && c.json {
-		// the error object as the tool wrote it
-		fmt.Fprintln(c.out(), text)
-		var env struct {
-			Error mcpserver.ErrorObject `json:"error"`
-		}
-		_ = json.Unmarshal([]byte(text), &env)
-		return nil, exitError{code: exitCodeFor(env.Error.Code)}
-	}
 	if res.IsError {
 		var env struct {
 			Error mcpserver.ErrorObject `json:"error"`
 		}
-		if json.Unmarshal([]byte(text), &env) == nil {
+		parsed := json.Unmarshal([]byte(text), &env) == nil
+		exit := exitCodeFor(env.Error.Code)
+		if id, _ := args["endpointId"].(string); parsed && c.configFix(&env.Error, id) {
+			text, exit = withError(text, &env.Error), exitOther
+		}
+		if c.json {
+			// the error object as the tool wrote it, or as configFix reworded it
+			fmt.Fprintln(c.out(), text)
+			return nil, exitError{code: exit}
+		}
+		if parsed {
 			fmt.Fprintf(stderr, "error %s: %s\n", env.Error.Code, env.Error.Message)
 			if env.Error.Hint != "" {
 				fmt.Fprintln(stderr, env.Error.Hint)
@@ -346,7 +345,7 @@ func callTool(ctx context.Context, cl *client.Client, name string, args map[stri
 		} else {
 			fmt.Fprintln(stderr, text)
 		}
-		return nil, exitError{code: exitCodeFor(env.Error.Code)}
+		return nil, exitError{code: exit}
 	}
 	return json.RawMessage(text), nil
 }
@@ -408,101 +407,6 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer a.stopTracing()
 	defer cl.Close()
 	out, err := callTool(ctx, cl, "inspect", map[string]any{"endpointId": rest[0]}, c)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, out)
-}
-
-func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := oneShot("invoke", stdout, stderr, true)
-	var params, body, contentType string
-	c.str(&params, "params", "", "parameters as a `JSON` object (path, query, header, cookie values by name)")
-	c.str(&body, "body", "", "request body as `JSON` (@FILE reads a file)")
-	c.str(&contentType, "content-type", "", "request body media `TYPE` (default: the operation's first)")
-	rest, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return c.usageError("one ENDPOINT_ID is needed")
-	}
-	call := map[string]any{"endpointId": rest[0]}
-	if params != "" {
-		p, err := decodeJSONArg([]byte(params))
-		if _, ok := p.(map[string]any); err != nil || !ok {
-			if err == nil {
-				err = errors.New("not an object")
-			}
-			return c.usageError("--params is not a JSON object: %v", err)
-		}
-		call["parameters"] = p
-	}
-	if body != "" {
-		data := []byte(body)
-		if strings.HasPrefix(body, "@") {
-			if data, err = os.ReadFile(body[1:]); err != nil {
-				return c.usageError("--body: %v: write @FILE with a readable file, or the JSON itself", err)
-			}
-		}
-		b, err := decodeJSONArg(data)
-		if err != nil {
-			return c.usageError("--body is not JSON: %v", err)
-		}
-		call["requestBody"] = b
-	}
-	if contentType != "" {
-		call["contentType"] = contentType
-	}
-	cl, a, err := inProcess(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer a.stopTracing()
-	defer cl.Close()
-	out, err := callTool(ctx, cl, "invoke", call, c)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, out)
-}
-
-// cmdRunScript runs a run_script program from a file (or - for stdin)
-// through the in-process server, as a model's call would.
-func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c := oneShot("run-script", stdout, stderr, true)
-	var timeout int
-	c.integer(&timeout, "timeout", 0, "seconds", "deadline in `SECONDS` (default: scripts.timeout)")
-	rest, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return c.usageError("one FILE.js is needed (- reads stdin)")
-	}
-	if timeout < 0 {
-		return c.usageError("--timeout: %d is negative: write whole seconds, such as 30, or leave it out for scripts.timeout", timeout)
-	}
-	var code []byte
-	if rest[0] == "-" {
-		code, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
-	} else {
-		code, err = os.ReadFile(rest[0])
-	}
-	if err != nil {
-		return err
-	}
-	call := map[string]any{"code": string(code)}
-	if timeout > 0 {
-		call["timeoutSeconds"] = timeout
-	}
-	cl, a, err := inProcess(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer a.stopTracing()
-	defer cl.Close()
-	out, err := callTool(ctx, cl, "run_script", call, c)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -105,6 +107,28 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
+// timeoutValue is a --timeout: a duration (30s, 2m), or a bare number of
+// seconds, as the flag took once.
+type timeoutValue time.Duration
+
+func (d *timeoutValue) String() string { return (*durationValue)(d).String() }
+
+func (d *timeoutValue) Set(s string) error {
+	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		if f < 0 || f > float64(math.MaxInt64/int64(time.Second)) {
+			return fmt.Errorf("%s is out of range: write a duration such as 30s or 2m", s)
+		}
+		*d = timeoutValue(f * float64(time.Second))
+		return nil
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is not a duration: write it like 30s or 2m (a bare number counts seconds)", s)
+	}
+	*d = timeoutValue(v)
+	return nil
+}
+
 type boolValue bool
 
 func (b *boolValue) String() string   { return strconv.FormatBool(b != nil && bool(*b)) }
@@ -136,9 +160,6 @@ func (i intValue) Set(s string) error {
 	if err == nil {
 		*i.n = v
 		return nil
-	}
-	if d, derr := time.ParseDuration(s); derr == nil && i.unit == "seconds" {
-		return fmt.Errorf("%q: this flag counts whole seconds: write %d", s, int(d.Round(time.Second)/time.Second))
 	}
 	return fmt.Errorf("%q is not a whole number of %s: write it like 10", s, i.unit)
 }
@@ -190,6 +211,14 @@ type common struct {
 	// json prints results and errors as JSON on stdout (--json).
 	json        bool
 	explicitSet map[string]bool
+	// adjust, if set, changes the loaded config before it is validated.
+	adjust func(*config.Config)
+	// keepAnswers makes start keep the upstream answers readable in
+	// answers, for a command that prints them whole (invoke --raw).
+	keepAnswers bool
+	answers     *cliAnswers
+	// cfg is the config config returned, for the words of an error.
+	cfg *config.Config
 	// order is the flags in the order registered, for the help; hidden
 	// ones are accepted but not shown.
 	order  []string
@@ -290,6 +319,12 @@ func (c *common) duration(p *time.Duration, name string, def time.Duration, usag
 	c.value((*durationValue)(p), name, usage)
 }
 
+// timeout registers a --timeout: a duration, or bare seconds.
+func (c *common) timeout(p *time.Duration, def time.Duration, usage string) {
+	*p = def
+	c.value((*timeoutValue)(p), "timeout", usage)
+}
+
 func (c *common) integer(p *int, name string, def int, unit, usage string) {
 	*p = def
 	c.value(intValue{n: p, unit: unit}, name, usage)
@@ -339,6 +374,10 @@ func (c *common) parse(args []string) ([]string, error) {
 			}
 			if wantsJSON(args) {
 				jsonError(c.out(), "usage", c.flagError(err), "Run 'specgate help "+c.name+"' for its flags.")
+				return nil, exitError{code: exitUsage}
+			}
+			if jsonLogsRequested(args) {
+				logError(c.stderr, "specgate "+c.name+": "+c.flagError(err), "hint", "Run 'specgate help "+c.name+"' for its flags.")
 				return nil, exitError{code: exitUsage}
 			}
 			fmt.Fprintf(c.stderr, "specgate %s: %s\nRun 'specgate help %s' for its flags.\n", c.name, c.flagError(err), c.name)
@@ -416,6 +455,11 @@ func (c *common) config() (*config.Config, error) {
 	} else {
 		cfg = config.Default()
 	}
+	// SPECGATE_* variables override the file's top-level keys; flags
+	// override both
+	if _, err := cfg.ApplyEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
 	if c.specID != "" && len(c.specs) != 1 {
 		return nil, fmt.Errorf("--name names the one --spec given, and there are %d", len(c.specs))
 	}
@@ -437,18 +481,26 @@ func (c *common) config() (*config.Config, error) {
 	if c.explicitSet["read-only"] {
 		cfg.ReadOnly = c.readOnly
 	}
+	if c.adjust != nil {
+		c.adjust(cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if _, err := curationFilters(cfg); err != nil {
 		return nil, err
 	}
+	c.cfg = cfg
 	return cfg, nil
 }
 
 func (c *common) usageError(format string, args ...any) error {
 	if c.json {
 		jsonError(c.out(), "usage", fmt.Sprintf(format, args...), "Run 'specgate help "+c.name+"' for its arguments.")
+		return exitError{code: exitUsage}
+	}
+	if c.logFormat == "json" {
+		logError(c.stderr, "specgate "+c.name+": "+fmt.Sprintf(format, args...), "hint", "Run 'specgate help "+c.name+"' for its arguments.")
 		return exitError{code: exitUsage}
 	}
 	fmt.Fprintf(c.stderr, "specgate %s: %s\n", c.name, fmt.Sprintf(format, args...))

@@ -14,7 +14,7 @@ import (
 func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newFlags("healthcheck", stdout, stderr)
 	var timeout time.Duration
-	c.duration(&timeout, "timeout", 3*time.Second, "give up after `DURATION`")
+	c.timeout(&timeout, 3*time.Second, "give up after `DURATION` (30s, 2m; a bare number counts seconds)")
 	rest, err := c.parse(args)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ type commandDoc struct {
 }
 
 // commandOrder is the order of the commands in the help.
-var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "config", "mock", "healthcheck", "version"}
+var commandOrder = []string{"serve", "search", "inspect", "invoke", "run-script", "check", "init", "config", "mock", "healthcheck", "completion", "version"}
 
 var commandDocs = map[string]commandDoc{
 	"serve": {
@@ -88,6 +88,13 @@ var commandDocs = map[string]commandDoc{
 		usage:   "[flags] [URL]",
 		args:    []string{"URL\tdefault http://127.0.0.1:8080/readyz"},
 		example: "specgate healthcheck http://127.0.0.1:8080/healthz",
+	},
+	"completion": {
+		short:   "print a shell completion script",
+		summary: "Print a completion script for bash, zsh or fish: commands, their flags and the values some take.",
+		usage:   "SHELL",
+		args:    []string{"SHELL\tbash, zsh or fish"},
+		example: "source <(specgate completion bash)     # in ~/.bashrc\nsource <(specgate completion zsh)      # in ~/.zshrc\nspecgate completion fish > ~/.config/fish/completions/specgate.fish",
 	},
 	"version": {
 		short:   "print specgate's version",

@@ -63,7 +63,10 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	return writeNew(out, initConfig(s, written, name != ""), force)
+	if err := writeNew(out, initConfig(s, written, name != ""), force); err != nil {
+		return err
+	}
+	return writeSchemaBeside(out, force)
 }
 
 func isURL(s string) bool {
@@ -126,6 +129,8 @@ func initConfig(s *spec.Spec, location string, named bool) string {
 	if title == "" {
 		title = name
 	}
+	// the schema gives editors completion and each key's documentation on hover
+	w("# yaml-language-server: $schema=%s\n", schemaFile)
 	w("# specgate config for %s (%s), written by `specgate init`.\n", title, oneLineText(formatName(s.Version)))
 	w("# Check it with `specgate check --config FILE`; serve it with `specgate serve --config FILE`.\n")
 	w("# Every key, its default and why: config.example.yaml.\n\n")

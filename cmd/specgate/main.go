@@ -14,6 +14,7 @@
 //	specgate config     schema             print the config file's JSON Schema
 //	specgate mock       --spec S           serve a mock of the spec's upstream
 //	specgate healthcheck [URL]             exit 0 when a specgate answers 2xx
+//	specgate completion bash|zsh|fish      print a shell completion script
 //	specgate version
 //
 // Run "specgate help CMD" or "specgate CMD --help" for a command's
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdMock(ctx, args[1:], stdout, stderr)
 	case "run-script":
 		err = cmdRunScript(ctx, args[1:], stdin, stdout, stderr)
+	case "completion":
+		err = cmdCompletion(ctx, args[1:], stdout, stderr)
 	case scriptWorkerCommand:
 		// Not in the usage: serve starts it, one process per script.
 		return script.WorkerMain(args[1:], stdin, stdout)
@@ -106,6 +109,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if wantsJSON(args[1:]) {
 		jsonError(stdout, "failed", err.Error(), "")
+		return 1
+	}
+	if jsonLogsRequested(args[1:]) {
+		logError(stderr, "specgate "+args[0]+" failed", "err", err.Error())
 		return 1
 	}
 	fmt.Fprintln(stderr, "specgate:", err)

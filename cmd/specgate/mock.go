@@ -59,8 +59,13 @@ func cmdMock(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "specgate mock of %s (%d operations%s) at http://%s%s\n",
-		s.Name, len(s.Endpoints), quotaText(opts), ln.Addr(), m.BasePath())
+	if jsonLogs(opts.Logger) {
+		opts.Logger.Info("specgate mock", "spec", s.Name, "operations", len(s.Endpoints), "quota", strings.TrimPrefix(quotaText(opts), ", "),
+			"url", "http://"+ln.Addr().String()+m.BasePath())
+	} else {
+		fmt.Fprintf(stderr, "specgate mock of %s (%d operations%s) at http://%s%s\n",
+			s.Name, len(s.Endpoints), quotaText(opts), ln.Addr(), m.BasePath())
+	}
 	hs := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

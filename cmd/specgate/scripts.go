@@ -28,6 +28,9 @@ func scriptOptions(cfg *config.Config, store runs.Store, log *slog.Logger) mcpse
 		o.AnswerWithin = -1 // answer at the end
 	}
 	o.Runs = runs.NewManager(runs.Options{Store: store, Keep: time.Duration(cfg.ResponseTTL), Logger: log})
+	if err := script.WorkerSupported(); err != nil {
+		log.Warn("run_script is refused here: every call of it answers script_error", "reason", err.Error())
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		log.Warn("run_script runs in process: the specgate binary cannot be found to start script workers", "err", err)

@@ -29,6 +29,7 @@ func newStore(ctx context.Context, cfg *config.Config, rc *redisstore.Client, lo
 	if rc == nil {
 		return nil, nil
 	}
+	logRedisTo(log)
 	return redisstore.New(ctx, redisstore.Options{
 		Client:        rc,
 		FallbackShare: cfg.Store.FallbackShare,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -70,9 +71,14 @@ func serveUI(ctx context.Context, a *app, addr string, stderr io.Writer, listeni
 	mux := http.NewServeMux()
 	mux.Handle("/ui", page)
 	mux.Handle("/ui/", page)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	go hub.Run(ctx)
-	fmt.Fprintf(stderr, "specgate governance page (sign in once with this link): %s\n", uiURL(ln.Addr(), tok))
+	if jsonLogs(a.log) {
+		a.log.Info("specgate governance page (sign in once with this link)", "url", uiURL(ln.Addr(), tok))
+	} else {
+		fmt.Fprintf(stderr, "specgate governance page (sign in once with this link): %s\n", uiURL(ln.Addr(), tok))
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -65,6 +65,7 @@ func Schema() (*jsonschema.Schema, error) {
 			n.AnyOf = append(n.AnyOf, &jsonschema.Schema{Type: "null"})
 		}
 	})
+	withKeyDocs(s)
 	s.Schema = schemaDialect
 	s.Title = "specgate config"
 	s.Description = "The YAML config of specgate (config.example.yaml documents every key and its default)."
@@ -99,4 +100,57 @@ func walkSchema(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 	for _, a := range s.AnyOf {
 		walkSchema(a, f)
 	}
+}
+
+// schemaPaths lists the key paths of s: "http.auth.jwt.issuer", with "[]"
+// for a list's items ("specs[].name") and "{}" for a map's values
+// ("specs[].auth{}.token").
+func schemaPaths(s *jsonschema.Schema) []string {
+	var out []string
+	describeKeys(s, "", func(path string, _ *jsonschema.Schema) *jsonschema.Schema {
+		out = append(out, path)
+		return nil
+	})
+	return out
+}
+
+// describeKeys calls f on each property of s with its path; a schema f
+// returns replaces the property's.
+func describeKeys(s *jsonschema.Schema, path string, f func(string, *jsonschema.Schema) *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for k, p := range s.Properties {
+		kp := k
+		if path != "" {
+			kp = path + "." + k
+		}
+		if r := f(kp, p); r != nil {
+			s.Properties[k] = r
+			p = r
+		}
+		describeKeys(p, kp, f)
+	}
+	describeKeys(s.Items, path+"[]", f)
+	describeKeys(s.AdditionalProperties, path+"{}", f)
+	for _, a := range s.AnyOf {
+		describeKeys(a, path, f)
+	}
+}
+
+// withKeyDocs gives each property of s its description from keyDocs, on a
+// copy of its schema: the schemas of a type (every duration) are shared.
+func withKeyDocs(s *jsonschema.Schema) {
+	describeKeys(s, "", func(path string, p *jsonschema.Schema) *jsonschema.Schema {
+		d := keyDocs[path]
+		if d == "" {
+			return nil
+		}
+		cp := *p
+		if cp.Description != "" {
+			d += " (" + cp.Description + ")"
+		}
+		cp.Description = d
+		return &cp
+	})
 }

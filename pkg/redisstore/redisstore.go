@@ -35,7 +35,10 @@ const (
 	DefaultFallbackShare = 0.34
 	DefaultTimeout       = 250 * time.Millisecond
 	DefaultProbeInterval = 500 * time.Millisecond
-	DefaultLeaseTTL      = 10 * time.Second
+	// DefaultHeartbeat is how often Redis is pinged while it answers, so that an idle
+	// replica's readiness says degraded within seconds of Redis going away.
+	DefaultHeartbeat = 2 * time.Second
+	DefaultLeaseTTL  = 10 * time.Second
 )
 
 // Options configure a Store. The zero value talks to redis://127.0.0.1:6379/0.
@@ -63,6 +66,10 @@ type Options struct {
 	Timeout time.Duration
 	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
 	ProbeInterval time.Duration
+	// Heartbeat is how often Redis is pinged while every part of it answers: without it
+	// a replica that makes no call would not notice Redis going away. Zero: 2s;
+	// negative: never.
+	Heartbeat time.Duration
 	// LeaseTTL is how long a concurrency lease lives past its last renewal: the store
 	// renews the leases of its calls in flight every LeaseTTL/3, so a replica that was
 	// killed holds its slots at most this long. Zero: 10s.
@@ -188,7 +195,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.ping(ctx); err != nil {
 		s.fail("", err)
 	}
-	go s.probe(probe)
+	beat := opts.Heartbeat
+	if beat == 0 {
+		beat = DefaultHeartbeat
+	}
+	go s.probe(probe, beat)
 	go s.renew(max(s.leaseTTL/3, time.Millisecond))
 	return s, nil
 }
@@ -327,19 +338,49 @@ func (s *Store) pingSlot(ctx context.Context, key string) error {
 	return s.cluster.Exists(ctx, key).Err()
 }
 
-func (s *Store) probe(every time.Duration) {
+func (s *Store) probe(every, beat time.Duration) {
 	defer close(s.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case now := <-t.C:
 			if s.ndown.Load() != 0 {
 				s.probeOnce(context.Background())
+				last = now
+			} else if beat > 0 && now.Sub(last) >= beat {
+				s.heartbeat(context.Background())
+				last = now
 			}
 		}
+	}
+}
+
+// heartbeat pings Redis while it answers and marks the store unreachable when it does
+// not. With Redis Cluster that is when no master answers: one node down degrades only
+// its slots, found by the calls that go to them.
+func (s *Store) heartbeat(ctx context.Context) {
+	if s.cluster == nil {
+		if err := s.ping(ctx); err != nil {
+			s.fail("", err)
+		}
+		return
+	}
+	var ok atomic.Bool
+	err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		ctx, cancel := context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+		err := c.Ping(ctx).Err()
+		if err == nil {
+			ok.Store(true)
+		}
+		return err
+	})
+	if err != nil && !ok.Load() {
+		s.fail("", err)
 	}
 }
 

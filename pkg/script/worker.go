@@ -117,6 +117,9 @@ type wireFailure struct {
 func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (*Result, error) {
 	opts.defaults()
 	res := &Result{Value: json.RawMessage("null")}
+	if err := workerSupported(); err != nil {
+		return nil, &Error{Code: codes.ScriptError, Message: err.Error(), Result: res}
+	}
 	if len(code) > MaxCodeBytes {
 		return nil, &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
 	}
@@ -195,18 +198,38 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	return nil, &Error{Code: codes.ScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
 }
 
-// backstopRoom is how much address space a worker may map past what it
-// had mapped at its start: far above the memory bound, since Go reserves
-// address space it does not use, and only what the sampler could not stop
-// in time reaches it.
-func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
-
-// backstopError is a worker the OS killed for its address space: the
-// script allocated past the backstop before its live heap was seen past the
-// bound, which is not the same as the bound passed.
+// backstopError is a worker stopped at its memory backstop (the OS's
+// address-space limit on Linux, its own watch of its resident memory on
+// macOS): the script allocated past it before its live heap was seen past
+// the bound, which is not the same as the bound passed.
 func backstopError(o Options, res *Result) *Error {
-	return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
-		backstopRoom(o.MaxMemory)>>20, o.MaxMemory>>20), Result: res}
+	return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the script's worker was killed %s: it allocated past its %d MiB memory backstop (%s, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
+		backstopBy, backstopRoom(o.MaxMemory)>>20, backstopWhat, o.MaxMemory>>20), Result: res}
+}
+
+// WorkerSupported says why scripts cannot run in a bounded worker on this
+// platform, or nil when they can: Linux (address space and CPU rlimits)
+// and macOS (CPU rlimit and a watch on resident memory) bound a worker;
+// Windows offers neither without a job object, which specgate does not
+// set, so a Worker refuses to run there.
+func WorkerSupported() error { return workerSupported() }
+
+// watchPeak calls over, once, when peak reports more than bound, checking
+// every interval until ctx ends.
+func watchPeak(ctx context.Context, every time.Duration, bound int64, peak func() int64, over func(int64)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if p := peak(); p > bound {
+				over(p)
+				return
+			}
+		}
+	}
 }
 
 func (w *Worker) broken(res *Result, err error) error {

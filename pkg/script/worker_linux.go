@@ -9,6 +9,20 @@ import (
 	"syscall"
 )
 
+// backstopWhat is what a worker's memory backstop bounds.
+const backstopWhat = "address space"
+
+// backstopBy is what stops a worker at its backstop.
+const backstopBy = "by the OS"
+
+// backstopRoom is how much address space a worker may map past what it
+// had mapped at its start: far above the memory bound, since Go reserves
+// address space it does not use, and only what the sampler could not stop
+// in time reaches it.
+func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
+
+func workerSupported() error { return nil }
+
 // workerAttr kills the worker when specgate dies, so no script outlives
 // the server that ran it.
 func workerAttr() *syscall.SysProcAttr {

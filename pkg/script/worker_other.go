@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin && !windows
 
 package script
 
@@ -7,6 +7,15 @@ import (
 	"runtime/debug"
 	"syscall"
 )
+
+const backstopWhat = "the Go heap's soft limit"
+
+// backstopBy is what stops a worker at its backstop.
+const backstopBy = "by the OS"
+
+func backstopRoom(maxMemory int64) int64 { return 32 << 20 }
+
+func workerSupported() error { return nil }
 
 func workerAttr() *syscall.SysProcAttr { return nil }
 
