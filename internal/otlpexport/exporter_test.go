@@ -363,3 +363,13 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A receiver's answer is untrusted bytes: reading it never panics.
+func FuzzPartialSuccess(f *testing.F) {
+	ok, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 3, ErrorMessage: "m"}})
+	f.Add(ok)
+	f.Add([]byte{0x0a, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = partialSuccess(b)
+	})
+}
