@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/specgate/specgate/internal/otlpexport"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -15,20 +14,17 @@ import (
 
 // newTracing starts OpenTelemetry tracing when OTEL_EXPORTER_OTLP_ENDPOINT
 // (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, else when the config's
-// otlp_endpoint is: spans go over OTLP/HTTP, configured by the standard
-// OTEL_* variables (headers, timeout, OTEL_SERVICE_NAME). With neither, it
+// otlp_endpoint is: spans go over OTLP/HTTP (protobuf) through
+// otlpexport, configured by the standard OTEL_* variables (headers,
+// timeout, compression, certificates, OTEL_SERVICE_NAME). With neither, it
 // returns a nil tracer: no spans, no cost. The returned func flushes and
 // stops the exporter.
 func newTracing(ctx context.Context, configEndpoint string) (trace.Tracer, func(), error) {
-	var opts []otlptracehttp.Option
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-		if configEndpoint == "" {
-			return nil, func() {}, nil
-		}
-		// As the variable's value is: a base URL the traces path is added to.
-		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(configEndpoint, "/")+"/v1/traces"))
+	opts, on, err := otlpexport.FromEnv(otlpexport.Env{Getenv: os.Getenv, ReadFile: os.ReadFile}, configEndpoint)
+	if err != nil || !on {
+		return nil, func() {}, err
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	exp, err := otlpexport.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
