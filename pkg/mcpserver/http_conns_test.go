@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // TestSlowBodyIsCut: a body that does not arrive within BodyTimeout gets
@@ -18,7 +20,7 @@ import (
 // and after a 408 it waited for the rest of the body.
 func TestSlowBodyIsCut(t *testing.T) {
 	f := newFixture(t, 0)
-	ts := httptest.NewServer(f.srv.HTTPHandlerWith(HTTPOptions{BodyTimeout: 50 * time.Millisecond}))
+	ts := httptest.NewServer(serve.NewHandler(f.srv, serve.Options{BodyTimeout: 50 * time.Millisecond}))
 	t.Cleanup(ts.Close)
 	for _, tt := range []struct {
 		name, path, extra string
@@ -68,7 +70,7 @@ func TestConnectionsPerIPCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := LimitConnsPerIP(ln, 2, nil)
+	lim := serve.LimitConnsPerIP(ln, 2, nil)
 	defer lim.Close()
 	accepted := make(chan net.Conn, 8)
 	go func() {

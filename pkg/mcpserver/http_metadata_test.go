@@ -10,6 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/inauth"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // newIssuer serves RFC 8414 authorization server metadata on loopback.
@@ -45,11 +48,11 @@ func getJSON(t testing.TB, url string) (*http.Response, map[string]any) {
 }
 
 func TestHTTPProtectedResourceMetadata(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens:               map[string]Principal{"good": {Subject: "ada"}},
 		Resource:             "https://mcp.example.com/mcp",
 		AuthorizationServers: []string{"https://id.example"},
-		Scopes:               Scopes{Read: "specgate:read", Invoke: "specgate:invoke"},
+		Scopes:               inauth.Scopes{Read: "specgate:read", Invoke: "specgate:invoke"},
 	}, 0)
 	want := map[string]any{
 		"resource":                 "https://mcp.example.com/mcp",
@@ -88,7 +91,7 @@ func TestHTTPProtectedResourceMetadata(t *testing.T) {
 }
 
 func TestHTTPMetadataResourceFromHost(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{Tokens: map[string]Principal{"good": {Subject: "ada"}}}, 0)
+	f := newHTTPFixture(t, serve.Options{Tokens: map[string]Principal{"good": {Subject: "ada"}}}, 0)
 	_, got := getJSON(t, f.ts.URL+"/.well-known/oauth-protected-resource/mcp")
 	if got["resource"] != f.ts.URL+"/mcp" {
 		t.Errorf("resource = %v, want %s/mcp", got["resource"], f.ts.URL)
@@ -110,7 +113,7 @@ func TestMCPGoOAuthClientDiscoversIssuer(t *testing.T) {
 	srv := New(Options{})
 	ts := httptest.NewUnstartedServer(nil)
 	resource := "http://" + ts.Listener.Addr().String() + "/mcp"
-	ts.Config.Handler = srv.HTTPHandlerWith(HTTPOptions{
+	ts.Config.Handler = serve.NewHandler(srv, serve.Options{
 		Tokens:               map[string]Principal{"good": {Subject: "ada"}},
 		Resource:             resource,
 		AuthorizationServers: []string{iss.URL},
@@ -153,7 +156,7 @@ func TestMCPGoOAuthClientDiscoversIssuer(t *testing.T) {
 }
 
 func TestHTTPMetricsToken(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MetricsToken: "scrape-secret"}, 0)
+	f := newHTTPFixture(t, serve.Options{MetricsToken: "scrape-secret"}, 0)
 	for _, tt := range []struct {
 		token string
 		want  int

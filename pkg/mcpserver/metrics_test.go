@@ -7,13 +7,14 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/telemetry"
 )
 
 // TestMetricsBuiltBeforeTheServerCountForIt: errors counted into metrics
 // made before the server (the store's hook at start) show in the server's
 // registry, and the queue depth appears only once a limiter is known.
 func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
-	m := NewMetrics()
+	m := telemetry.NewMetrics()
 	m.ObserveStoreError("redis")
 	if n, err := series(m.Registry(), "specgate_queue_depth"); err != nil || n != 0 {
 		t.Errorf("queue depth series without a limiter = %d, %v; want 0", n, err)

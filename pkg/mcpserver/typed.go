@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/rpcmsg"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -111,26 +112,43 @@ type EndTaskArgs struct {
 // reach the upstream exactly. The problem it returns names the argument
 // and what it must be, or lists the arguments the tool takes.
 func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
-	raw = unwrapArguments(raw)
+	return decodeArgsRead(tool, raw, nil, dst)
+}
+
+// argKeys are the keys of a call's arguments as the transport's one
+// reading of the message found and checked them (rpcmsg.Read).
+type argKeys struct{ keys []string }
+
+// decodeArgsRead is decodeArgs for arguments whose keys read already
+// holds, checked: the arguments are not walked a second time.
+func decodeArgsRead(tool string, raw json.RawMessage, read *argKeys, dst any) *mcp.CallToolResult {
+	if inner, wrapped := rpcmsg.Unwrap(raw); wrapped {
+		raw, read = inner, nil // the transport read the wrapper, not these
+	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		raw = []byte("{}")
+		raw, read = []byte("{}"), nil
 	} else if t[0] != '{' {
 		return argError("arguments must be a JSON object")
 	}
-	keys, err := checkKeys(raw, levelArguments)
-	if err != nil {
-		var kp *keyProblem
-		if errors.As(err, &kp) {
-			return argError("%s", kp.msg)
+	var keys []string
+	if read != nil {
+		keys = read.keys
+	} else {
+		var err error
+		if keys, err = rpcmsg.CheckKeys(raw, rpcmsg.LevelArguments); err != nil {
+			var kp *rpcmsg.KeyProblem
+			if errors.As(err, &kp) {
+				return argError("%s", kp.Msg)
+			}
+			return argError("arguments must be a JSON object")
 		}
-		return argError("arguments must be a JSON object")
 	}
 	names := argNames(dst)
 	for _, k := range keys {
 		if !slices.Contains(names, k) {
 			for _, n := range names {
 				if strings.EqualFold(n, k) {
-					return argError("unknown argument %s: did you mean %s? %s takes %s", quoteKey(k), n, tool, strings.Join(names, ", "))
+					return argError("unknown argument %s: did you mean %s? %s takes %s", rpcmsg.QuoteKey(k), n, tool, strings.Join(names, ", "))
 				}
 			}
 			return argError("unknown argument %s: %s takes %s", clip(k, 64), tool, strings.Join(names, ", "))
@@ -139,7 +157,7 @@ func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
-	err = dec.Decode(dst)
+	err := dec.Decode(dst)
 	if err == nil {
 		return nil
 	}

@@ -1,11 +1,11 @@
-package mcpserver
+package inauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +16,15 @@ import (
 // token's scopes. Budgets key on it, never on the token, so a rotated token
 // keeps its budget. It is invoke's Principal: one type of caller.
 type Principal = invoke.Principal
+
+// TokenVerifier verifies a bearer token and names its principal.
+// *JWTVerifier is one. Every refusal must match ErrInvalidToken; other
+// errors are treated as refusals too.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string, now time.Time) (Principal, error)
+}
+
+var _ TokenVerifier = (*JWTVerifier)(nil)
 
 // ErrInvalidToken is the error of a bearer token that failed verification.
 // Its message never holds the token.
@@ -30,12 +39,14 @@ func (e *tokenError) Is(target error) bool { return target == ErrInvalidToken }
 
 func invalid(format string, a ...any) error { return &tokenError{reason: fmt.Sprintf(format, a...)} }
 
-// staticTokens maps SHA-256 digests of tokens to principals, so a lookup
-// takes the same time whatever prefix of a token a caller guessed.
-type staticTokens map[[sha256.Size]byte]Principal
+// StaticTokens maps SHA-256 digests of tokens to principals, so a lookup
+// takes the same time whatever prefix of a token a caller guessed. Read-only
+// after NewStaticTokens, so safe for concurrent use.
+type StaticTokens map[[sha256.Size]byte]Principal
 
-func newStaticTokens(tokens map[string]Principal) staticTokens {
-	out := staticTokens{}
+// NewStaticTokens indexes tokens by digest; empty tokens never match.
+func NewStaticTokens(tokens map[string]Principal) StaticTokens {
+	out := StaticTokens{}
 	for tok, p := range tokens {
 		if tok == "" {
 			continue
@@ -45,26 +56,22 @@ func newStaticTokens(tokens map[string]Principal) staticTokens {
 	return out
 }
 
-func (st staticTokens) lookup(tok string) (Principal, bool) {
+// Lookup returns the principal of tok.
+func (st StaticTokens) Lookup(tok string) (Principal, bool) {
 	p, ok := st[sha256.Sum256([]byte(tok))]
 	return p, ok
 }
 
-// bearerToken returns the token of an Authorization: Bearer header, or ""
+// MaxAuthorization bounds the Authorization header; a longer one is
+// refused before any parsing.
+const MaxAuthorization = 8 << 10
+
+// BearerToken returns the token of an Authorization: Bearer header, or ""
 // when there is none.
-func bearerToken(r *http.Request) string {
+func BearerToken(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
 		return ""
 	}
 	return strings.TrimSpace(h[7:])
-}
-
-// retryAfterHeader formats a wait as whole seconds, rounded up, at least 1.
-func retryAfterHeader(d time.Duration) string {
-	s := int64((d + time.Second - 1) / time.Second)
-	if s < 1 {
-		s = 1
-	}
-	return strconv.FormatInt(s, 10)
 }

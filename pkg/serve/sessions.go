@@ -1,4 +1,4 @@
-package mcpserver
+package serve
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/specgate/specgate/pkg/inauth"
 )
 
 // defaultSessionIdle is how long an HTTP session lives unused when
-// HTTPOptions.SessionIdle is zero.
+// Options.SessionIdle is zero.
 const defaultSessionIdle = 30 * time.Minute
 
 // sessionOwnerKey carries, in an HTTP request's context, the key of the
@@ -22,13 +24,20 @@ const defaultSessionIdle = 30 * time.Minute
 type sessionOwnerKey struct{}
 
 // overHTTPKey marks a request that came over streamable HTTP; its value
-// says whether HTTPOptions.Sessions is on.
+// says whether Options.Sessions is on.
 type overHTTPKey struct{}
+
+// OverHTTP reports whether ctx is a request's that came over streamable
+// HTTP and, if so, whether sessions are on there.
+func OverHTTP(ctx context.Context) (sessions, ok bool) {
+	sessions, ok = ctx.Value(overHTTPKey{}).(bool)
+	return sessions, ok
+}
 
 var errUnknownSession = errors.New("no such session for this caller")
 
 // httpSessions are the 2025-era MCP sessions this process opened over
-// streamable HTTP (HTTPOptions.Sessions). Each belongs to the principal
+// streamable HTTP (Options.Sessions). Each belongs to the principal
 // whose initialize opened it: a request that names another principal's
 // session is refused as if it did not exist, so a session ID is never a
 // credential. It is an mcp-go SessionIdManagerResolver that binds the
@@ -197,7 +206,7 @@ func (m sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 // them: mcp-go does not validate the session of a GET stream, so another
 // principal's could be listened on. A POST's session is validated by
 // mcp-go through sessionIDs (a 2026-07-28 POST has none).
-func (h *httpHandler) checkSession(w http.ResponseWriter, r *http.Request, owner string) bool {
+func (h *handler) checkSession(w http.ResponseWriter, r *http.Request, owner string) bool {
 	if h.sessions == nil || r.Method == http.MethodPost {
 		return true
 	}
@@ -207,10 +216,10 @@ func (h *httpHandler) checkSession(w http.ResponseWriter, r *http.Request, owner
 		if h.sessions.use(id, owner) {
 			return true // a DELETE ends it through sessionIDs.Terminate
 		}
-		writeJSONError(w, http.StatusNotFound, "SESSION_NOT_FOUND", "no such session: initialize again", 0)
+		inauth.WriteError(w, http.StatusNotFound, "SESSION_NOT_FOUND", "no such session: initialize again", 0)
 		return false
 	case r.Method == http.MethodGet && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
-		writeJSONError(w, http.StatusBadRequest, "BAD_REQUEST", "a GET stream needs the Mcp-Session-Id of a session this caller opened", 0)
+		inauth.WriteError(w, http.StatusBadRequest, "BAD_REQUEST", "a GET stream needs the Mcp-Session-Id of a session this caller opened", 0)
 		return false
 	}
 	return true
@@ -218,7 +227,7 @@ func (h *httpHandler) checkSession(w http.ResponseWriter, r *http.Request, owner
 
 // closeSessions ends in mcp-go the sessions sweep found ended, as a DELETE
 // of each would: mcp-go keeps a registered session until then.
-func (h *httpHandler) closeSessions(ctx context.Context) {
+func (h *handler) closeSessions(ctx context.Context) {
 	for _, id := range h.sessions.sweep(h.now()) {
 		r, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodDelete, "/mcp", nil)
 		if err != nil {

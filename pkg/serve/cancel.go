@@ -1,4 +1,4 @@
-package mcpserver
+package serve
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/specgate/specgate/pkg/rpcmsg"
 )
 
 // Without a session (stateless HTTP, every 2026-07-28 request, a
@@ -39,12 +41,12 @@ type inflightCall struct {
 // went away (net/http ends the context then too).
 var errCallerCancelled = errors.New("the caller cancelled the call")
 
-// callerCancelled reports whether ctx ended because its caller asked to
+// CallerCancelled reports whether ctx ended because its caller asked to
 // stop the call. Over HTTP that is a notifications/cancelled only: a
 // dropped connection, or a client that stopped reading, asked nothing.
 // Elsewhere (stdio) mcp-go ends a call's context only when asked to, or
 // when the server stops.
-func callerCancelled(ctx context.Context) bool {
+func CallerCancelled(ctx context.Context) bool {
 	if _, overHTTP := ctx.Value(overHTTPKey{}).(bool); overHTTP {
 		return errors.Is(context.Cause(ctx), errCallerCancelled)
 	}
@@ -113,16 +115,11 @@ func canonicalID(raw json.RawMessage) (string, bool) {
 // its caller: a notifications/cancelled is answered here (202) and cancels
 // only owner's own request of that ID in the same session; a request is
 // filed for it, and once cancelled its answer is not sent (the caller gave
-// up on it): the POST ends without it, 202 if nothing was written yet.
-func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner string, body []byte) {
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if len(body) == 0 || body[0] == '[' || json.Unmarshal(body, &msg) != nil {
+// up on it): the POST ends without it, 202 if nothing was written yet. m
+// is the message read (nil for a batch or what is not JSON), body what
+// mcp-go is to read.
+func (h *handler) serveScoped(w http.ResponseWriter, r *http.Request, owner string, m *rpcmsg.Message, body []byte) {
+	if m == nil {
 		h.streamable.ServeHTTP(w, r)
 		return
 	}
@@ -130,23 +127,22 @@ func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner 
 	if h.sessions != nil {
 		k.session = r.Header.Get(server.HeaderKeySessionID)
 	}
-	if msg.Method == string(mcp.MethodNotificationCancelled) {
-		if id, ok := canonicalID(msg.Params.RequestID); ok {
+	if m.Method == string(mcp.MethodNotificationCancelled) {
+		if id, ok := canonicalID(m.RequestID); ok {
 			k.id = id
 			h.inflight.cancel(k)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	var tm taskMessage
-	isTask := json.Unmarshal(body, &tm) == nil && tm.isTask()
-	id, ok := canonicalID(msg.ID)
+	isTask := h.b.IsTask(m)
+	id, ok := canonicalID(m.ID)
 	if isTask && !ok {
 		// Never mcp-go's: its task store is shared by every caller.
 		(&rpcError{code: mcp.INVALID_REQUEST, msg: "a task request needs a string or number id"}).write(w)
 		return
 	}
-	if msg.Method == "" || !ok {
+	if m.Method == "" || !ok {
 		h.streamable.ServeHTTP(w, r)
 		return
 	}
@@ -155,7 +151,9 @@ func (h *httpHandler) serveScoped(w http.ResponseWriter, r *http.Request, owner 
 	defer done()
 	qw := &quietWriter{ResponseWriter: w, call: call}
 	if isTask {
-		h.s.serveTask(ctx, qw, body, &tm, msg.ID)
+		qw.Header().Set("Content-Type", "application/json")
+		qw.WriteHeader(http.StatusOK)
+		_ = json.NewEncoder(qw).Encode(h.b.AnswerTask(ctx, m, body))
 	} else {
 		h.streamable.ServeHTTP(qw, r.WithContext(ctx))
 	}

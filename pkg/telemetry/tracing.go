@@ -1,11 +1,11 @@
-package mcpserver
+package telemetry
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -25,11 +25,12 @@ import (
 
 var noopTracer = noop.NewTracerProvider().Tracer("")
 
-func (s *Server) tracer() trace.Tracer {
-	if s.opts.Tracer == nil {
+// TracerOr returns t, or a tracer that records nothing when t is nil.
+func TracerOr(t trace.Tracer) trace.Tracer {
+	if t == nil {
 		return noopTracer
 	}
-	return s.opts.Tracer
+	return t
 }
 
 // callTrace sums what a tool call's governed attempts did, for its span.
@@ -41,35 +42,32 @@ type callTrace struct {
 
 type callTraceKey struct{}
 
-// startToolSpan starts the span of one tool call.
-func (s *Server) startToolSpan(ctx context.Context, name string, req mcp.CallToolRequest) (context.Context, trace.Span) {
-	if s.opts.Tracer == nil {
+// StartToolSpan starts with tr the span of one call of the tool name,
+// whose request carries header and _meta fields meta. With a nil tr it
+// starts none.
+func StartToolSpan(ctx context.Context, tr trace.Tracer, name string, header http.Header, meta map[string]any) (context.Context, trace.Span) {
+	if tr == nil {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	carrier := propagation.MapCarrier{}
 	for _, k := range []string{"traceparent", "tracestate"} {
-		if v := req.Header.Get(k); v != "" {
+		if v := header.Get(k); v != "" {
 			carrier[k] = v
 		}
-		if m := req.Params.Meta; m != nil {
-			if v, ok := m.AdditionalFields[k].(string); ok && v != "" {
-				carrier[k] = v
-			}
+		if v, ok := meta[k].(string); ok && v != "" {
+			carrier[k] = v
 		}
 	}
 	ctx = propagation.TraceContext{}.Extract(ctx, carrier)
 	ctx = context.WithValue(ctx, callTraceKey{}, &callTrace{})
-	return s.opts.Tracer.Start(ctx, "tools/call "+name,
+	return tr.Start(ctx, "tools/call "+name,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name)))
 }
 
-// endToolSpan ends it with the call's outcome.
-func (s *Server) endToolSpan(ctx context.Context, span trace.Span, name string, args any, res *mcp.CallToolResult, err error) {
-	if s.opts.Tracer == nil {
-		return
-	}
-	endpoint, code, _ := s.callLabels(name, args, res, err)
+// EndToolSpan ends a tool call's span with its endpoint ("" when it names
+// none) and outcome code ("ok" or the error's).
+func EndToolSpan(ctx context.Context, span trace.Span, endpoint, code string) {
 	if endpoint != "" {
 		span.SetAttributes(attribute.String("specgate.endpoint.id", endpoint))
 	}
@@ -89,10 +87,11 @@ func (s *Server) endToolSpan(ctx context.Context, span trace.Span, name string, 
 	span.End()
 }
 
-// traceAttempt records one governed attempt after the fact: its wait in
-// the queue and the upstream call, as children of the tool call's span.
-func (s *Server) traceAttempt(ctx context.Context, e *spec.Endpoint, up string, queueWait, latency time.Duration, res *invoke.Result) {
-	if s.opts.Tracer == nil {
+// TraceAttempt records with tr one governed attempt after the fact: its
+// wait in the queue and the upstream call, as children of the tool call's
+// span. With a nil tr it records nothing.
+func TraceAttempt(ctx context.Context, tr trace.Tracer, e *spec.Endpoint, up string, queueWait, latency time.Duration, res *invoke.Result) {
+	if tr == nil {
 		return
 	}
 	if ct, ok := ctx.Value(callTraceKey{}).(*callTrace); ok {
@@ -105,10 +104,10 @@ func (s *Server) traceAttempt(ctx context.Context, e *spec.Endpoint, up string, 
 	sent := end.Add(-latency)
 	attrs := []attribute.KeyValue{attribute.String("specgate.endpoint.id", e.ID), attribute.String("specgate.upstream", up)}
 	if queueWait > 0 {
-		_, q := s.opts.Tracer.Start(ctx, "queue wait", trace.WithTimestamp(sent.Add(-queueWait)), trace.WithAttributes(attrs...))
+		_, q := tr.Start(ctx, "queue wait", trace.WithTimestamp(sent.Add(-queueWait)), trace.WithAttributes(attrs...))
 		q.End(trace.WithTimestamp(sent))
 	}
-	_, a := s.opts.Tracer.Start(ctx, "upstream "+e.Method, trace.WithSpanKind(trace.SpanKindClient),
+	_, a := tr.Start(ctx, "upstream "+e.Method, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(sent), trace.WithAttributes(attrs...))
 	a.SetAttributes(attribute.String("http.request.method", e.Method), attribute.String("url.template", e.Path))
 	if res != nil {

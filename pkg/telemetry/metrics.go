@@ -1,11 +1,11 @@
-package mcpserver
+package telemetry
 
 import (
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -13,11 +13,12 @@ import (
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
-// Metrics are a Server's Prometheus collectors, in a registry of its own so
+// Metrics are a server's Prometheus collectors, in a registry of its own so
 // that two Servers in one process (tests) never clash. They are built
 // before the Server (NewMetrics) so that parts made earlier, such as the
-// limiter store's error hook, count into them too; the Server is handed
-// them through Options.Metrics. One Metrics serves one Server. Metrics are
+// limiter store's error hook, count into them too; the MCP server is
+// handed them through its options, and the HTTP transport serves them at
+// /metrics. One Metrics serves one server. Metrics are
 // safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
@@ -127,17 +128,9 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // error hook.
 func (m *Metrics) ObserveStoreError(op string) { m.storeErrors.WithLabelValues(op).Inc() }
 
-// Registry returns the Prometheus registry of the server's metrics, for
-// serving elsewhere or adding collectors.
-func (s *Server) Registry() *prometheus.Registry { return s.metrics.Registry() }
-
-// ObserveStoreError counts an error of a store in the server's metrics;
-// see Metrics.ObserveStoreError.
-func (s *Server) ObserveStoreError(op string) { s.metrics.ObserveStoreError(op) }
-
-// observeAttempt records one attempt of a governed call: how long it waited
+// ObserveAttempt records one attempt of a governed call: how long it waited
 // in the queue, its time on the wire and whether the upstream answered 429.
-func (m *Metrics) observeAttempt(upstream string, queueWait, latency time.Duration, res *invoke.Result) {
+func (m *Metrics) ObserveAttempt(upstream string, queueWait, latency time.Duration, res *invoke.Result) {
 	m.queueWait.WithLabelValues(upstream).Observe(queueWait.Seconds())
 	m.upstream.WithLabelValues(upstream).Observe(latency.Seconds())
 	if res != nil && res.StatusCode == http.StatusTooManyRequests {
@@ -145,38 +138,21 @@ func (m *Metrics) observeAttempt(upstream string, queueWait, latency time.Durati
 	}
 }
 
-func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
+// Refused counts an inbound HTTP request or tool call refused for reason.
+func (m *Metrics) Refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
-// countCall counts a call by tool, endpoint, code and scope.
-func (s *Server) countCall(name string, args any, res *mcp.CallToolResult, err error) {
-	endpoint, code, scope := s.callLabels(name, args, res, err)
-	s.metrics.calls.WithLabelValues(name, endpoint, code, scope).Inc()
+// CountCall counts a tool call by tool, endpoint (a catalog id, for
+// invoke), outcome code ("ok" or the error's) and the error's scope.
+func (m *Metrics) CountCall(tool, endpoint, code, scope string) {
+	m.calls.WithLabelValues(tool, endpoint, code, scope).Inc()
 }
 
-// callLabels names a tool call's endpoint (a catalog id, for invoke), its
-// outcome code ("ok" or the error's) and the error's scope.
-func (s *Server) callLabels(name string, args any, res *mcp.CallToolResult, err error) (endpoint, code, scope string) {
-	if name == "invoke" {
-		endpoint = "unknown"
-		if a, ok := args.(*InvokeArgs); ok {
-			// Only ids of the catalog become labels: the model's typos must
-			// not grow the series without bound.
-			if st := s.state.Load(); st != nil && st.cat != nil {
-				if _, found := st.cat.Lookup(a.EndpointID); found {
-					endpoint = a.EndpointID
-				}
-			}
-		}
-	}
-	code = "ok"
-	switch {
-	case err != nil:
-		code = "internal_error"
-	case res != nil && res.IsError:
-		code = "tool_error"
-		if env, ok := res.StructuredContent.(errorEnvelope); ok && env.Error != nil {
-			code, scope = env.Error.Code, env.Error.Scope
-		}
-	}
-	return endpoint, code, scope
-}
+// CountInbound counts an HTTP request to /mcp by the status it got.
+func (m *Metrics) CountInbound(status int) { m.inbound.WithLabelValues(strconv.Itoa(status)).Inc() }
+
+// SetLimiter has the queue depths and shadow counts of l read when
+// scraped.
+func (m *Metrics) SetLimiter(l *ratelimit.Limiter) { m.limiter.Store(l) }
+
+// SetDegraded has specgate_store_degraded read from degraded when scraped.
+func (m *Metrics) SetDegraded(degraded func() (bool, string)) { m.degradedHook.Store(&degraded) }

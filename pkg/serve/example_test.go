@@ -1,4 +1,4 @@
-package mcpserver_test
+package serve_test
 
 import (
 	"fmt"
@@ -6,15 +6,17 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // A team bridge: static tokens name principals, and each principal has a
 // budget of requests per minute.
-func ExampleServer_HTTPHandlerWith() {
+func ExampleNewHandler() {
 	srv := mcpserver.New(mcpserver.Options{})
-	ts := httptest.NewServer(srv.HTTPHandlerWith(mcpserver.HTTPOptions{
-		Tokens:            map[string]mcpserver.Principal{"s3cret": {Subject: "ci", Org: "acme"}},
+	ts := httptest.NewServer(serve.NewHandler(srv, serve.Options{
+		Tokens:            map[string]inauth.Principal{"s3cret": {Subject: "ci", Org: "acme"}},
 		RequestsPerWindow: 600,
 	}))
 	defer ts.Close()

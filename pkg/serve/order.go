@@ -1,4 +1,4 @@
-package mcpserver
+package serve
 
 import (
 	"bytes"
@@ -13,15 +13,16 @@ import (
 // it wait that long, and then the answer cannot be written either.
 const notifyOrderWait = 2 * time.Second
 
-// notifyOrder keeps a call's progress notifications ahead of its answer on
+// NotifyOrder keeps a call's progress notifications ahead of its answer on
 // stdio. mcp-go's stdio transport writes notifications from one goroutine
 // and answers from the handler's, so a notification sent just before a
 // handler returns could reach the client after the answer, and a client
 // drops progress for a request that has ended. Each handler waits, when it
 // returns, until every progress notification sent so far has been written.
 // The HTTP transport flushes a request's notifications before its answer,
-// so there notifyOrder is off.
-type notifyOrder struct {
+// so there NotifyOrder is off. The zero value is off and ready; safe for
+// concurrent use.
+type NotifyOrder struct {
 	mu      sync.Mutex
 	on      bool
 	sent    uint64
@@ -29,8 +30,8 @@ type notifyOrder struct {
 	changed chan struct{}
 }
 
-// start turns the order on; ServeStdio calls it.
-func (o *notifyOrder) start() {
+// start turns the order on; Stdio calls it.
+func (o *NotifyOrder) start() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.on = true
@@ -39,8 +40,8 @@ func (o *notifyOrder) start() {
 	}
 }
 
-// queued counts a progress notification handed to the transport.
-func (o *notifyOrder) queued() {
+// Queued counts a progress notification handed to the transport.
+func (o *NotifyOrder) Queued() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.on {
@@ -49,7 +50,7 @@ func (o *notifyOrder) queued() {
 }
 
 // wrote counts a progress notification the transport has written.
-func (o *notifyOrder) wrote() {
+func (o *NotifyOrder) wrote() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.written++
@@ -57,9 +58,9 @@ func (o *notifyOrder) wrote() {
 	o.changed = make(chan struct{})
 }
 
-// await returns once every progress notification queued before it was
+// Await returns once every progress notification queued before it was
 // called has been written, or ctx ends, or notifyOrderWait passes.
-func (o *notifyOrder) await(ctx context.Context) {
+func (o *NotifyOrder) Await(ctx context.Context) {
 	o.mu.Lock()
 	if !o.on || o.written >= o.sent {
 		o.mu.Unlock()
@@ -96,7 +97,7 @@ var progressLine = []byte(`{"jsonrpc":"2.0","method":"notifications/progress"`)
 // writes each message with one Write call.
 type orderedWriter struct {
 	w     io.Writer
-	order *notifyOrder
+	order *NotifyOrder
 }
 
 func (w orderedWriter) Write(p []byte) (int, error) {

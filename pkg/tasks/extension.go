@@ -1,4 +1,4 @@
-package mcpserver
+package tasks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/rpcmsg"
 	"github.com/specgate/specgate/pkg/runs"
 )
 
@@ -18,13 +19,18 @@ import (
 // tasks/cancel stops the run. There is no tasks/result or tasks/list on this
 // revision. Another principal's task is unknown, as everywhere.
 
-// extTasksID names the extension.
-const extTasksID = "io.modelcontextprotocol/tasks"
+// ExtensionID names the extension.
+const ExtensionID = "io.modelcontextprotocol/tasks"
 
-// extTasks reports whether the request declares the tasks extension in its
+// extension reports whether the request declares the tasks extension in its
 // per-request capabilities.
-func (m *taskMessage) extTasks() bool {
-	raw, ok := m.Params.Meta[mcp.MetaKeyClientCapabilities]
+func extension(m *rpcmsg.Message) bool {
+	// Only the _meta of a request that may be a task's is read again.
+	var meta map[string]json.RawMessage
+	if len(m.Meta) == 0 || json.Unmarshal(m.Meta, &meta) != nil {
+		return false
+	}
+	raw, ok := meta[mcp.MetaKeyClientCapabilities]
 	if !ok {
 		return false
 	}
@@ -34,22 +40,22 @@ func (m *taskMessage) extTasks() bool {
 	if json.Unmarshal(raw, &caps) != nil {
 		return false
 	}
-	_, ok = caps.Extensions[extTasksID]
+	_, ok = caps.Extensions[ExtensionID]
 	return ok
 }
 
 // extTask answers a request of the extension.
-func (s *Server) extTask(ctx context.Context, body []byte, m *taskMessage, reply func(any), fail func(int, string)) {
+func (t *Runs) extTask(ctx context.Context, m *request, reply func(any), fail func(int, string)) {
 	complete := map[string]any{"resultType": "complete"}
 	if m.Method == string(mcp.MethodToolsCall) {
-		res, run, ok := s.startRun(ctx, body, m, fail)
+		res, run, ok := t.startRun(ctx, m, fail)
 		switch {
 		case !ok:
 		case run == nil:
 			reply(withResultType(res, "complete"))
 		default:
 			rec := run.Record()
-			reply(s.extTaskOf(&rec, "task"))
+			reply(t.extTaskOf(&rec, "task"))
 		}
 		return
 	}
@@ -59,25 +65,25 @@ func (s *Server) extTask(ctx context.Context, body []byte, m *taskMessage, reply
 		fail(mcp.METHOD_NOT_FOUND, "method not found")
 		return
 	}
-	if obj := s.requireScope(ctx, ScopeRead); obj != nil {
-		fail(mcp.INVALID_REQUEST, obj.Message)
+	if why := t.Refused(ctx); why != "" {
+		fail(mcp.INVALID_REQUEST, why)
 		return
 	}
-	principal := principalOf(ctx)
-	rec, ok := s.taskRecord(ctx, principal, m.Params.TaskID, fail)
+	principal := t.Principal(ctx)
+	rec, ok := t.record(ctx, principal, m.TaskID, fail)
 	if !ok {
 		return
 	}
 	switch m.Method {
 	case string(mcp.MethodTasksGet):
-		reply(s.extTaskOf(rec, "complete"))
+		reply(t.extTaskOf(rec, "complete"))
 	case "tasks/update":
 		// A run never waits for input from the client: nothing is
 		// outstanding, so every response is ignored, as the extension says.
 		reply(complete)
 	default: // tasks/cancel: acknowledged; the run stops, or has ended
 		if !rec.Status.Ended() {
-			if _, err := s.runs.Cancel(ctx, principal, rec.ID); err != nil {
+			if _, err := t.Runs.Cancel(ctx, principal, rec.ID); err != nil {
 				fail(mcp.INTERNAL_ERROR, "the task could not be cancelled; try again")
 				return
 			}
@@ -91,16 +97,16 @@ func (s *Server) extTask(ctx context.Context, body []byte, m *taskMessage, reply
 // that ended, well or with a tool error, is completed with its result
 // inlined; a lost run failed (its replica stopped: a protocol-level fault,
 // not the tool's).
-func (s *Server) extTaskOf(rec *runs.Record, rt string) map[string]any {
-	t := s.taskOf(rec)
-	out := map[string]any{"resultType": rt, "taskId": t.TaskId, "createdAt": t.CreatedAt, "lastUpdatedAt": t.LastUpdatedAt,
-		"ttlMs": t.TTL, "pollIntervalMs": t.PollInterval, "statusMessage": t.StatusMessage}
+func (t *Runs) extTaskOf(rec *runs.Record, rt string) map[string]any {
+	task := t.taskOf(rec)
+	out := map[string]any{"resultType": rt, "taskId": task.TaskId, "createdAt": task.CreatedAt, "lastUpdatedAt": task.LastUpdatedAt,
+		"ttlMs": task.TTL, "pollIntervalMs": task.PollInterval, "statusMessage": task.StatusMessage}
 	switch rec.Status {
 	case runs.Running:
 		out["status"] = "working"
 	case runs.Done, runs.Failed:
 		out["status"] = "completed"
-		out["result"] = withResultType(s.runAnswer(rec, nil), "complete")
+		out["result"] = withResultType(t.Result(rec), "complete")
 	case runs.Cancelled:
 		out["status"] = "cancelled"
 	case runs.Lost:

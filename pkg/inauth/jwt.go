@@ -1,4 +1,4 @@
-package mcpserver
+package inauth
 
 import (
 	"context"
@@ -23,13 +23,8 @@ import (
 // public key can never be used as an HMAC secret, and never "none".
 var jwtAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
 
-const (
-	// maxAuthorization bounds the Authorization header; a longer one is
-	// refused before any parsing.
-	maxAuthorization = 8 << 10
-	// maxIssuerDocument bounds a discovery document or JWKS.
-	maxIssuerDocument = 1 << 20
-)
+// maxIssuerDocument bounds a discovery document or JWKS.
+const maxIssuerDocument = 1 << 20
 
 // JWTOptions configure a JWTVerifier.
 type JWTOptions struct {
@@ -343,7 +338,7 @@ func (g *gatedStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, err
 // names with its scopes (`scope`, space-separated, or `scp`). Every
 // refusal matches ErrInvalidToken.
 func (v *JWTVerifier) Verify(ctx context.Context, token string, now time.Time) (Principal, error) {
-	if len(token) > maxAuthorization || strings.Count(token, ".") != 2 {
+	if len(token) > MaxAuthorization || strings.Count(token, ".") != 2 {
 		return Principal{}, invalid("not a JWT")
 	}
 	src, err := v.source(ctx, now)
