@@ -540,7 +540,7 @@ func TestHTTPMetrics(t *testing.T) {
 	f.post(t, "tok", toolsCall(3, "invoke", map[string]any{"endpointId": "petstore.nope"}))
 	f.post(t, "tok", call) // over the request budget
 	f.post(t, "", call)    // no token
-	f.srv.ObserveStoreError("admit")
+	f.srv.Metrics().ObserveStoreError("admit")
 
 	resp, err := f.ts.Client().Get(f.ts.URL + "/metrics")
 	if err != nil {

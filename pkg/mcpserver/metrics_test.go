@@ -28,10 +28,10 @@ func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := New(Options{Metrics: m, Caller: invoke.Caller{Governed: invoke.Governed{Limiter: l}}})
-	if srv.Registry() != m.Registry() {
+	if srv.Metrics().Registry() != m.Registry() {
 		t.Fatal("the server does not use the metrics it was given")
 	}
-	srv.ObserveStoreError("redis")
+	srv.Metrics().ObserveStoreError("redis")
 	if n, err := series(m.Registry(), "specgate_store_errors_total"); err != nil || n != 1 {
 		t.Errorf("store error series = %d, %v; want 1", n, err)
 	}
@@ -43,11 +43,11 @@ func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
 			}
 		}
 	}
-	if n, err := series(srv.Registry(), "specgate_queue_depth"); err != nil || n != 1 {
+	if n, err := series(srv.Metrics().Registry(), "specgate_queue_depth"); err != nil || n != 1 {
 		t.Errorf("queue depth series = %d, %v; want 1", n, err)
 	}
 
-	if New(Options{}).Registry() == m.Registry() {
+	if New(Options{}).Metrics().Registry() == m.Registry() {
 		t.Error("a server without Options.Metrics shares another's registry")
 	}
 }

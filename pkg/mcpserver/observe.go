@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/specgate/specgate/pkg/invoke"
@@ -76,11 +75,3 @@ func (s *Server) callLabels(name string, args any, res *mcp.CallToolResult, err 
 	}
 	return endpoint, code, scope
 }
-
-// Registry returns the Prometheus registry of the server's metrics, for
-// serving elsewhere or adding collectors.
-func (s *Server) Registry() *prometheus.Registry { return s.metrics.Registry() }
-
-// ObserveStoreError counts an error of a store in the server's metrics;
-// see telemetry.Metrics.ObserveStoreError.
-func (s *Server) ObserveStoreError(op string) { s.metrics.ObserveStoreError(op) }

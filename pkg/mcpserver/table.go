@@ -11,6 +11,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/toolargs"
 )
 
 // Scope is what a tool call needs of the caller's token, when the HTTP
@@ -51,7 +52,7 @@ type tool struct {
 	// decode reads a call's raw arguments, once, into the tool's argument
 	// type; the problem is a validation_failed result. read, when not nil,
 	// is the transport's reading of raw's keys (already checked).
-	decode func(raw json.RawMessage, read *argKeys) (any, *mcp.CallToolResult)
+	decode func(raw json.RawMessage, read *toolargs.Keys) (any, *mcp.CallToolResult)
 	// scope is what a call with these decoded arguments needs.
 	scope func(s *Server, args any) Scope
 	// run handles a call with its decoded arguments.
@@ -64,7 +65,7 @@ func newTool[A any](name, description string, codes []string, need Scope, scope 
 	run func(*Server, context.Context, mcp.CallToolRequest, *A) (*mcp.CallToolResult, error), options ...mcp.ToolOption) tool {
 	return tool{
 		name: name, description: description, codes: codes, options: options,
-		decode: func(raw json.RawMessage, read *argKeys) (any, *mcp.CallToolResult) {
+		decode: func(raw json.RawMessage, read *toolargs.Keys) (any, *mcp.CallToolResult) {
 			a := new(A)
 			if bad := decodeArgsRead(name, raw, read, a); bad != nil {
 				return nil, bad

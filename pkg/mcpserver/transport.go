@@ -14,6 +14,7 @@ import (
 	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/tasks"
 	"github.com/specgate/specgate/pkg/telemetry"
+	"github.com/specgate/specgate/pkg/toolargs"
 )
 
 // The Server is what the transports of package serve serve: they call it
@@ -57,7 +58,7 @@ func (s *Server) PrepareCall(ctx context.Context, m *rpcmsg.Message) (context.Co
 	if tl == nil {
 		return ctx, ScopeNone, false // not a tool: mcp-go answers that
 	}
-	args, bad := tl.decode(m.Arguments, &argKeys{keys: m.ArgumentKeys})
+	args, bad := tl.decode(m.Arguments, &toolargs.Keys{Keys: m.ArgumentKeys})
 	if bad != nil {
 		return ctx, ScopeNone, false // the handler refuses it identically, before it runs
 	}

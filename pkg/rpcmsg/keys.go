@@ -267,7 +267,7 @@ func where(lvl Level) string {
 // the body.
 func QuoteKey(k string) string {
 	if len(k) > 64 {
-		k = clip(k, 64)
+		k = Clip(k, 64)
 	}
 	b, _ := json.Marshal(k)
 	return string(b)

@@ -117,8 +117,10 @@ func Unwrap(raw json.RawMessage) (json.RawMessage, bool) {
 	return json.RawMessage(inner), true
 }
 
-// clip cuts s to about n bytes on a rune boundary, saying how much it cut.
-func clip(s string, n int) string {
+// Clip cuts s, a client's string quoted in an answer or a log, to about
+// n bytes on a rune boundary, saying how much it cut: a key or a name can
+// be as long as the message.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

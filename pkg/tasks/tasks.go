@@ -6,10 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -164,7 +162,7 @@ func (t *Runs) record(ctx context.Context, principal, id string, fail func(int, 
 		fail(mcp.INVALID_PARAMS, "task not found")
 		return nil, false
 	case err != nil:
-		t.logger().Error("run record unreadable", "run", clip(id, 64), "err", err)
+		t.logger().Error("run record unreadable", "run", rpcmsg.Clip(id, 64), "err", err)
 		fail(mcp.INTERNAL_ERROR, "the task's record could not be read; try again")
 		return nil, false
 	}
@@ -192,7 +190,7 @@ func (t *Runs) startTask(ctx context.Context, m *request, reply func(any), fail 
 // (fail has answered).
 func (t *Runs) startRun(ctx context.Context, m *request, fail func(int, string)) (*mcp.CallToolResult, *runs.Run, bool) {
 	if m.Name != t.Tool {
-		fail(mcp.METHOD_NOT_FOUND, "tool '"+clip(m.Name, 80)+"' does not support task augmentation")
+		fail(mcp.METHOD_NOT_FOUND, "tool '"+rpcmsg.Clip(m.Name, 80)+"' does not support task augmentation")
 		return nil, nil, false
 	}
 	var req mcp.CallToolRequest
@@ -237,16 +235,4 @@ func (t *Runs) logger() *slog.Logger {
 		return slog.Default()
 	}
 	return t.Logger
-}
-
-// clip cuts s to about n bytes on a rune boundary, saying how much it cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…[+" + strconv.Itoa(len(s)-cut) + " bytes]"
 }

@@ -15,7 +15,7 @@ import (
 
 // Metrics are a server's Prometheus collectors, in a registry of its own so
 // that two Servers in one process (tests) never clash. They are built
-// before the Server (NewMetrics) so that parts made earlier, such as the
+// before the MCP server (NewMetrics) so that parts made earlier, such as the
 // limiter store's error hook, count into them too; the MCP server is
 // handed them through its options, and the HTTP transport serves them at
 // /metrics. One Metrics serves one server. Metrics are
@@ -31,8 +31,8 @@ type Metrics struct {
 	refusals     *prometheus.CounterVec
 	inbound      *prometheus.CounterVec
 	degradedHook atomic.Pointer[func() (bool, string)]
-	// limiter is the Server's, its queues read when scraped; nil until the
-	// Server is built with one.
+	// limiter is the MCP server's, its queues read when scraped; nil until the
+	// server is built with one (SetLimiter).
 	limiter atomic.Pointer[ratelimit.Limiter]
 }
 
