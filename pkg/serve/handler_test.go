@@ -134,3 +134,99 @@ func TestHandlerReadsAToolCallOnce(t *testing.T) {
 		t.Errorf("cancel: %d", code)
 	}
 }
+
+// stubServer serves a stubBackend over loopback HTTP.
+type stubServer struct{ ts *httptest.Server }
+
+func newStubServer(t testing.TB, opts Options) *stubServer {
+	t.Helper()
+	ts := httptest.NewServer(NewHandler(newStub(), opts))
+	t.Cleanup(ts.Close)
+	return &stubServer{ts: ts}
+}
+
+// post sends one MCP POST, with a bearer token unless token is empty; hdr
+// are more headers, name then value.
+func (f *stubServer) post(t testing.TB, token, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}
+
+func expectStatus(t testing.TB, resp *http.Response, body []byte, want int) {
+	t.Helper()
+	if resp.StatusCode != want {
+		t.Fatalf("status %d, want %d; body %s", resp.StatusCode, want, body)
+	}
+}
+
+func TestHTTPOriginAndBodyLimit(t *testing.T) {
+	f := newStubServer(t, Options{AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 1024})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	tests := []struct {
+		origin string
+		want   int
+	}{
+		{"", http.StatusOK},
+		{"https://app.example.com", http.StatusOK},
+		{"http://localhost:3000", http.StatusOK},
+		{"http://127.0.0.1:9", http.StatusOK},
+		{"https://evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		var hdr []string
+		if tt.origin != "" {
+			hdr = []string{"Origin", tt.origin}
+		}
+		resp, body := f.post(t, "", list, hdr...)
+		if resp.StatusCode != tt.want {
+			t.Errorf("Origin %q: %d, want %d (%s)", tt.origin, resp.StatusCode, tt.want, body)
+		}
+	}
+	// A loopback origin on a non-loopback Host is a rebinding attempt.
+	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", strings.NewReader(list))
+	req.Host = "attacker.example"
+	req.Header.Set("Origin", "http://localhost")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("rebinding: %d", resp.StatusCode)
+	}
+
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"q":"` + strings.Repeat("x", 2000) + `"}}}`
+	resp, body := f.post(t, "", big)
+	expectStatus(t, resp, body, http.StatusRequestEntityTooLarge)
+	// Without Content-Length (chunked), the limit holds while reading.
+	req, _ = http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", io.MultiReader(strings.NewReader(big)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body: %d", resp.StatusCode)
+	}
+}

@@ -1,4 +1,4 @@
-package mcpserver
+package serve
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/inauth"
-	"github.com/specgate/specgate/pkg/serve"
 )
 
 // newIssuer serves RFC 8414 authorization server metadata on loopback.
@@ -48,12 +47,12 @@ func getJSON(t testing.TB, url string) (*http.Response, map[string]any) {
 }
 
 func TestHTTPProtectedResourceMetadata(t *testing.T) {
-	f := newHTTPFixture(t, serve.Options{
-		Tokens:               map[string]Principal{"good": {Subject: "ada"}},
+	f := newStubServer(t, Options{
+		Tokens:               map[string]inauth.Principal{"good": {Subject: "ada"}},
 		Resource:             "https://mcp.example.com/mcp",
 		AuthorizationServers: []string{"https://id.example"},
 		Scopes:               inauth.Scopes{Read: "specgate:read", Invoke: "specgate:invoke"},
-	}, 0)
+	})
 	want := map[string]any{
 		"resource":                 "https://mcp.example.com/mcp",
 		"authorization_servers":    []any{"https://id.example"},
@@ -81,7 +80,7 @@ func TestHTTPProtectedResourceMetadata(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := f.post(t, tt.token, rpc(1, "ping", nil))
+			resp, body := f.post(t, tt.token, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 			expectStatus(t, resp, body, http.StatusUnauthorized)
 			if got := resp.Header.Get("WWW-Authenticate"); got != tt.want {
 				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.want)
@@ -91,12 +90,12 @@ func TestHTTPProtectedResourceMetadata(t *testing.T) {
 }
 
 func TestHTTPMetadataResourceFromHost(t *testing.T) {
-	f := newHTTPFixture(t, serve.Options{Tokens: map[string]Principal{"good": {Subject: "ada"}}}, 0)
+	f := newStubServer(t, Options{Tokens: map[string]inauth.Principal{"good": {Subject: "ada"}}})
 	_, got := getJSON(t, f.ts.URL+"/.well-known/oauth-protected-resource/mcp")
 	if got["resource"] != f.ts.URL+"/mcp" {
 		t.Errorf("resource = %v, want %s/mcp", got["resource"], f.ts.URL)
 	}
-	resp, body := f.post(t, "", rpc(1, "ping", nil))
+	resp, body := f.post(t, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	expectStatus(t, resp, body, http.StatusUnauthorized)
 	want := `Bearer resource_metadata="` + f.ts.URL + `/.well-known/oauth-protected-resource/mcp"`
 	if got := resp.Header.Get("WWW-Authenticate"); got != want {
@@ -110,11 +109,11 @@ func TestHTTPMetadataResourceFromHost(t *testing.T) {
 // endpoints.
 func TestMCPGoOAuthClientDiscoversIssuer(t *testing.T) {
 	iss := newIssuer(t)
-	srv := New(Options{})
+	srv := newStub()
 	ts := httptest.NewUnstartedServer(nil)
 	resource := "http://" + ts.Listener.Addr().String() + "/mcp"
-	ts.Config.Handler = serve.NewHandler(srv, serve.Options{
-		Tokens:               map[string]Principal{"good": {Subject: "ada"}},
+	ts.Config.Handler = NewHandler(srv, Options{
+		Tokens:               map[string]inauth.Principal{"good": {Subject: "ada"}},
 		Resource:             resource,
 		AuthorizationServers: []string{iss.URL},
 	})
@@ -156,7 +155,7 @@ func TestMCPGoOAuthClientDiscoversIssuer(t *testing.T) {
 }
 
 func TestHTTPMetricsToken(t *testing.T) {
-	f := newHTTPFixture(t, serve.Options{MetricsToken: "scrape-secret"}, 0)
+	f := newStubServer(t, Options{MetricsToken: "scrape-secret"})
 	for _, tt := range []struct {
 		token string
 		want  int
