@@ -18,8 +18,8 @@ build: ## build bin/specgate
 
 test: lint ## the test suite: vet, gofmt, every test under -race, then the large-spec tests without it
 	@./scripts/skipped.sh
-	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./pkg/spec/ ./pkg/search/ ./pkg/invoke/ ./pkg/mock/
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -count=1 -timeout 30m ./pkg/spec/ ./pkg/search/ ./pkg/invoke/ ./pkg/mock/
 
 # The sweep runs Prism (node), so it runs in a network namespace of its own
 # with only loopback up; the test refuses to run anywhere else.

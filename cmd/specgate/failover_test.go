@@ -15,7 +15,8 @@ import (
 // returns to the shared limits soon after the cluster's replica has taken the slot: the
 // store reloads the slot map when it probes a fallen slot, where it used to wait for the
 // client's periodic refresh (34.5 s under load in the issue, 57 s after the promotion here).
-// No call meanwhile gets anything but an answer or a rate_limit refusal.
+// No call meanwhile gets anything but an answer or a rate_limit refusal, and the upstream
+// sees no window over its quota.
 func TestReplicasFollowAClusterFailover(t *testing.T) {
 	cl := redistest.StartClusterReplicas(t, 3, 1)
 	up := newCountingUpstreamWindow(t, replicaWindow)
@@ -68,6 +69,7 @@ func TestReplicasFollowAClusterFailover(t *testing.T) {
 		return true
 	})
 	back := time.Since(killed)
+	time.Sleep(replicaWindow) // under load on the shared limits again, for the window after
 	close(stop)
 	wait()
 	t.Logf("master killed: the cluster's replica serves the slot after %v, every specgate is back on the shared limits after %v (%v after the promotion)",
@@ -79,6 +81,9 @@ func TestReplicasFollowAClusterFailover(t *testing.T) {
 	concurrently(t.Context(), agents, replicaCount, "quota.getB")
 	checkOutcomes(t, "after", agents)
 	checkClusterStatus(t, agents)
+	// the fallback shares, the promoted replica's copy of the windows and the shared
+	// window after it kept the upstream within its quota throughout
+	checkBudget(t, up)
 }
 
 // poll waits until cond holds, failing the test after limit. It polls other processes

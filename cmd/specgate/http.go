@@ -131,7 +131,7 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 	if len(opts.Tokens) == 0 && opts.JWT == nil && opts.MetricsToken == "" {
 		verify, oneTime = nil, oneTimeToken()
 	}
-	page, hub := newUIPage(a, verify, oneTime)
+	page, hub := newUIPage(a, verify, oneTime, serve.UIClientAddr(opts.TrustedProxies))
 	opts.UI = page
 	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth,
 		drainRuns: a.srv.DrainRuns, hub: hub, uiToken: oneTime}

@@ -40,6 +40,11 @@ const (
 	arrivalJitter  = 100 * time.Millisecond
 	agentPace      = 10 * time.Millisecond // between an agent's calls: an agent's pace, not a wait for time
 	replicaTimeout = 10 * time.Second      // bound on any wait for a process or a recovery
+	// store.timeout: the machine running the tests may be loaded, and a Redis call past
+	// the 250ms default puts one replica on its fallback share while the others still
+	// spend the shared window (TestReplicasOnRedisCluster/upstream_budget saw 12 calls
+	// reach a budget of 10 so); a dead Redis refuses connections at once all the same
+	replicaStoreTimeout = 2 * time.Second
 )
 
 const replicaSpec = `openapi: 3.0.3
@@ -179,7 +184,8 @@ store:
   redis_url: %s
   key_prefix: "%s"
   fallback_share: %v
-`, upstreamURL, i, replicaCool, replicaQuota, window, backend, redisURL, prefix, replicaShare)
+  timeout: %s
+`, upstreamURL, i, replicaCool, replicaQuota, window, backend, redisURL, prefix, replicaShare, replicaStoreTimeout)
 	path := filepath.Join(dir, fmt.Sprintf("replica%d.yaml", i))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

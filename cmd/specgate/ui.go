@@ -16,11 +16,12 @@ import (
 
 // newUIPage builds the governance page over a's server. verify checks the
 // tokens offered to sign in (nil: none but the one-time token); oneTime,
-// if not empty, signs in once, by the URL printed at start. The hub ticks
-// once Run is called on it.
-func newUIPage(a *app, verify func(*http.Request, string) (string, error), oneTime string) (*ui.Handler, *ui.Hub) {
+// if not empty, signs in once, by the URL printed at start; from names a
+// request's client address in audit lines (nil: the socket's peer). The
+// hub ticks once Run is called on it.
+func newUIPage(a *app, verify func(*http.Request, string) (string, error), oneTime string, from func(*http.Request) string) (*ui.Handler, *ui.Hub) {
 	hub := ui.NewHub(a.srv.UISource(), ui.HubOptions{Audit: a.auditTail, Approvals: a.approvals})
-	return ui.New(ui.Options{Hub: hub, Verify: verify, OneTimeToken: oneTime}), hub
+	return ui.New(ui.Options{Hub: hub, Verify: verify, OneTimeToken: oneTime, ClientAddr: from}), hub
 }
 
 // oneTimeToken is the random token of the sign-in URL printed at start.
@@ -65,7 +66,7 @@ func serveUI(ctx context.Context, a *app, addr string, stderr io.Writer, listeni
 		return err
 	}
 	tok := oneTimeToken()
-	page, hub := newUIPage(a, nil, tok)
+	page, hub := newUIPage(a, nil, tok, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/ui", page)
 	mux.Handle("/ui/", page)

@@ -11,10 +11,14 @@ import (
 )
 
 // TestGovernancePageInABrowser runs test/browser: Debian's chromium, driven
-// by puppeteer-core, signs in to /ui on loopback, compares a budget with
-// rate_limit_status, watches a run advance, approves one write and declines
-// another, and finds nothing loaded from another origin; its screenshots
-// go to test/browser/screenshots (or SPECGATE_SCREENSHOTS). It skips when
+// by puppeteer-core, signs in to /ui on loopback, follows it by server-sent
+// events and by the poll while the stream is gone, compares a budget with
+// rate_limit_status, sees a busy upstream's queue, watches a run advance,
+// approves one write and declines another, sees a run wait for an
+// approval, cancels a run, compares a refusing upstream's 429s and block
+// with rate_limit_status, and finds nothing loaded from another origin;
+// its screenshots (the upstream idle, busy and refusing among them) go to
+// test/browser/screenshots (or SPECGATE_SCREENSHOTS). It skips when
 // chromium, node or test/browser/node_modules is missing, unless
 // SPECGATE_REQUIRE_BROWSER is set (CI sets it).
 func TestGovernancePageInABrowser(t *testing.T) {

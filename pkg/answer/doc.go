@@ -6,7 +6,10 @@
 //     Redis store of package redisstore, shared by replicas. EncodeStored is the stored
 //     form both hold.
 //   - ResultCache points identical idempotent calls at the stored answer of the last one.
-//   - NewView decodes a JSON body once, runs the caller's read-only jq filter on it
+//   - Answer.Value tells a body's JSON (decoded once, or the Decoded the call left),
+//     text and binary apart by one rule, which the model's view and a script's
+//     api.invoke both read.
+//   - NewView reads the body by Value, runs the caller's read-only jq filter on it
 //     (CompileJQ, bounded by JQLimits and shared fairly through JQSlots) or cuts a window
 //     of its main array, and Fit renders the largest Reply that fits the caller's budget:
 //     the whole body, or a preview (PreviewJSON, PreviewText) that says what was left out

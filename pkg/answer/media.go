@@ -44,3 +44,8 @@ type ArgError struct {
 }
 
 func (e *ArgError) Error() string { return "invalid arguments: " + strings.Join(e.Problems, "; ") }
+
+// Hint says what to do next.
+func (e *ArgError) Hint() string {
+	return "Fix the arguments and read the answer again: nothing was sent, so the call costs nothing."
+}

@@ -1,7 +1,6 @@
 package answer
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -111,46 +110,33 @@ type View struct {
 	offset      int // where the window starts, for next offsets
 }
 
-// NewView decodes a stored answer (unless a.Decoded holds it already) and
-// applies opt's jq or window. Its
-// errors are *JQError (Strict only) and *ArgError.
+// NewView reads a stored answer by Answer.Value (decoding it unless
+// a.Decoded holds it already) and applies opt's jq or window. Its errors
+// are *JQError (Strict only) and *ArgError.
 func NewView(ctx context.Context, a *Answer, opt RenderOptions) (*View, error) {
 	w := &View{a: a, opt: opt}
-	if len(a.Body) == 0 {
+	v := a.Value()
+	w.base = v.Base
+	switch v.Kind {
+	case BodyNone:
 		return w, nil
-	}
-	w.base = MediaBase(a.ContentType)
-	data := a.Body
-	trimmed := bytes.TrimSpace(data)
-	looksJSON := w.base == "" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
-	switch {
-	case IsJSONType(w.base) || looksJSON:
-		if a.Decoded != nil {
-			return w, w.json(ctx, a.Decoded, len(data))
+	case BodyJSON:
+		return w, w.json(ctx, v.JSON, len(v.Data))
+	case BodyText:
+		// a body said to be JSON that is not is shown as text, jq left out
+		if !v.BadJSON {
+			if err := w.jqOnNonJSON(); err != nil {
+				return nil, err
+			}
 		}
-		v, err := DecodeJSON(data)
-		if err == nil {
-			return w, w.json(ctx, v, len(data))
-		}
-		if !a.Truncated && !looksJSON {
-			w.note = "the body is not valid JSON although its content type says so"
-		}
-		if a.Truncated {
-			w.note = "the body was cut at the size limit, so it is not complete JSON"
-		}
-		w.text(data)
-		return w, nil
-	case IsTextType(w.base) || w.base == "" && utf8.Valid(data):
-		if err := w.jqOnNonJSON(); err != nil {
-			return nil, err
-		}
-		w.text(data)
+		w.note = v.Note
+		w.text(v.Data)
 		return w, nil
 	default:
 		if err := w.jqOnNonJSON(); err != nil {
 			return nil, err
 		}
-		w.kind, w.data = viewBinary, data
+		w.kind, w.data = viewBinary, v.Data
 		return w, nil
 	}
 }

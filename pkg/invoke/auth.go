@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/specgate/specgate/pkg/serialize"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -224,9 +225,9 @@ func (c *Call) applyAuth(ctx context.Context, req *http.Request, hc *http.Client
 				if q != "" {
 					q += "&"
 				}
-				req.URL.RawQuery = q + escapeQuery(st.name) + "=" + escapeQuery(st.cred.Value)
+				req.URL.RawQuery = q + serialize.EscapeQuery(st.name) + "=" + serialize.EscapeQuery(st.cred.Value)
 			case "cookie":
-				ck := escapeCookie(st.name) + "=" + escapeCookie(st.cred.Value)
+				ck := serialize.EscapeCookie(st.name) + "=" + serialize.EscapeCookie(st.cred.Value)
 				if old := req.Header.Get("Cookie"); old != "" {
 					ck = old + "; " + ck
 				}

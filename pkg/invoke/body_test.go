@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,22 +221,6 @@ func TestRawBodies(t *testing.T) {
 	asArgError(t, err)
 	_, err = c.Prepare(t.Context(), e, Args{RequestBody: "%%%", ContentType: "application/octet-stream"})
 	asArgError(t, err)
-}
-
-func TestFormEscapesKeys(t *testing.T) {
-	b, problems := encodeForm(bodyInput{contentType: "application/x-www-form-urlencoded", value: map[string]any{
-		"metadata": map[string]any{"a]&b=[": "v&w"},
-	}}, nil)
-	if len(problems) > 0 {
-		t.Fatal(problems)
-	}
-	vals, err := url.ParseQuery(string(b.data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(vals) != 1 || vals.Get("metadata[a]&b=[]") != "v&w" {
-		t.Errorf("parsed %v from %s", vals, b.data)
-	}
 }
 
 // A wildcard media type is no Content-Type a server can read: a string body

@@ -75,7 +75,7 @@ func newCacheFixture(t *testing.T) *cacheFixture {
 
 func (f *cacheFixture) call(t *testing.T, principal, op string, in Args, pages int) *CallResult {
 	t.Helper()
-	r, err := f.caller.Call(t.Context(), principal, endpoint(t, f.spec, op), in, pages, nil)
+	r, err := f.caller.Call(as(t.Context(), principal), endpoint(t, f.spec, op), in, CallOptions{Pages: pages})
 	if err != nil {
 		t.Fatalf("%s: %v", op, err)
 	}
@@ -153,7 +153,7 @@ func TestCallerCachesOnlyWhole2xx(t *testing.T) {
 	} {
 		before := f.up.count()
 		for range 2 {
-			r, err := f.caller.Call(t.Context(), "ada", endpoint(t, f.spec, c.op), c.in, 1, nil)
+			r, err := f.caller.Call(as(t.Context(), "ada"), endpoint(t, f.spec, c.op), c.in, CallOptions{})
 			var he *HTTPError
 			if err != nil && !errors.As(err, &he) {
 				t.Fatalf("%s: %v", c.name, err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/answer"
-	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -64,12 +63,14 @@ type CallResult struct {
 	Revalidated bool
 }
 
-// Call answers one call by principal: from the cache when an identical
-// idempotent call succeeded within the endpoint's TTL and its stored
-// answer is still there, else by a governed call (following up to pages
-// pages) whose answer is stored and, when 2xx and not truncated, cached.
-// The result is never nil; on error it holds the governed call's trace.
-func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, in Args, pages int, progress func(ratelimit.Progress)) (*CallResult, error) {
+// Call answers one call for ctx's principal (PrincipalKey): from the cache
+// when an identical idempotent call succeeded within the endpoint's TTL and
+// its stored answer is still there, else by a governed call (following up
+// to opt.Pages pages) whose answer is stored and, when 2xx and not
+// truncated, cached. The result is never nil; on error it holds the
+// governed call's trace.
+func (c *Caller) Call(ctx context.Context, e *spec.Endpoint, in Args, opt CallOptions) (*CallResult, error) {
+	principal, pages := PrincipalKey(ctx), opt.pages()
 	ttl := time.Duration(0)
 	if c.CacheTTL != nil && c.Cache != nil && c.Answers != nil && e.Idempotent() {
 		ttl = c.CacheTTL(e)
@@ -98,7 +99,7 @@ func (c *Caller) Call(ctx context.Context, principal string, e *spec.Endpoint, i
 		}
 	}
 	started := c.now()
-	paged, err := c.DoPages(ctx, e, in, pages, progress)
+	paged, err := c.DoPages(ctx, e, in, opt)
 	r := &CallResult{Paged: paged, Latency: c.now().Sub(started)}
 	if err != nil {
 		return r, err
@@ -169,18 +170,18 @@ func (c *Caller) validatorTTL() time.Duration {
 }
 
 // NextPageArgs returns in set to ask for the next page of the answer id of
-// principal names, for invoke's nextPageOf: the stored next-page parameters
+// ctx's principal names, for invoke's nextPageOf: the stored next-page parameters
 // are used as they are (the cursor among them), and in's parameters add only
 // the names they lack, so a model that repeats its last call's parameters
 // beside nextPageOf still moves on. Its errors are *AnswerNotFoundError
 // (unknown, expired or evicted, another principal's, or no store) and
 // *ArgError (an answer of another endpoint than e, or one without a next
 // page).
-func (c *Caller) NextPageArgs(ctx context.Context, principal string, e *spec.Endpoint, id string, in Args) (Args, error) {
+func (c *Caller) NextPageArgs(ctx context.Context, e *spec.Endpoint, id string, in Args) (Args, error) {
 	if c.Answers == nil {
 		return in, answer.NotFound(id, answer.AnswerUnknown)
 	}
-	a, err := c.Answers.Get(ctx, principal, id)
+	a, err := c.Answers.Get(ctx, PrincipalKey(ctx), id)
 	if err != nil {
 		return in, err
 	}

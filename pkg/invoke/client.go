@@ -1,20 +1,26 @@
 // Package invoke makes the calls of an OpenAPI operation: it validates a model's
-// arguments against the operation, builds the HTTP request (parameters, body, upstream
-// auth), and sends it under rate governance, handing back the answer as read from the
-// wire (redacted) or a typed error.
+// arguments against the operation, builds the HTTP request (parameters and body in the
+// operation's styles and media types, through package serialize, and upstream auth:
+// API keys, bearer and basic credentials, OAuth2 client-credentials tokens, per
+// principal when configured), and sends it under rate governance, handing back the
+// answer as read from the wire (redacted) or a typed error.
 //
 //   - Client.Prepare validates and builds a Call, so that a bad call costs no budget;
 //     Call.Do sends it once.
 //   - Governed runs a call under the limiter: prepare (free), admit (charged), send,
 //     learn from the answer's rate-limit headers, settle, and retry an idempotent call the
-//     upstream refused when the wait fits the deadline; DoPages follows up to n pages.
+//     upstream refused when the wait fits the deadline; DoPages follows the next pages
+//     package paging finds. What differs per call (pages, the cooldown keyed on the
+//     arguments, a program's place in the queue, where the wait is bounded, progress)
+//     travels with it as CallOptions; whose call it is, in its context (WithPrincipal).
 //   - Caller is the whole call invoke and run_script make: from the result cache when an
-//     identical call was answered within its TTL, else governed, the answer stored in
-//     the answer store and cached (package answer).
+//     identical call was answered within its TTL, or confirmed by the upstream's 304 to a
+//     conditional request (ETag, Last-Modified), else governed, the answer stored in the answer store and cached
+//     (package answer).
 //
 // What the model reads of an answer (previews, jq, fitting to a budget) is package
 // answer's: invoke decodes a JSON body once, to find its next page or join pages,
-// and hands the value on (answer.Answer.Decoded) so that the view does not decode it again.
+// and hands the value on (answer.Answer.Decoded) so that no reader decodes it again.
 package invoke
 
 import (

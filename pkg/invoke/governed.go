@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/paging"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -37,6 +38,15 @@ type Governed struct {
 	Observer Observer
 	// Now is the clock for the next-call estimate. If nil, time.Now.
 	Now func() time.Time
+}
+
+// CallOptions are one call's own choices: what differs between calls made
+// through one long-lived Governed (or Caller). The zero value is a direct
+// invoke of one page.
+type CallOptions struct {
+	// Pages bounds the pages a GET call follows (DoPages, Caller.Call);
+	// zero or one: the first page only.
+	Pages int
 	// CooldownByArgs keeps the endpoint's cooldown per endpoint and
 	// arguments (run_script's calls): a loop over distinct arguments is paced
 	// by the budgets, an identical repeat within the interval is refused.
@@ -52,7 +62,12 @@ type Governed struct {
 	// deadline, not the call's). False: the endpoint's timeout covers the
 	// wait as well, as for a direct invoke, whose own deadline it is.
 	WaitUnderCaller bool
+	// Progress hears of the call's waits in a queue. If nil, nothing is
+	// reported.
+	Progress func(ratelimit.Progress)
 }
+
+func (o CallOptions) pages() int { return max(o.Pages, 1) }
 
 // Observer receives what happened to each attempt of a governed call.
 // Its methods are called from the calling goroutine, with the call's
@@ -117,9 +132,9 @@ func (g *Governed) upstreamOf(e *spec.Endpoint) string {
 // Do runs one governed call. Arguments are validated before the limiter is
 // asked, so an invalid call costs nothing. The call's deadline (the
 // endpoint's timeout) covers preparing the request as well as sending it,
-// and the wait for admission unless WaitUnderCaller. The returned Outcome
-// is never nil; on error it holds the trace of the attempts made.
-func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress func(ratelimit.Progress)) (*Outcome, error) {
+// and the wait for admission unless opt.WaitUnderCaller. The returned
+// Outcome is never nil; on error it holds the trace of the attempts made.
+func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, opt CallOptions) (*Outcome, error) {
 	out := &Outcome{}
 	timeout := g.Client.timeoutFor(e)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -130,54 +145,74 @@ func (g *Governed) Do(ctx context.Context, e *spec.Endpoint, in Args, progress f
 	}
 	setConditional(ctx, prepared)
 	out.Call = prepared
-	cdKey := ""
-	if g.CooldownByArgs {
-		cdKey = prepared.ArgsKey()
+	a := attempt{e: e, call: prepared, timeout: timeout, keyed: hasIdempotencyKey(e, in), opt: opt, out: out}
+	if opt.CooldownByArgs {
+		a.cooldownKey = prepared.ArgsKey()
 	}
-	err = g.send(g.waitContext(ctx, callCtx), timeout, e, prepared, hasIdempotencyKey(e, in), false, cdKey, progress, out)
-	return out, err
+	return out, g.send(waitContext(ctx, callCtx, opt), a)
 }
 
 // waitContext is the context a call waits for admission under: the
 // caller's with WaitUnderCaller, else the call's own.
-func (g *Governed) waitContext(caller, call context.Context) context.Context {
-	if g.WaitUnderCaller {
+func waitContext(caller, call context.Context, opt CallOptions) context.Context {
+	if opt.WaitUnderCaller {
 		return caller
 	}
 	return call
 }
 
-// send admits and sends a prepared call, retrying as allowed. again marks
-// a follow-up request of a call already admitted once (a next page): the
-// endpoint's cooldown is not charged again. cdKey, when not empty, keys
-// the cooldown on the call's arguments (see ratelimit.Request.CooldownKey).
-// With WaitUnderCaller, ctx bounds the first wait for admission and the
-// call's timeout starts once it is admitted; else ctx has it already.
-func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endpoint, prepared *Call, keyed, again bool, cdKey string, progress func(ratelimit.Progress), out *Outcome) error {
+// attempt is one prepared request on its way through send: what admits,
+// sends and retries it, and where its trace goes.
+type attempt struct {
+	e    *spec.Endpoint
+	call *Call
+	// timeout is the endpoint's: with WaitUnderCaller it starts when the
+	// call is admitted.
+	timeout time.Duration
+	// keyed marks a call that sets its idempotency key: retried as an
+	// idempotent one is.
+	keyed bool
+	// again marks a follow-up request of a call already admitted once (a
+	// next page): the endpoint's cooldown is not charged again.
+	again bool
+	// cooldownKey, when not empty, keys the cooldown on the call's
+	// arguments (see ratelimit.Request.CooldownKey).
+	cooldownKey string
+	opt         CallOptions
+	// out receives the trace and the answer.
+	out *Outcome
+}
+
+// send admits and sends a prepared call, retrying as allowed. With
+// WaitUnderCaller, ctx bounds the first wait for admission and the call's
+// timeout starts once it is admitted; else ctx has it already. The
+// principal whose turn it is in the queue is ctx's.
+func (g *Governed) send(ctx context.Context, at attempt) error {
+	e, prepared, opt := at.e, at.call, at.opt
 	deadline, _ := ctx.Deadline()
-	admitted := !g.WaitUnderCaller
+	admitted := !opt.WaitUnderCaller
 	up := g.upstreamOf(e)
 	// Tokens are estimated as the request plus an equal response, then
 	// settled on the real size.
 	estimate := 2 * ratelimit.EstimateTokens(prepared.RequestSize())
-	retriable := e.Idempotent() || keyed
+	retriable := e.Idempotent() || at.keyed
 	// The principal's key, not its subject: ada of acme and ada of another
 	// org are two principals, each with its own share and turns.
 	var who, subject string
 	if p, ok := PrincipalFrom(ctx); ok {
 		who, subject = p.Key(), p.Subject
 	}
-	tr := &out.Trace
+	tr := &at.out.Trace
 	var lastErr error
-	for attempt := 0; ; attempt++ {
-		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: progress, Retry: again || attempt > 0,
-			CooldownKey: cdKey, Principal: who, Subject: subject, Background: g.Background}
+	for try := 0; ; try++ {
+		req := ratelimit.Request{Endpoint: e.ID, Upstream: up, Tokens: estimate, Progress: opt.Progress, Retry: at.again || try > 0,
+			CooldownKey: at.cooldownKey, Principal: who, Subject: subject, Background: opt.Background}
 		var ticket ratelimit.Ticket
 		if g.Limiter != nil {
 			var err error
 			ticket, err = g.Limiter.Acquire(ctx, req)
 			if err != nil {
-				if attempt > 0 && lastErr != nil {
+				if try > 0 && lastErr != nil {
 					var le *ratelimit.LimitError
 					if errors.As(err, &le) && le.Scope == ratelimit.ScopeUpstream {
 						return lastErr
@@ -195,7 +230,7 @@ func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endp
 		if !admitted {
 			admitted = true
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
+			ctx, cancel = context.WithTimeout(ctx, at.timeout)
 			defer cancel()
 			deadline, _ = ctx.Deadline()
 		}
@@ -208,7 +243,7 @@ func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endp
 		a := Attempt{Err: err}
 		if res != nil {
 			a.Status = res.StatusCode
-			out.Result = res
+			at.out.Result = res
 			if g.Limiter != nil {
 				sig := ticket.Observe(res.StatusCode, res.RawHeaders, prefix(res.RawBody, 1024))
 				a.Source = sig.Source
@@ -240,7 +275,7 @@ func (g *Governed) send(ctx context.Context, timeout time.Duration, e *spec.Endp
 			return nil
 		}
 		lastErr = err
-		wait, ok := g.retryWait(err, attempt, retriable, deadline)
+		wait, ok := g.retryWait(err, try, retriable, deadline)
 		if !ok {
 			return err
 		}
@@ -354,13 +389,13 @@ type Paged struct {
 	Full bool
 }
 
-// DoPages runs a governed call and, for a GET, follows up to pages-1 next
-// pages the upstream offers. Each page is admitted by the upstream budgets
+// DoPages runs a governed call and, for a GET, follows up to opt.Pages-1
+// next pages the upstream offers. Each page is admitted by the upstream budgets
 // like any call (queueing, learning, retries); the endpoint's cooldown is
 // charged once, by the first. The error is the first page's; a later
 // page's failure ends the walk and is reported in PageErr.
-func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages int, progress func(ratelimit.Progress)) (*Paged, error) {
-	out, err := g.Do(ctx, e, in, progress)
+func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, opt CallOptions) (*Paged, error) {
+	out, err := g.Do(ctx, e, in, opt)
 	p := &Paged{Outcome: out}
 	if err != nil {
 		return p, err
@@ -369,7 +404,7 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 	p.NextPage = g.nextPage(e, out.Call, in, out.Result)
 	seen := map[string]bool{paramsKey(in.Parameters): true}
 	held, limit := int64(len(out.Result.RawBody)), g.Client.maxBytesFor(e)
-	for len(p.Results) < pages && p.NextPage != nil && e.Method == "GET" {
+	for len(p.Results) < opt.pages() && p.NextPage != nil && e.Method == "GET" {
 		if held >= limit {
 			p.Full = true
 			break
@@ -387,7 +422,7 @@ func (g *Governed) DoPages(ctx context.Context, e *spec.Endpoint, in Args, pages
 		call, err := g.Client.Prepare(pctx, e, next)
 		if err == nil {
 			page := &Outcome{}
-			err = g.send(g.waitContext(ctx, pctx), timeout, e, call, false, true, "", progress, page)
+			err = g.send(waitContext(ctx, pctx, opt), attempt{e: e, call: call, timeout: timeout, again: true, opt: opt, out: page})
 			out.Trace.QueueWait += page.Trace.QueueWait
 			out.Trace.Attempts = append(out.Trace.Attempts, page.Trace.Attempts...)
 			if page.Trace.Remaining != nil {
@@ -424,7 +459,7 @@ func (g *Governed) nextPage(e *spec.Endpoint, call *Call, in Args, res *Result) 
 			body, res.decoded = v, v
 		}
 	}
-	return NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
+	return paging.Next(paging.Request{Endpoint: e, URL: call.URL(), Params: in.Parameters}, res.RawHeaders, body)
 }
 
 // declaredArgsKey is Call.ArgsKey: values are the declared parameters' by

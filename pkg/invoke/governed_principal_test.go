@@ -26,7 +26,7 @@ func TestGovernedPerPrincipalKeysOnOrgNotSubject(t *testing.T) {
 	g := &Governed{Client: cl, Limiter: l, Upstream: func(*spec.Endpoint) string { return "u" }}
 	call := func(p Principal) error {
 		t.Helper()
-		_, err := g.Do(WithPrincipal(t.Context(), p), e, Args{Parameters: map[string]any{"id": "1"}}, nil)
+		_, err := g.Do(WithPrincipal(t.Context(), p), e, Args{Parameters: map[string]any{"id": "1"}}, CallOptions{})
 		return err
 	}
 	tests := []struct {
@@ -74,7 +74,7 @@ func TestGovernedShutdownRefusalCountsTheWait(t *testing.T) {
 	g := &Governed{Client: cl, Limiter: l, Upstream: func(*spec.Endpoint) string { return "u" }}
 	ctx := WithPrincipal(t.Context(), Principal{Subject: "ada"})
 	args := Args{Parameters: map[string]any{"id": "1"}}
-	if _, err := g.Do(ctx, e, args, nil); err != nil {
+	if _, err := g.Do(ctx, e, args, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{}, 1)
@@ -84,12 +84,12 @@ func TestGovernedShutdownRefusalCountsTheWait(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := g.Do(ctx, e, args, func(ratelimit.Progress) {
+		out, err := g.Do(ctx, e, args, CallOptions{Progress: func(ratelimit.Progress) {
 			select {
 			case waiting <- struct{}{}:
 			default:
 			}
-		})
+		}})
 		done <- result{out, err}
 	}()
 	select {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/specgate/specgate/pkg/serialize"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -16,7 +17,7 @@ import (
 
 // checkHeaders sorts the model's extra headers: declared header
 // parameters become parameter values; the rest are checked and returned.
-func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]string, values map[string]any, reserved reservedNames) ([]pair, []string) {
+func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]string, values map[string]any, reserved reservedNames) ([]serialize.Pair, []string) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
@@ -38,12 +39,12 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	var out []pair
+	var out []serialize.Pair
 	var problems []string
 	for _, name := range names {
 		v := hs[name]
 		label := "header " + quoteName(name)
-		if !validHeaderName(name) {
+		if !serialize.ValidHeaderName(name) {
 			problems = append(problems, label+": not a valid header name")
 			continue
 		}
@@ -54,7 +55,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if bad := badHeaderValue(v); bad != "" {
+		if bad := serialize.BadHeaderValue(v); bad != "" {
 			problems = append(problems, label+": "+bad)
 			continue
 		}
@@ -76,7 +77,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 			problems = append(problems, label+": "+bad)
 			continue
 		}
-		out = append(out, pair{canon, v})
+		out = append(out, serialize.Pair{K: canon, V: v})
 	}
 	return out, problems
 }
@@ -139,7 +140,7 @@ func (r reservedNames) queryKey(k string) (string, bool) {
 	return "", false
 }
 
-// cookiePair reports whether one name=value cookie pair sets a cookie the
+// cookiePair reports whether one name=value cookie serialize.Pair sets a cookie the
 // config fills: the name is what precedes the first "=", as a server
 // reads it.
 func (r reservedNames) cookiePair(kv string) (string, bool) {
@@ -240,36 +241,4 @@ func findHeaderParam(params []param, name string) *param {
 		}
 	}
 	return nil
-}
-
-// validHeaderName reports an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isUnreserved(c) && c != '.' || c == '.' {
-			continue
-		}
-		if strings.IndexByte("!#$%&'*+^`|", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
-}
-
-// badHeaderValue explains why a header value cannot be sent, or "".
-func badHeaderValue(s string) string {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\r' || c == '\n':
-			return "must not contain line breaks (CR or LF)"
-		case c < 0x20 && c != '\t', c == 0x7f:
-			return "must not contain control characters"
-		}
-	}
-	return ""
 }

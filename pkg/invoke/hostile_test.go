@@ -565,7 +565,7 @@ func TestPreparationUnderTheCallDeadline(t *testing.T) {
 	}
 	g := &Governed{Client: New(Options{Timeout: 200 * time.Millisecond})}
 	start := time.Now()
-	_, err = g.Do(t.Context(), endpoint(t, s, "a"), Args{RequestBody: map[string]any{}}, nil)
+	_, err = g.Do(t.Context(), endpoint(t, s, "a"), Args{RequestBody: map[string]any{}}, CallOptions{})
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the deadline", err)

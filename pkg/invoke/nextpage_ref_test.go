@@ -2,6 +2,7 @@ package invoke
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	list, other := endpoint(t, s, "listItems"), endpoint(t, s, "listOther")
 	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
 	ctx := t.Context()
-	first, err := c.Call(ctx, "ada", list, Args{Parameters: map[string]any{"limit": 2}}, 1, nil)
+	first, err := c.Call(as(ctx, "ada"), list, Args{Parameters: map[string]any{"limit": 2}}, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +99,14 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	// The model repeats its last parameters, with an old cursor and a new
 	// field: the stored cursor wins, the new field is added.
 	in := Args{Parameters: map[string]any{"limit": 2, "cursor": "stale"}}
-	next, err := c.NextPageArgs(ctx, "ada", list, ref.Of, in)
+	next, err := c.NextPageArgs(as(ctx, "ada"), list, ref.Of, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limit, _ := valueText(next.Parameters["limit"]); next.Parameters["cursor"] != cursor || limit != "2" || in.Parameters["cursor"] != "stale" {
+	if limit := fmt.Sprint(next.Parameters["limit"]); next.Parameters["cursor"] != cursor || limit != "2" || in.Parameters["cursor"] != "stale" {
 		t.Fatalf("cursor %.20q…, limit %q; the caller's map must stay as it was, not %.80q", next.Parameters["cursor"], limit, in.Parameters["cursor"])
 	}
-	second, err := c.Call(ctx, "ada", list, next, 1, nil)
+	second, err := c.Call(as(ctx, "ada"), list, next, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,21 +118,21 @@ func TestNextPageArgsUsesTheStoredCursorAsIs(t *testing.T) {
 	}
 
 	var nf *answer.AnswerNotFoundError
-	if _, err := c.NextPageArgs(ctx, "bob", list, ref.Of, Args{}); !errors.As(err, &nf) || nf.Reason != answer.AnswerUnknown {
+	if _, err := c.NextPageArgs(as(ctx, "bob"), list, ref.Of, Args{}); !errors.As(err, &nf) || nf.Reason != answer.AnswerUnknown {
 		t.Errorf("another principal's id: %v, want not found as unknown", err)
 	}
-	if _, err := c.NextPageArgs(ctx, "ada", list, "r_"+strings.Repeat("A", 22), Args{}); !errors.As(err, &nf) {
+	if _, err := c.NextPageArgs(as(ctx, "ada"), list, "r_"+strings.Repeat("A", 22), Args{}); !errors.As(err, &nf) {
 		t.Errorf("unknown id: %v, want not found", err)
 	}
-	_, err = c.NextPageArgs(ctx, "ada", other, ref.Of, Args{})
+	_, err = c.NextPageArgs(as(ctx, "ada"), other, ref.Of, Args{})
 	if ae := asArgError(t, err); !strings.Contains(ae.Problems[0], "cursor.listItems") {
 		t.Errorf("another endpoint: %v", ae.Problems)
 	}
-	_, err = c.NextPageArgs(ctx, "ada", list, second.ResponseID, Args{})
+	_, err = c.NextPageArgs(as(ctx, "ada"), list, second.ResponseID, Args{})
 	if ae := asArgError(t, err); !strings.Contains(ae.Problems[0], "no next page") {
 		t.Errorf("an answer without a next page: %v", ae.Problems)
 	}
-	if _, err := (&Caller{}).NextPageArgs(ctx, "ada", list, ref.Of, Args{}); !errors.As(err, &nf) {
+	if _, err := (&Caller{}).NextPageArgs(as(ctx, "ada"), list, ref.Of, Args{}); !errors.As(err, &nf) {
 		t.Errorf("no store: %v, want not found", err)
 	}
 }
@@ -145,14 +146,14 @@ func TestCallerStoresAnEmptyAnswerWithANextPage(t *testing.T) {
 	})
 	s := parseSpec(t, "cursor", cursorDoc, up.URL)
 	c := &Caller{Governed: Governed{Client: New(Options{})}, Answers: answer.NewMemoryAnswers(answer.MemoryAnswersOptions{})}
-	r, err := c.Call(t.Context(), "ada", endpoint(t, s, "listItems"), Args{}, 1, nil)
+	r, err := c.Call(as(t.Context(), "ada"), endpoint(t, s, "listItems"), Args{}, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Answer.Body) != 0 || r.Answer.NextPage == nil || r.ResponseID == "" {
 		t.Fatalf("body %q, next page %.60v, id %q: want an empty answer stored with its next page", r.Answer.Body, r.Answer.NextPage, r.ResponseID)
 	}
-	got, err := c.Answers.Get(t.Context(), "ada", r.ResponseID)
+	got, err := c.Answers.Get(t.Context(), Principal{Subject: "ada"}.Key(), r.ResponseID)
 	if err != nil || !cmp.Equal(got.NextPage, r.Answer.NextPage) {
 		t.Errorf("stored %v, %v", got, err)
 	}

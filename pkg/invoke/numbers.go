@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/specgate/specgate/pkg/serialize"
 )
 
 // Numbers from the model arrive as json.Number and go on the wire as
@@ -43,7 +45,7 @@ func walkExact(out *[]string, where string, s *openapi3.Schema, v any, depth int
 			walkExact(out, where, a.Value, v, depth+1)
 		}
 	}
-	switch x := normalize(v).(type) {
+	switch x := serialize.Normalize(v).(type) {
 	case json.Number:
 		if p := exactNumber(s, x); p != "" {
 			*out = append(*out, shorten(where+": "+p))
@@ -55,7 +57,7 @@ func walkExact(out *[]string, where string, s *openapi3.Schema, v any, depth int
 			}
 		}
 	case map[string]any:
-		keys := sortedKeys(x)
+		keys := serialize.SortedKeys(x)
 		for _, k := range keys {
 			var ps *openapi3.Schema
 			if p, ok := s.Properties[k]; ok && p != nil {

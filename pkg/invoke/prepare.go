@@ -15,6 +15,7 @@ import (
 
 	"github.com/specgate/specgate/internal/closest"
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/serialize"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -155,8 +156,8 @@ type preparer struct {
 	closest       [][2]string
 	plan          authPlan
 	reserved      reservedNames
-	extra         []pair          // the model's extra headers
-	fromConfig    map[string]bool // parameter keys the credentials fill
+	extra         []serialize.Pair // the model's extra headers
+	fromConfig    map[string]bool  // parameter keys the credentials fill
 
 	base         *url.URL
 	rawPath      string
@@ -164,7 +165,7 @@ type preparer struct {
 	pathProblems bool
 	query        []string
 	header       http.Header
-	encoded      *encodedBody
+	encoded      *serialize.Body
 	ct           string // the body's content type, as chosen; "" when none
 	media        *openapi3.MediaType
 	u            *url.URL // nil when the values do not form a URL on the base
@@ -295,7 +296,7 @@ func (p *preparer) parameters() {
 		}
 	}
 	for _, h := range p.extra {
-		p.header.Set(h.k, h.v)
+		p.header.Set(h.K, h.V)
 	}
 	if len(cookies) > 0 {
 		p.header.Set("Cookie", strings.Join(cookies, "; "))
@@ -303,26 +304,26 @@ func (p *preparer) parameters() {
 }
 
 func (p *preparer) queryParam(pm param, v any) {
-	esc := escapeQuery
+	esc := serialize.EscapeQuery
 	if pm.AllowReserved {
-		esc = escapeQueryReserved
+		esc = serialize.EscapeQueryReserved
 	}
-	for _, kv := range serializeForm(pm.Name, pm.Style, pm.Explode, v, esc) {
-		if name, ok := p.reserved.queryKey(kv.k); ok {
+	for _, kv := range serialize.Form(pm.Name, pm.Style, pm.Explode, v, esc) {
+		if name, ok := p.reserved.queryKey(kv.K); ok {
 			p.problem(paramLabel(pm.Name, pm.In) + ": would set the query key " + strconv.Quote(name) + ", which the config fills; leave it out")
 			continue
 		}
-		p.query = append(p.query, kv.k+"="+kv.v)
+		p.query = append(p.query, kv.K+"="+kv.V)
 	}
 }
 
 func (p *preparer) headerParam(pm param, v any, allowOverride bool) {
-	s := serializeSimple(pm.Name, "simple", pm.Explode, v, identity)
-	if bad := badHeaderValue(s); bad != "" {
+	s := serialize.Simple(pm.Name, "simple", pm.Explode, v, serialize.Identity)
+	if bad := serialize.BadHeaderValue(s); bad != "" {
 		p.problem(paramLabel(pm.Name, pm.In) + ": " + bad)
 		return
 	}
-	if !validHeaderName(pm.Name) {
+	if !serialize.ValidHeaderName(pm.Name) {
 		p.problem(paramLabel(pm.Name, pm.In) + ": the spec's header name is not valid")
 		return
 	}
@@ -335,16 +336,16 @@ func (p *preparer) headerParam(pm param, v any, allowOverride bool) {
 
 // cookieParam returns cookies with pm's pairs added.
 func (p *preparer) cookieParam(pm param, v any, cookies []string) []string {
-	if !validHeaderName(pm.Name) {
+	if !serialize.ValidHeaderName(pm.Name) {
 		p.problem(paramLabel(pm.Name, pm.In) + ": the spec's cookie name is not valid")
 		return cookies
 	}
-	for _, kv := range serializeForm(pm.Name, "form", pm.Explode, v, escapeCookie) {
-		if name, ok := p.reserved.cookiePair(kv.k + "=" + kv.v); ok {
+	for _, kv := range serialize.Form(pm.Name, "form", pm.Explode, v, serialize.EscapeCookie) {
+		if name, ok := p.reserved.cookiePair(kv.K + "=" + kv.V); ok {
 			p.problem(paramLabel(pm.Name, pm.In) + ": would set the cookie " + strconv.Quote(name) + ", which the config fills; leave it out")
 			continue
 		}
-		cookies = append(cookies, kv.k+"="+kv.v)
+		cookies = append(cookies, kv.K+"="+kv.V)
 	}
 	return cookies
 }
@@ -374,7 +375,7 @@ func (p *preparer) body() {
 	case args.RequestBody == nil && e.BodyRequired:
 		p.problem("requestBody: is required (" + ct + ")")
 	case args.RequestBody != nil:
-		b, problems := encodeBody(bodyInput{contentType: ct, media: p.media, value: args.RequestBody, uploadsDir: p.c.opts.UploadsDir})
+		b, problems := serialize.EncodeBody(serialize.BodyInput{ContentType: ct, Media: p.media, Value: args.RequestBody, UploadsDir: p.c.opts.UploadsDir})
 		p.problem(problems...)
 		if b != nil {
 			p.encoded = b
@@ -400,7 +401,7 @@ func (p *preparer) buildURL() {
 	p.u = u
 
 	if p.encoded != nil {
-		p.header.Set("Content-Type", p.encoded.contentType)
+		p.header.Set("Content-Type", p.encoded.ContentType)
 	}
 	if p.header.Get("Accept") == "" {
 		p.header.Set("Accept", "application/json, */*;q=0.8")
@@ -438,21 +439,21 @@ func (p *preparer) validate(ctx context.Context) {
 	req, _ := http.NewRequestWithContext(ctx, p.e.Method, p.u.String(), nil)
 	req.Header = p.header.Clone()
 	if body != nil {
-		data := body.data
+		data := body.Data
 		req.Body = io.NopCloser(bytes.NewReader(data))
 		req.ContentLength = int64(len(data))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
 	v := validation{
 		op: p.op, req: req, pathParams: p.pathParams, params: p.params, values: p.values, fromConfig: p.fromConfig,
-		jsonBody: body != nil && !body.hasCheck && answer.IsJSONType(body.contentType),
+		jsonBody: body != nil && !body.HasCheck && answer.IsJSONType(body.ContentType),
 		check:    nil,
 	}
-	if body != nil && body.hasCheck && media != nil && media.Schema != nil {
-		v.check, v.hasCheck, v.bodySchema = body.check, true, media.Schema.Value
+	if body != nil && body.HasCheck && media != nil && media.Schema != nil {
+		v.check, v.hasCheck, v.bodySchema = body.Check, true, media.Schema.Value
 	}
 	if v.jsonBody && media != nil && media.Schema != nil {
-		v.jsonValue, v.bodySchema = body.value, media.Schema.Value
+		v.jsonValue, v.bodySchema = body.Value, media.Schema.Value
 	}
 	p.problem(validate(ctx, v)...)
 	p.validated = true
@@ -478,7 +479,7 @@ func (p *preparer) call() *Call {
 	call.allowed = c.allowedHostsFor(u.Host, e)
 	call.argsKey = declaredArgsKey(p.values, p.args.RequestBody, p.ct)
 	if p.encoded != nil {
-		call.body, call.hasBody = p.encoded.data, true
+		call.body, call.hasBody = p.encoded.Data, true
 	}
 	call.credHeaders = append(call.credHeaders, p.plan.headerNames()...)
 	for name := range c.specOptions(e.Spec).Headers {
@@ -634,15 +635,15 @@ func buildPath(template string, params []param, values map[string]any) (string, 
 	for {
 		i := strings.IndexByte(rest, '{')
 		if i < 0 {
-			b.WriteString(escapeKeep(rest, "/:@!$&'()*+,;=%"))
+			b.WriteString(serialize.EscapeKeep(rest, "/:@!$&'()*+,;=%"))
 			break
 		}
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
-			b.WriteString(escapeKeep(rest, "/:@!$&'()*+,;=%"))
+			b.WriteString(serialize.EscapeKeep(rest, "/:@!$&'()*+,;=%"))
 			break
 		}
-		b.WriteString(escapeKeep(rest[:i], "/:@!$&'()*+,;=%"))
+		b.WriteString(serialize.EscapeKeep(rest[:i], "/:@!$&'()*+,;=%"))
 		name := rest[i+1 : i+j]
 		rest = rest[i+j+1:]
 		p := findParam(params, "path", name)
@@ -657,9 +658,9 @@ func buildPath(template string, params []param, values map[string]any) (string, 
 		if p.JSONContent {
 			v = jsonText(v)
 		}
-		plain := serializeSimple(p.Name, p.Style, p.Explode, v, identity)
+		plain := serialize.Simple(p.Name, p.Style, p.Explode, v, serialize.Identity)
 		pathParams[name] = plain
-		wire := serializeSimple(p.Name, p.Style, p.Explode, v, escapePath)
+		wire := serialize.Simple(p.Name, p.Style, p.Explode, v, serialize.EscapePath)
 		if wire == "" {
 			problems = append(problems, paramLabel(name, "path")+": must not be empty")
 			continue
@@ -733,5 +734,5 @@ func jsonText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return scalarString(jsonValue(v))
+	return serialize.ScalarString(jsonValue(v))
 }

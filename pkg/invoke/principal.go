@@ -51,6 +51,21 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// LocalPrincipal is the key of the caller when the transport names none
+// (stdio, HTTP without auth): the one local user. A principal's own key
+// always holds a "/", so it is never this.
+const LocalPrincipal = "local"
+
+// PrincipalKey returns the key of ctx's principal (Principal.Key), or
+// LocalPrincipal when ctx carries none: whose stored answers and cached
+// results a call reads and keeps.
+func PrincipalKey(ctx context.Context) string {
+	if p, ok := PrincipalFrom(ctx); ok {
+		return p.Key()
+	}
+	return LocalPrincipal
+}
+
 // PrincipalCredential is a credential for one principal. An entry matches a
 // principal whose subject and org are both equal (an entry without org
 // matches principals without one).

@@ -80,3 +80,8 @@ func TestClientCredentialFingerprint(t *testing.T) {
 		t.Errorf("an endpoint without security has fingerprint %q", got)
 	}
 }
+
+// as returns ctx carrying the principal of subject name.
+func as(ctx context.Context, name string) context.Context {
+	return WithPrincipal(ctx, Principal{Subject: name})
+}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/specgate/specgate/pkg/paging"
 )
 
 // GitHub pages with a Link header whose next target names the repository by
@@ -52,7 +54,7 @@ func TestGitHubLinkPagingOnTheWire(t *testing.T) {
 			t.Errorf("page %d went to %s", calls+1, r.RawPath)
 		}
 		queries = append(queries, r.RawQuery)
-		params = NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, decodeBody(t, string(res.RawBody)))
+		params = paging.Next(paging.Request{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, decodeBody(t, string(res.RawBody)))
 		if params != nil {
 			// What the model sends back is the JSON of nextPage.parameters.
 			b, _ := json.Marshal(params)
@@ -201,7 +203,7 @@ func TestKubernetesFieldSelectorPaging(t *testing.T) {
 			t.Errorf("path %s", r.RawPath)
 		}
 		queries = append(queries, r.RawQuery)
-		params = NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, decodeBody(t, string(res.RawBody)))
+		params = paging.Next(paging.Request{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, decodeBody(t, string(res.RawBody)))
 	}
 	sel := "fieldSelector=" + url.QueryEscape("status.phase!=Running,spec.nodeName=node-1") + "&labelSelector=" + url.QueryEscape("app in (web,api)") + "&limit=1"
 	want := []string{sel, sel + "&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjQ5NzF9"}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/specgate/specgate/pkg/paging"
 )
 
 // Slack's Web API spec did not load at all (a tuple-style items array:
@@ -79,7 +81,7 @@ func TestSlackOnTheWire(t *testing.T) {
 		if got, _ := json.Marshal(body.(map[string]any)["channel_actions_ts"]); string(got) != "[1700000000,null]" {
 			t.Errorf("channel_actions_ts came back as %s", got)
 		}
-		params = NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, body)
+		params = paging.Next(paging.Request{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, body)
 	}
 	want := []string{"channel=C0123456789&inclusive=true&limit=1", "channel=C0123456789&cursor=bmV4dF90czoxNTEyMDg1ODYxMDAwNTQz&inclusive=true&limit=1"}
 	if len(queries) != len(want) {

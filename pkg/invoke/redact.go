@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/specgate/specgate/pkg/serialize"
 )
 
 // Credentials and the structures holding them print without their values
@@ -91,7 +93,7 @@ var base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding,
 // back in, deduplicated, longest first (so a longer form is replaced before
 // a shorter one it contains): the value itself and its base64 in the
 // standard, URL-safe and unpadded alphabets; each of those as the query
-// encoder sends it (escapeQuery), as url.QueryEscape, url.PathEscape, a
+// encoder sends it (serialize.EscapeQuery), as url.QueryEscape, url.PathEscape, a
 // cookie value and a form value write it, and as a JSON string holds it
 // (with "\/" as PHP writes it); each percent-encoded form with upper- and
 // lower-case hex. Forms shorter than 4 bytes are left out: replacing them
@@ -111,7 +113,7 @@ func secretForms(raw []string) []string {
 			bases = append(bases, enc.EncodeToString([]byte(s)))
 		}
 		for _, b := range bases {
-			for _, f := range []string{b, escapeQuery(b), url.QueryEscape(b), url.PathEscape(b), escapeCookie(b), formEscapeReserved(b)} {
+			for _, f := range []string{b, serialize.EscapeQuery(b), url.QueryEscape(b), url.PathEscape(b), serialize.EscapeCookie(b), serialize.FormEscapeReserved(b)} {
 				put(f)
 				put(lowerHexEscapes(f))
 			}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/specgate/specgate/pkg/serialize"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -170,7 +171,7 @@ func unvalidatable(label string) string {
 // expects: float64 or json.Number (ints keep every digit), []any,
 // map[string]any.
 func jsonValue(v any) any {
-	switch x := normalize(v).(type) {
+	switch x := serialize.Normalize(v).(type) {
 	case []any:
 		out := make([]any, len(x))
 		for i, it := range x {
@@ -205,7 +206,7 @@ func jsonValue(v any) any {
 // coerce turns text the model sent for a number, integer or boolean
 // parameter into that type, as the parameter's wire form would be read.
 func coerce(v any, s *openapi3.Schema) any {
-	v = normalize(v)
+	v = serialize.Normalize(v)
 	if s == nil {
 		return v
 	}
@@ -237,7 +238,7 @@ func coerce(v any, s *openapi3.Schema) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, it := range x {
-			out[k] = coerce(it, property(s, k))
+			out[k] = coerce(it, serialize.Property(s, k))
 		}
 		return out
 	}
@@ -347,7 +348,7 @@ func describe(label string, err error, reason string) []string {
 	if errors.As(err, &pe) {
 		where := label
 		for _, p := range pe.Path() {
-			where += "." + scalarString(p)
+			where += "." + serialize.ScalarString(p)
 		}
 		r := pe.Reason
 		if r == "" {

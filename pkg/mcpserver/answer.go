@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,17 +16,12 @@ import (
 
 // localPrincipal owns stored answers when the transport names no caller
 // (stdio, HTTP without auth).
-const localPrincipal = "local"
+const localPrincipal = invoke.LocalPrincipal
 
 // principalOf returns the key of who is calling: the HTTP transport's
 // principal (never "local": a principal's key holds a "/"), else the one
 // local user.
-func principalOf(ctx context.Context) string {
-	if p, ok := invoke.PrincipalFrom(ctx); ok {
-		return p.Key()
-	}
-	return localPrincipal
-}
+func principalOf(ctx context.Context) string { return invoke.PrincipalKey(ctx) }
 
 func (s *Server) resultBytes() int {
 	if s.opts.ResultBytes > 0 {
@@ -141,10 +135,6 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 	out.NextPage, note = nextPageOf(ans, id, maxBytes)
 	view, err := answer.NewView(ctx, ans, opt)
 	if err != nil {
-		var ae *answer.ArgError
-		if errors.As(err, &ae) {
-			err = &invoke.ArgError{Problems: ae.Problems}
-		}
 		return errorResult(s.mapError(err)), nil
 	}
 	text, _ := view.Fit(maxBytes, func(r *answer.Reply) []byte {

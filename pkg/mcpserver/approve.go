@@ -25,10 +25,6 @@ import (
 	"github.com/specgate/specgate/pkg/ui"
 )
 
-// CodeNotApproved is a call that needed the user's approval and did not get
-// it: declined, cancelled, or the client cannot ask. Nothing was sent.
-const CodeNotApproved = "not_approved"
-
 // approvalID keys the one question in an input_required round trip.
 const approvalID = "approve"
 

@@ -2,12 +2,14 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/spec"
 	"github.com/specgate/specgate/pkg/ui"
 )
@@ -26,8 +28,8 @@ const pageProgressEvery = 5 * time.Second
 // askPage puts the call on the governance page and waits until a person
 // approves or declines it there, or the approval TTL passes. The one
 // answer sends the call at most once: the waiting room hands each
-// decision to its one waiter. req is nil for a run's call (the run waits
-// in the background, its progress unchanged).
+// decision to its one waiter. req is nil for a run's call: the run's
+// progress names the approval while it waits (markWaiting).
 func (s *Server) askPage(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, d approvalDigest, rec auditRecord) (*mcp.CallToolResult, *ErrorObject) {
 	refuse := func(why string) (*mcp.CallToolResult, *ErrorObject) {
 		rec.Outcome, rec.Approval = CodeNotApproved, why
@@ -62,7 +64,16 @@ func (s *Server) askPage(ctx context.Context, req *mcp.CallToolRequest, e *spec.
 			}()
 		}
 	}
-	dec, err := s.opts.PageApprovals.Ask(ctx, a, s.approvals.ttl)
+	run, inRun := runs.FromContext(ctx)
+	inRun = inRun && rec.RunID != "" && run.ID() == rec.RunID
+	var asked func(string)
+	if inRun {
+		asked = func(string) { s.markWaiting(run) }
+	}
+	dec, err := s.opts.PageApprovals.AskNotify(ctx, a, s.approvals.ttl, asked)
+	if inRun {
+		s.markWaiting(run)
+	}
 	switch {
 	case errors.Is(err, ui.ErrTooManyPending):
 		return refuse("too many writes wait for approval on the governance page")
@@ -71,13 +82,33 @@ func (s *Server) askPage(ctx context.Context, req *mcp.CallToolRequest, e *spec.
 	case err != nil:
 		return refuse("the question was cancelled")
 	}
-	rec.Approver = dec.By
+	rec.By, rec.From = dec.By.Who, dec.By.From
 	if !dec.Approved {
 		return refuse("the user declined on the governance page")
 	}
 	rec.Outcome = "approved"
 	s.audit(ctx, rec)
 	return nil, nil
+}
+
+// markWaiting writes into run's progress the approvals it waits for on the
+// page, so script_result, tasks/get, rate_limit_status and the page say
+// so while they wait and stop saying so once decided. The run's own
+// progress updates keep the list (runTracker.progress).
+func (s *Server) markWaiting(run *runs.Run) {
+	run.EditProgress(func(old json.RawMessage) json.RawMessage {
+		ids := s.opts.PageApprovals.WaitingFor(run.ID())
+		var p RunProgress
+		if len(old) > 0 && json.Unmarshal(old, &p) != nil {
+			return old
+		}
+		p.WaitingForApproval = ids
+		b, err := json.Marshal(p)
+		if err != nil {
+			return old
+		}
+		return b
+	})
 }
 
 // principalFrom names the caller as the audit log does.

@@ -98,11 +98,11 @@ func TestPageApproval(t *testing.T) {
 				if f.upstream.count() != 0 {
 					t.Fatal("sent before the person answered")
 				}
-				if err := room.Decide(q.ID, ui.Decision{Approved: tt.action == "approve", By: "ada from 127.0.0.1"}); err != nil {
+				if err := room.Decide(q.ID, ui.Decision{Approved: tt.action == "approve", By: ui.Person{Who: "ada", From: "127.0.0.1"}}); err != nil {
 					t.Fatal(err)
 				}
 				a = <-done
-				if err := room.Decide(q.ID, ui.Decision{Approved: true, By: "bob"}); !errors.Is(err, ui.ErrNotFound) {
+				if err := room.Decide(q.ID, ui.Decision{Approved: true, By: ui.Person{Who: "bob"}}); !errors.Is(err, ui.ErrNotFound) {
 					t.Errorf("deciding again: %v, want ErrNotFound", err)
 				}
 			} else {
@@ -120,8 +120,8 @@ func TestPageApproval(t *testing.T) {
 			if got := outcomes(lines, "petstore.addPet"); strings.Join(got, ",") != strings.Join(tt.outcomes, ",") {
 				t.Errorf("audit outcomes %v, want %v", got, tt.outcomes)
 			}
-			if tt.action != "" && lines[1]["approver"] != "ada from 127.0.0.1" {
-				t.Errorf("audit line %v: want the approver", lines[1])
+			if tt.action != "" && (lines[1]["by"] != "ada" || lines[1]["from"] != "127.0.0.1") {
+				t.Errorf("audit line %v: want who decided, and from where", lines[1])
 			}
 			if _, n := room.Pending(); n != 0 {
 				t.Errorf("%d approvals still wait", n)

@@ -31,8 +31,12 @@ type auditRecord struct {
 	// hash: no values); Approval says why one was refused.
 	Digest   string `json:"digest,omitempty"`
 	Approval string `json:"approval,omitempty"`
-	// Approver names who answered on the governance page, and from where.
-	Approver string `json:"approver,omitempty"`
+	// By names the person who acted on the governance page (approved or
+	// declined the call, or cancelled the run), From the address the
+	// request came from (the socket's peer, or X-Forwarded-For's client
+	// through http.trusted_proxies).
+	By   string `json:"by,omitempty"`
+	From string `json:"from,omitempty"`
 }
 
 // Principal is who is calling: a subject in an organisation, and its

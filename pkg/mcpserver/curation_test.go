@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,60 @@ func TestInstructionsSayReadOnly(t *testing.T) {
 		if len(res.Instructions) > 2048 {
 			t.Errorf("instructions are %d bytes", len(res.Instructions))
 		}
+	}
+}
+
+// TestEndpointNotServedRefusedAlikeByInvokeAndScripts: invoke and a
+// script's api.invoke enter by one door, so an endpoint the config
+// excludes, or one left out at load (which scripts once called unknown),
+// is refused to both with the same code and message, and nothing is sent.
+func TestEndpointNotServedRefusedAlikeByInvokeAndScripts(t *testing.T) {
+	rec := &recorder{}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	s := petstoreAt(t, up.URL)
+	f, err := spec.NewFilter(spec.Curation{Key: "specs[petstore]", Exclude: []string{"getInventory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Apply(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Unusable = map[string]string{"petstore.tooDeep": "its schema nests past the depth bound"}
+	cat, ix, _ := servedCatalog(t, time.Hour, s)
+	cl := invoke.New(invoke.Options{})
+	t.Cleanup(cl.Close)
+	srv := New(Options{SpecNames: []string{"petstore"}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl}}})
+	srv.Publish(cat, ix, nil)
+	c := connectTB(t, srv, nil)
+
+	for _, tt := range []struct{ id, says string }{
+		{"petstore.getInventory", "excluded by the server's config"},
+		{"petstore.tooDeep", "is in the spec but is not served: its schema nests past the depth bound"},
+		{"petstore.nosuch", `no endpoint "petstore.nosuch"`},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			res, isErr := callTool(t, c, "invoke", map[string]any{"endpointId": tt.id})
+			if !isErr {
+				t.Fatalf("invoke succeeded: %v", res)
+			}
+			direct := errorOf(t, res)
+			code := `try { await api.invoke(` + strconv.Quote(tt.id) + `, {}); return "sent"; } catch (e) { return {code: e.code, message: e.message}; }`
+			res, isErr = callTool(t, c, "run_script", map[string]any{"code": code})
+			if isErr {
+				t.Fatalf("run_script failed: %v", res)
+			}
+			thrown, _ := res["result"].(map[string]any)
+			msg, _ := direct["message"].(string)
+			if direct["code"] != "not_found" || thrown["code"] != direct["code"] {
+				t.Errorf("codes: invoke %v, api.invoke %v; want not_found for both", direct["code"], thrown["code"])
+			}
+			if got, _ := thrown["message"].(string); !strings.Contains(msg, tt.says) || !strings.HasPrefix(got, msg) {
+				t.Errorf("messages: invoke %q, api.invoke %q; want both to say %q", msg, got, tt.says)
+			}
+		})
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("upstream saw %d requests, want none", n)
 	}
 }

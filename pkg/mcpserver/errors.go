@@ -13,32 +13,31 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
 )
 
-// Error codes the model reads: a closed set, named in the tool descriptions.
-// They are defined here only: the packages below return typed errors (a
-// limit's scope, a queue's reason), and this file turns them into codes.
+// Error codes the model reads: a closed set, named in the tool descriptions
+// and defined in package codes only. The packages below return typed
+// errors (a limit's scope, a queue's reason), and this file turns them
+// into codes.
 const (
-	CodeRateLimit         = "rate_limit"
-	CodeUpstreamRateLimit = "upstream_rate_limit"
-	CodeQueueFull         = "queue_full"
-	CodeQueueTimeout      = "queue_timeout"
-	CodeTimeout           = "timeout"
-	CodeCancelled         = "cancelled"
-	CodeValidationFailed  = "validation_failed"
-	CodeNotFound          = "not_found"
-	CodeHTTPError         = "http_error"
-	CodeUnreachable       = "upstream_unreachable"
-	CodeAuthError         = "auth_error"
-	// CodeInternal is a failure of specgate's own: the model reads a
-	// request id, the server log has the error under it.
-	CodeInternal = "internal"
-	// CodeScriptError is a run_script program that did not finish: a
-	// syntax error, an uncaught throw, memory past its bound.
-	CodeScriptError = script.CodeScriptError
+	CodeRateLimit         = codes.RateLimit
+	CodeUpstreamRateLimit = codes.UpstreamRateLimit
+	CodeQueueFull         = codes.QueueFull
+	CodeQueueTimeout      = codes.QueueTimeout
+	CodeTimeout           = codes.Timeout
+	CodeCancelled         = codes.Cancelled
+	CodeValidationFailed  = codes.ValidationFailed
+	CodeNotFound          = codes.NotFound
+	CodeHTTPError         = codes.HTTPError
+	CodeUnreachable       = codes.Unreachable
+	CodeAuthError         = codes.AuthError
+	CodeNotApproved       = codes.NotApproved
+	CodeInternal          = codes.Internal
+	CodeScriptError       = codes.ScriptError
 )
 
 // ErrorObject is the error a tool result carries, as DESIGN.md lays it out.
@@ -103,7 +102,8 @@ func errorResult(obj *ErrorObject) *mcp.CallToolResult {
 func jsonResult(v any) *mcp.CallToolResult {
 	text, err := json.Marshal(v)
 	if err != nil {
-		return errorResult(&ErrorObject{Code: CodeHTTPError, Message: "result cannot be encoded as JSON"})
+		// specgate's own failure: the upstream answered, its answer is stored
+		return errorResult(&ErrorObject{Code: CodeInternal, Message: "the result cannot be encoded as JSON"})
 	}
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 }
@@ -157,6 +157,9 @@ var errorKinds = []errorKind{
 	}),
 	typed(func(e *ratelimit.QueueError) string { return queueCode(e.Reason) }, nil),
 	typed(func(*invoke.ArgError) string { return CodeValidationFailed }, func(e *invoke.ArgError, obj *ErrorObject) {
+		obj.Problems = boundProblems(e.Problems)
+	}),
+	typed(func(*answer.ArgError) string { return CodeValidationFailed }, func(e *answer.ArgError, obj *ErrorObject) {
 		obj.Problems = boundProblems(e.Problems)
 	}),
 	typed(jqCode, func(e *answer.JQError, obj *ErrorObject) {
@@ -214,6 +217,7 @@ var (
 	_ failure = (*invoke.UnreachableError)(nil)
 	_ failure = (*invoke.TimeoutError)(nil)
 	_ hinter  = (*invoke.ArgError)(nil)
+	_ hinter  = (*answer.ArgError)(nil)
 	_ hinter  = (*answer.JQError)(nil)
 	_ hinter  = (*answer.AnswerNotFoundError)(nil)
 	_ hinter  = (*invoke.AuthError)(nil)

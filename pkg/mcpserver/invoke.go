@@ -66,14 +66,12 @@ type Attempt struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// invokeArgs are the invoke tool's arguments beyond the call itself.
+// invokeArgs are the invoke tool's arguments: the call, and how its
+// answer is shaped.
 type invokeArgs struct {
-	id         string
-	nextPageOf string
-	in         invoke.Args
-	jq         *answer.JQ
-	pages      int
-	maxBytes   int
+	call     callRequest
+	jq       *answer.JQ
+	maxBytes int
 }
 
 func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResult) {
@@ -83,16 +81,9 @@ func (s *Server) parseInvokeArgs(in *InvokeArgs) (*invokeArgs, *mcp.CallToolResu
 	if len(in.ContentType) > 256 {
 		return nil, argError("contentType must be a media type string (at most 256 bytes)")
 	}
-	a := &invokeArgs{id: in.EndpointID, nextPageOf: in.NextPageOf, pages: 1, in: invoke.Args{
+	a := &invokeArgs{call: callRequest{endpointID: in.EndpointID, nextPageOf: in.NextPageOf, pages: in.Pages, in: invoke.Args{
 		Parameters: in.Parameters, RequestBody: in.RequestBody, Headers: in.Headers, ContentType: in.ContentType,
-	}}
-	if in.Pages != nil {
-		n, ok := intArg(*in.Pages, 1, invoke.MaxPages)
-		if !ok {
-			return nil, argError("pages must be a whole number from 1 to %d", invoke.MaxPages)
-		}
-		a.pages = n
-	}
+	}}}
 	if r := s.parseShapeArgs(in.JQ, in.MaxBytes, &a.jq, &a.maxBytes); r != nil {
 		return nil, r
 	}
@@ -130,105 +121,22 @@ func (s *Server) handleInvoke(ctx context.Context, req mcp.CallToolRequest, in *
 	if err != nil {
 		return s.notReady(err), nil
 	}
-	e, ok := st.cat.Lookup(a.id)
-	if !ok {
-		return s.notFound(st, a.id), nil
+	a.call.tool = &req
+	c := s.callEndpoint(ctx, st, a.call)
+	switch {
+	case c.err != nil:
+		return errorResult(c.err), nil
+	case c.ask != nil:
+		return c.ask, nil
 	}
-	if a.nextPageOf != "" {
-		if a.in, err = s.call.NextPageArgs(ctx, principalOf(ctx), e, a.nextPageOf, a.in); err != nil {
-			return errorResult(s.mapError(err)), nil
-		}
-	}
-	if a.pages > 1 && e.Method != "GET" {
-		return argError("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method), nil
-	}
-	if s.needsApproval(e) && s.call.Client != nil {
-		// The user is asked only about a call that would go.
-		if _, err := s.call.Client.Prepare(ctx, e, a.in); err != nil {
-			return errorResult(s.mapError(err)), nil
-		}
-		if ask, obj := s.approveCall(ctx, &req, e, a.in, a.pages, ""); ask != nil || obj != nil {
-			if obj != nil {
-				return errorResult(obj), nil
-			}
-			return ask, nil
-		}
-	}
-	if s.call.Client == nil {
-		return errorResult(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}), nil
-	}
-	r, snap, obj := s.invokeCall(ctx, st, e, a.in, a.pages, callOptions{progress: s.progressFunc(ctx, req), suggest: true})
-	if obj != nil {
-		return errorResult(obj), nil
-	}
-	out := s.invokeResult(r, a.maxBytes)
-	if !r.Cached {
-		out.RateLimit = snap
+	out := s.invokeResult(c.r, a.maxBytes)
+	if !c.r.Cached {
+		out.RateLimit = c.snap
 	}
 	sctx, span := s.tracer().Start(ctx, "shape answer")
-	res := s.answerResult(sctx, r.Answer, r.ResponseID, a, out)
+	res := s.answerResult(sctx, c.r.Answer, c.r.ResponseID, a, out)
 	span.End()
 	return res, nil
-}
-
-// callOptions are what differs between a direct invoke and a script's call.
-type callOptions struct {
-	// progress hears of waits in the queue; nil: none sent.
-	progress func(ratelimit.Progress)
-	// runID names the script a call is made by, in the audit log; empty
-	// for a direct invoke.
-	runID string
-	// byArgs keeps the endpoint's cooldown per endpoint and arguments.
-	byArgs bool
-	// waitUnderCaller bounds the wait for admission by the caller's
-	// deadline (a script's) and the queue timeouts, not the call's.
-	waitUnderCaller bool
-	// suggest adds, to a refusal, endpoints callable meanwhile.
-	suggest bool
-}
-
-// invokeCall is the one governed call behind the invoke tool and
-// run_script's api.invoke: credentials, budgets and the wait queue, learned
-// limits, retries, the result cache, the stored answer, the audit line and
-// the metrics. On failure it returns the error object the model reads; the
-// result then still holds the call's trace.
-func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in invoke.Args, pages int, opt callOptions) (*invoke.CallResult, *CallRateLimit, *ErrorObject) {
-	c := s.call // a copy: the flags below are this call's
-	c.CooldownByArgs, c.WaitUnderCaller = opt.byArgs, opt.waitUnderCaller
-	c.Background = opt.runID != "" // a script's call waits behind its principal's direct ones
-	r, err := c.Call(ctx, principalOf(ctx), e, in, pages, opt.progress)
-	if r.Cached {
-		s.audit(ctx, auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", Status: r.Answer.StatusCode, Cached: true})
-		return r, &CallRateLimit{}, nil
-	}
-	snap := s.snapshot(r.Paged.Outcome)
-	rec := auditRecord{Endpoint: e.ID, RunID: opt.runID, Outcome: "ok", LatencyMs: r.Latency.Milliseconds(),
-		QueueWaitMs: snap.QueueWaitMs, Attempts: len(snap.Attempts)}
-	if err != nil {
-		if res := r.Paged.Result; res != nil {
-			rec.Status, rec.ResponseBytes = res.StatusCode, res.Size
-		}
-		obj := s.mapError(err)
-		rec.Outcome, rec.Scope = obj.Code, obj.Scope
-		if obj.Limit != nil {
-			rec.Limit = obj.Limit.Kind
-		}
-		s.audit(ctx, rec)
-		if opt.suggest && obj.Retryable && (obj.Code == CodeRateLimit || obj.Code == CodeUpstreamRateLimit || obj.Code == CodeQueueFull || obj.Code == CodeQueueTimeout) {
-			whole := obj.Limit == nil || obj.Limit.Kind != string(ratelimit.KindCooldown)
-			obj.Suggestions = s.suggestions(st, e, whole)
-			if len(obj.Suggestions) > 0 {
-				obj.Hint += " Meanwhile you can call: " + suggestionIDs(obj.Suggestions)
-			}
-		}
-		return r, snap, obj
-	}
-	rec.Status, rec.ResponseBytes = r.Answer.StatusCode, r.ReadBytes()
-	s.audit(ctx, rec)
-	if r.StoreErr != nil {
-		s.log.Warn("answer not stored", "endpoint", e.ID, "err", r.StoreErr)
-	}
-	return r, snap, nil
 }
 
 // invokeResult is the answer of a call before it is fitted into budget
@@ -287,7 +195,7 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 // newCaller builds, once, the call behind invoke and run_script from the
 // options: the client, limiter, upstream keys, retries, answer store and
 // cache TTL, with the server's own result cache, validators, observer and
-// clock. Each call takes a copy and sets what differs for it.
+// clock. What differs per call travels with it (invoke.CallOptions).
 func (s *Server) newCaller(c invoke.Caller) invoke.Caller {
 	if c.Upstream == nil {
 		c.Upstream = func(e *spec.Endpoint) string { return HostKey(e.BaseURL) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,9 @@ type RunProgress struct {
 	// the calls left.
 	ETASeconds  *float64 `json:"etaSeconds,omitempty"`
 	QueueWaitMs int64    `json:"queueWaitMs"`
+	// WaitingForApproval names the writes of the run waiting for a person
+	// on the governance page (approval ids); while any waits, Note says so.
+	WaitingForApproval []string `json:"waitingForApproval,omitempty"`
 	// ETAFrom is when ETASeconds was reckoned (Unix ms), kept in the
 	// record so a later read counts down from it; never shown.
 	ETAFrom int64 `json:"etaFrom,omitempty"`
@@ -53,8 +57,17 @@ func progressOf(rec *runs.Record, now time.Time) RunProgress {
 }
 
 // sinceReckoned returns p as of now: its ETA less the time passed since it
-// was reckoned, and ETAFrom cleared.
+// was reckoned, ETAFrom cleared, and a note that says which approvals it
+// waits for.
 func (p RunProgress) sinceReckoned(now time.Time) RunProgress {
+	if len(p.WaitingForApproval) > 0 {
+		note := "waiting for a person to approve " + strings.Join(p.WaitingForApproval, ", ") + " on the governance page"
+		if p.Note != "" {
+			note += " (after: " + p.Note + ")"
+		}
+		// how long a person takes is not the run's pace
+		p.Note, p.ETASeconds = note, nil
+	}
 	if p.ETASeconds != nil && p.ETAFrom > 0 {
 		passed := now.Sub(time.UnixMilli(p.ETAFrom)).Seconds()
 		eta := math.Round(max(*p.ETASeconds-max(passed, 0), 0)*10) / 10
@@ -135,9 +148,16 @@ func (t *runTracker) progress(p script.Progress) {
 	t.last = p
 	t.mu.Unlock()
 	if t.run != nil {
-		if b, err := json.Marshal(t.view(p)); err == nil {
-			t.run.Update(b, nil)
-		}
+		v := t.view(p)
+		t.run.EditProgress(func(old json.RawMessage) json.RawMessage {
+			// read under the run's lock, as markWaiting does, so neither
+			// undoes the other
+			v.WaitingForApproval = t.s.opts.PageApprovals.WaitingFor(t.run.ID())
+			if b, err := json.Marshal(v); err == nil {
+				return b
+			}
+			return old
+		})
 	}
 	if t.notify == nil {
 		return
@@ -298,7 +318,10 @@ func (s *Server) runAnswer(rec *runs.Record, t *runTracker) *mcp.CallToolResult 
 	out := RunState{RunID: rec.ID, Status: string(rec.Status)}
 	var p RunProgress
 	if t != nil {
-		p = t.current().sinceReckoned(time.Now())
+		p = *t.current()
+		// a write waiting on the page says so in the record, not the tracker
+		p.WaitingForApproval = progressOf(rec, time.Now()).WaitingForApproval
+		p = p.sinceReckoned(time.Now())
 	} else {
 		p = progressOf(rec, time.Now())
 	}

@@ -6,13 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -408,8 +405,8 @@ func newRunID() string {
 	return "run-" + hex.EncodeToString(b[:])
 }
 
-// scriptCaller makes a run's calls: each through the invoke tool's governed
-// call (invokeCall), with the caller's scopes checked per call. It holds
+// scriptCaller makes a run's calls: each through the invoke tool's door
+// (callEndpoint), with the caller's scopes checked per call. It holds
 // no credential the script could reach: the script sees only answers.
 type scriptCaller struct {
 	s           *Server
@@ -451,78 +448,25 @@ func (c *scriptCaller) settle(reserved, sent int) {
 
 var _ script.Caller = (*scriptCaller)(nil)
 
+// callError is the Error a failed call throws into the script.
 func callError(obj *ErrorObject) *script.CallError {
 	return &script.CallError{Code: obj.Code, Message: obj.Message, RetryAfterSeconds: obj.RetryAfterSeconds, Status: obj.Status, Scope: obj.Scope}
 }
 
+// Invoke is api.invoke: the invoke tool's door (callEndpoint) with the
+// run's bounds, and the answer read as the invoke tool reads it.
 func (c *scriptCaller) Invoke(ctx context.Context, id string, a script.Args) (*script.Response, error) {
-	s := c.s
-	e, ok := c.st.cat.Lookup(id)
-	if !ok {
-		msg := fmt.Sprintf("no endpoint %q: use api.search to find endpoint ids", clip(id, 200))
-		if why, excluded := c.st.cat.Excluded(id); excluded {
-			msg, _ = excludedMessage(id, why)
-		}
-		return nil, &script.CallError{Code: CodeNotFound, Message: msg}
+	req := callRequest{endpointID: id, run: c,
+		in: invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}}
+	if a.Pages != 0 {
+		p := float64(a.Pages)
+		req.pages = &p
 	}
-	pages := a.Pages
-	if pages == 0 {
-		pages = 1
+	out := c.s.callEndpoint(ctx, c.st, req)
+	if out.err != nil {
+		return nil, callError(out.err)
 	}
-	if pages < 1 || pages > invoke.MaxPages {
-		return nil, &script.CallError{Code: CodeValidationFailed, Message: fmt.Sprintf("pages must be a whole number from 1 to %d", invoke.MaxPages)}
-	}
-	if pages > 1 && e.Method != http.MethodGet {
-		return nil, &script.CallError{Code: CodeValidationFailed, Message: fmt.Sprintf("pages follows next pages of GET calls only; %s is a %s", e.ID, e.Method)}
-	}
-	if !c.allowWrites && !e.Safe() {
-		return nil, &script.CallError{Code: CodeValidationFailed,
-			Message: fmt.Sprintf("%s is a %s: scripts may call only GET, HEAD and OPTIONS endpoints unless scripts.allow_writes is true; nothing was sent", e.ID, e.Method)}
-	}
-	if obj := s.requireScope(ctx, endpointScope(e)); obj != nil {
-		return nil, callError(obj)
-	}
-	if s.call.Client == nil {
-		return nil, &script.CallError{Code: CodeUnreachable, Message: "calls are disabled in this specgate"}
-	}
-	if pages = c.reserve(pages); pages == 0 {
-		return nil, &script.CallError{Code: CodeValidationFailed,
-			Message: fmt.Sprintf("this script already sent its %d requests (scripts.max_calls; each page is one)", c.maxRequests)}
-	}
-	sent := 0
-	defer func() { c.settle(pages, sent) }()
-	in := invoke.Args{Parameters: a.Parameters, RequestBody: a.RequestBody, Headers: a.Headers, ContentType: a.ContentType}
-	if s.needsApproval(e) {
-		if c.track != nil && !c.track.isLive() {
-			// Nobody waits on the call that started the run: a question
-			// put to the client would reach no one and hold the run until
-			// its deadline. The governance page can still ask a person.
-			ctx = context.WithValue(ctx, backgroundRunKey{}, true)
-		}
-		if _, err := s.call.Client.Prepare(ctx, e, in); err != nil {
-			return nil, callError(s.mapError(err))
-		}
-		if _, obj := s.approveCall(ctx, nil, e, in, pages, c.runID); obj != nil {
-			return nil, callError(obj)
-		}
-	}
-	if c.track != nil {
-		c.track.called(e.ID)
-	}
-	r, snap, obj := s.invokeCall(ctx, c.st, e, in, pages, callOptions{runID: c.runID, byArgs: true, waitUnderCaller: true})
-	if r != nil && r.Paged != nil {
-		sent = len(r.Paged.Trace.Attempts)
-	}
-	if obj != nil {
-		return nil, callError(obj)
-	}
-	ans := r.Answer
-	resp := &script.Response{StatusCode: ans.StatusCode, Headers: boundHeaders(ans.Headers, maxHeaderBytes),
-		Body: scriptBody(ans), NextPage: nextPageArgs(ans.NextPage)}
-	if snap != nil {
-		resp.QueueWait = time.Duration(snap.QueueWaitMs) * time.Millisecond
-	}
-	return resp, nil
+	return scriptResponse(out.r.Answer, out.snap), nil
 }
 
 func (c *scriptCaller) Search(ctx context.Context, q string, limit int) (any, error) {
@@ -534,33 +478,4 @@ func (c *scriptCaller) Search(ctx context.Context, q string, limit int) (any, er
 		return nil, &script.CallError{Code: CodeValidationFailed, Message: "query not understood: " + clip(err.Error(), 200)}
 	}
 	return out, nil
-}
-
-// nextPageArgs is the argument object of the next page's api.invoke.
-func nextPageArgs(p map[string]any) map[string]any {
-	if p == nil {
-		return nil
-	}
-	return map[string]any{"parameters": p}
-}
-
-// scriptBody is the whole body a script reads: JSON as its text (the
-// answer's own bytes, decoded once on the script's side: decoded here and
-// marshalled again for the worker, a script's answer cost the server three
-// times a direct invoke's), text as a string, anything else as
-// {contentType, bytes}.
-func scriptBody(ans *answer.Answer) any {
-	if len(ans.Body) == 0 {
-		return nil
-	}
-	base, _, _ := mime.ParseMediaType(ans.ContentType)
-	jsonish := strings.Contains(base, "json") || base == ""
-	if jsonish && (ans.Decoded != nil || json.Valid(ans.Body)) {
-		return json.RawMessage(ans.Body)
-	}
-	if strings.HasPrefix(base, "text/") || strings.Contains(base, "xml") || jsonish && utf8.Valid(ans.Body) ||
-		base == "application/x-www-form-urlencoded" {
-		return string(ans.Body)
-	}
-	return map[string]any{"contentType": ans.ContentType, "bytes": len(ans.Body)}
 }

@@ -164,13 +164,26 @@ type inspectResult struct {
 
 // notFound answers an unknown endpoint id with the closest matches.
 func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
-	obj := &ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %q", id),
+	return errorResult(s.notFoundError(st, id, false))
+}
+
+// notFoundError is why id names no endpoint served: unknown (with the
+// endpoints whose ids are closest), excluded by the config, or left out
+// at load. A script reads no hint or suggestions: for it, an unknown id's
+// message names the next step.
+func (s *Server) notFoundError(st *state, id string, forScript bool) *ErrorObject {
+	obj := &ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %q", clip(id, 200)),
 		Hint: "Use search to find endpoint ids; ids look like <spec>.<operationId>."}
 	if why, ok := st.cat.Excluded(id); ok {
 		obj.Message, obj.Hint = excludedMessage(id, why)
 	} else if why, ok := st.cat.Unusable(id); ok {
 		obj.Message = fmt.Sprintf("endpoint %q is in the spec but is not served: %s", id, why)
 		obj.Hint = "specgate left it out at load to stay safe; use search for another endpoint, or ask the operator to fix the spec."
+	} else if forScript {
+		obj.Message += ": use api.search to find endpoint ids"
+	}
+	if forScript {
+		return obj
 	}
 	words := strings.NewReplacer(".", " ", "_", " ", "-", " ", "/", " ").Replace(id)
 	if hits, err := st.ix.Lexical(words, 5); err == nil {
@@ -178,7 +191,7 @@ func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
 			obj.Suggestions = append(obj.Suggestions, Suggestion{ID: h.ID, Method: h.Method, Path: h.Path})
 		}
 	}
-	return errorResult(obj)
+	return obj
 }
 
 // suggestions lists up to five endpoints callable now: by default from the

@@ -51,7 +51,7 @@ func (u uiSource) State(_ context.Context, now time.Time) ui.State {
 		p := progressOf(&rec, now)
 		out.Runs = append(out.Runs, ui.Run{ID: rec.ID, Principal: principalName(rec.Principal), Status: string(rec.Status), Done: p.Done, Total: p.Total,
 			Note: p.Note, ETASeconds: p.ETASeconds, Calls: p.Calls.Total, ByStatus: p.Calls.ByStatus,
-			StartedAt: rec.Started.UTC().Format(time.RFC3339)})
+			StartedAt: rec.Started.UTC().Format(time.RFC3339), WaitingForApproval: p.WaitingForApproval})
 	}
 	return out
 }
@@ -97,11 +97,17 @@ func uiUpstream(us UpstreamStatus) ui.Upstream {
 	return out
 }
 
-func (u uiSource) CancelRun(ctx context.Context, id string) error {
+// CancelRun cancels the run id, and writes an audit line naming the run's
+// principal, the person who cancelled it and their address.
+func (u uiSource) CancelRun(ctx context.Context, id string, by ui.Person) error {
 	for _, rec := range u.s.runs.All() {
 		if rec.ID == id {
-			_, err := u.s.runs.Cancel(ctx, rec.Principal, id)
-			return err
+			if _, err := u.s.runs.Cancel(ctx, rec.Principal, id); err != nil {
+				return err
+			}
+			u.s.audit(ctx, auditRecord{Endpoint: "run_script", RunID: id, Principal: principalName(rec.Principal),
+				Outcome: "cancelled", Approval: "on the governance page", By: by.Who, From: by.From})
+			return nil
 		}
 	}
 	return ui.ErrNotFound

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -190,5 +191,54 @@ func TestPrincipalStatsAreBounded(t *testing.T) {
 	}
 	if p := st.who["org/p1"]; p == nil || p.calls != 1 || p.queueTurns != 1 || p.refused["proxy"] != 1 {
 		t.Errorf("p1 = %+v, want 1 call, 1 queue turn, 1 proxy refusal", p)
+	}
+}
+
+// The event stream reaches a viewer through the HTTP handler a frame a
+// tick, as it is written (nothing on the way buffers it).
+func TestUIEventsStreamThroughTheHTTPHandler(t *testing.T) {
+	opts := serve.Options{Tokens: map[string]Principal{"admin-tok": {Subject: "ada"}}}
+	var page http.Handler
+	opts.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { page.ServeHTTP(w, r) })
+	f := newHTTPFixture(t, opts, 0)
+	hub := ui.NewHub(f.srv.UISource(), ui.HubOptions{})
+	page = ui.New(ui.Options{Hub: hub, Verify: serve.UISignIn(f.srv, opts)})
+
+	req, _ := http.NewRequest("POST", f.ts.URL+"/ui/api/signin", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Authorization", "Bearer admin-tok")
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	req, _ = http.NewRequestWithContext(t.Context(), "GET", f.ts.URL+"/ui/api/events", nil)
+	req.AddCookie(resp.Cookies()[0])
+	stream, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != 200 || stream.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %q", stream.StatusCode, stream.Header.Get("Content-Type"))
+	}
+	rd := bufio.NewReader(stream.Body)
+	for tick := range 3 {
+		hub.Tick(t.Context()) // the reader waits for each frame: none is held back
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("tick %d: %v", tick, err)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				if !json.Valid([]byte(data)) || !strings.Contains(data, `"upstreams"`) {
+					t.Errorf("tick %d: data %.80q", tick, data)
+				}
+				break
+			}
+		}
 	}
 }

@@ -73,6 +73,13 @@ type Admission struct {
 	// store writes those still in the requests window into it, at its own now less their
 	// age, before it decides.
 	Backlog []time.Duration
+	// Epoch is the store's epoch of the upstream's state that this replica last saw (see
+	// Decision.Epoch); zero: none. Rejoin is set on the first admission after this
+	// replica ran on its fallback share. With either, a store that shares the requests
+	// window's remainder between replicas after it came back (a hand-over) can tell that
+	// it did.
+	Epoch  int64
+	Rejoin bool
 }
 
 // Decision is a Store's answer to an Admission.
@@ -204,6 +211,7 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 		a.Upstream, a.Budget, a.CallEstimate = up.key, up.full, time.Duration(up.callEstimate())
 		a.Units = ep.units(up.full.Requests)
 		a.Backlog = up.backlog(now)
+		a.Epoch, a.Rejoin = up.epoch, up.sw.switched() > 0
 	}
 	d, err := st.Admit(ctx, &a)
 	if err != nil {

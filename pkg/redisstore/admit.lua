@@ -2,7 +2,8 @@
 -- window, the tokens window, the minimum interval and the calls in flight; it keeps the
 -- longest wait; with charge set and nothing in the way, it charges them all.
 -- KEYS: cooldown, requests, tokens, last admission, leases, block of the whole upstream,
--- block of the endpoint's quota resource, epoch; all on one hash tag.
+-- block of the endpoint's quota resource, epoch, replicas seen, hand-over; all on one
+-- hash tag.
 -- Reply: ok, now, kind, wait, source, cooldown refused, token bucket, units in the
 -- requests window (this call's included when charged), wait until that window has room,
 -- tokens in the tokens window (this call's included when charged), epoch.
@@ -16,9 +17,13 @@ local ntok, cost, g = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local mi, mc, est = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local lease, lttl, hasUp = ARGV[11], tonumber(ARGV[12]), ARGV[13] == '1'
 local units = tonumber(ARGV[14]) -- what the call charges the requests window, 1..nreq
--- ARGV[15..]: ages of the units the replica admitted on its fallback share, written into
+-- the replica's id, the epoch it last saw (0: none), whether it comes back from its
+-- fallback share, and how many replicas the fallback share stands for
+local me, known, rejoin, least = ARGV[15], tonumber(ARGV[16]), ARGV[17] == '1', tonumber(ARGV[18])
+-- ARGV[19..]: ages of the units the replica admitted on its fallback share, written into
 -- the requests window before anything is decided
 local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
+local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
 local epoch = redis.call('GET', KEYS[8])
 if not epoch then
   epoch = num(now)
@@ -26,6 +31,7 @@ if not epoch then
 end
 redis.call('PEXPIRE', KEYS[8], 86400000) -- a day without an admission: nothing left to lose
 epoch = tonumber(epoch)
+local reset = known > 0 and known ~= epoch
 local function consider(k, w, s)
   if w > best then best, kind, src = w, k, s or '' end
 end
@@ -42,12 +48,48 @@ if iv > 0 then
     consider('cooldown', last + iv - now)
   end
 end
-if hasUp and nreq > 0 and #ARGV >= 15 then
-  for i = 15, #ARGV do
+local nb = 0 -- backlog units written
+if hasUp and nreq > 0 and #ARGV >= 19 then
+  for i = 19, #ARGV do
     local at = now - tonumber(ARGV[i])
-    if at > now - span then redis.call('ZADD', KEYS[2], num(at), num(at) .. '-' .. lease .. '-b' .. i) end
+    if at > now - span then
+      redis.call('ZADD', KEYS[2], num(at), num(at) .. '-' .. lease .. '-b' .. i)
+      nb = nb + 1
+    end
   end
-  redis.call('PEXPIRE', KEYS[2], num(math.ceil(span / 1000) + 1000))
+  redis.call('PEXPIRE', KEYS[2], ttl(span))
+end
+-- handover shares the requests window's remainder between the replicas for one window
+-- after the store comes back (a replica returns from its fallback share, writes what it
+-- admitted there, or finds the store reset): otherwise the replica whose wait queue wakes
+-- first takes all of it. The hand-over keeps the remainder r at its start (less the
+-- fallback admissions written since) and n, the replicas that called the upstream in the
+-- last window, at least those the fallback share stands for. Each replica may take
+-- ceil(r / n) of it, and that much more each n-th of the window, so that by the window's
+-- end a replica alone takes what the others leave.
+local ho = false
+local function handover()
+  redis.call('ZADD', KEYS[9], num(now), me)
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', num(now - span))
+  redis.call('PEXPIRE', KEYS[9], ttl(span))
+  local h = redis.call('HMGET', KEYS[10], 'at', 'r', 'n')
+  local at, r, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+  if at and now >= at + span then at = nil end
+  if not at then
+    if not (rejoin or reset or nb > 0) then return end
+    at, r, n = now, math.max(nreq - nc, 0), math.max(redis.call('ZCARD', KEYS[9]), least, 1)
+    redis.call('DEL', KEYS[10])
+    redis.call('HSET', KEYS[10], 'at', num(at), 'r', num(r), 'n', num(n))
+    redis.call('PEXPIRE', KEYS[10], ttl(span))
+  elseif nb > 0 then
+    r = tonumber(redis.call('HINCRBY', KEYS[10], 'r', -nb))
+  end
+  ho = true
+  local slice = math.max(math.floor(span / n), 1)
+  local k = math.floor((now - at) / slice)
+  local allow = math.max(math.ceil(r / n), 1) * (k + 1)
+  local mine = tonumber(redis.call('HGET', KEYS[10], 'c:' .. me) or '0')
+  if mine + units > allow then consider('requests', at + slice * (k + 1) - now) end
 end
 if hasUp then
   for i = 6, 7 do
@@ -59,6 +101,7 @@ if hasUp then
     nc = redis.call('ZCARD', KEYS[2])
     consider('requests', free(units))
     nfree = free(1)
+    handover()
   end
   if ntok > 0 then
     local h = redis.call('HGETALL', KEYS[3])
@@ -97,7 +140,6 @@ if hasUp then
 end
 if best > 0 then return {0, now, kind, best, src, cd, 0, nc, nfree, tsum, epoch} end
 if not charge then return {1, now, '', 0, '', 0, 0, nc, nfree, tsum, epoch} end
-local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
 if iv > 0 then redis.call('SET', KEYS[1], num(now), 'PX', ttl(iv)) end
 local bucket = 0
 if hasUp then
@@ -108,6 +150,7 @@ if hasUp then
     redis.call('PEXPIRE', KEYS[2], ttl(span))
     nc = nc + units
     nfree = free(1)
+    if ho then redis.call('HINCRBY', KEYS[10], 'c:' .. me, units) end
   end
   if ntok > 0 and cost > 0 then
     bucket = now - now % g

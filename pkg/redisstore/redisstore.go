@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -85,6 +86,8 @@ type Options struct {
 //	{upstream}:last             last admission (minimum interval)
 //	{upstream}:lease            sorted set of concurrency leases by expiry
 //	{upstream}:epoch            when the tag's state was first written (see Decision.Epoch)
+//	{upstream}:who              sorted set of the replicas (stores) that called the upstream, by time
+//	{upstream}:ho               the hand-over of the requests window after the store came back
 //	{upstream}:blk:{resource}   learned block: until, source
 //	{key}:w:{name}              sorted set of a Window's events for one key
 //
@@ -513,6 +516,8 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		s.key(g, "blk:"),
 		s.key(g, "blk:"+a.Resource),
 		s.key(g, "epoch"),
+		s.key(g, "who"),
+		s.key(g, "ho"),
 	}
 	charge, cooldown := 0, micros(a.Cooldown)
 	if a.Charge {
@@ -540,7 +545,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	}
 	args := []any{charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
 		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
-		units}
+		units, s.id, a.Epoch, boolInt(a.Rejoin), s.replicas()}
 	for _, age := range a.Backlog {
 		args = append(args, micros(age))
 	}
@@ -577,6 +582,13 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		s.hold(g, lease, true)
 	}
 	return d, nil
+}
+
+// replicas is how many replicas the fallback share stands for, ceil(1/share): a hand-over
+// shares the window's remainder between at least that many, since the replicas that
+// called the upstream are not known after a store that restarted empty.
+func (s *Store) replicas() int {
+	return max(int(math.Ceil(1/s.share-1e-9)), 1)
 }
 
 // unadmit gives back what an admission of units and tokens charged when its caller had

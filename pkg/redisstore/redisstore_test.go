@@ -31,8 +31,8 @@ func TestRedisStoreKeysHavePrefixAndTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 7 {
-		t.Errorf("got keys %q, want 7 (cooldown, requests, tokens, last, lease, block, epoch)", keys)
+	if len(keys) != 8 {
+		t.Errorf("got keys %q, want 8 (cooldown, requests, tokens, last, lease, block, epoch, replicas seen)", keys)
 	}
 	for _, k := range keys {
 		if !strings.HasPrefix(k, testPrefix(t)) {

@@ -7,7 +7,16 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
+
+// internalAnswer is the error a run's record answers with when the run
+// left none it could keep: specgate's failure, not the script's.
+func internalAnswer(msg string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": codes.Internal, "message": msg}})
+	return b
+}
 
 // Defaults of Options' zero fields.
 const (
@@ -150,6 +159,28 @@ func (r *Run) Update(progress json.RawMessage, logs []string) {
 	r.changed = true
 }
 
+// EditProgress replaces the run's progress with edit's answer to it, under
+// the run's lock: two parts of the server that each add to the progress
+// (the script's own, and a write waiting for approval) do not undo each
+// other. edit must not call the run's methods.
+func (r *Run) EditProgress(edit func(json.RawMessage) json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := edit(r.rec.Progress); len(p) <= MaxProgressBytes {
+		r.rec.Progress = p
+		r.changed = true
+	}
+}
+
+type runKey struct{}
+
+// FromContext returns the run whose function's context ctx is (or derives
+// from), if any.
+func FromContext(ctx context.Context) (*Run, bool) {
+	r, ok := ctx.Value(runKey{}).(*Run)
+	return r, ok
+}
+
 // Start runs fn on its own goroutine: its context keeps ctx's values but
 // not its cancellation or deadline, and is cancelled by Cancel, by Drain,
 // or after limit. The record is written at once, so any replica can answer
@@ -168,7 +199,7 @@ func (m *Manager) Start(ctx context.Context, principal string, limit time.Durati
 	m.local[memKey{principal, r.rec.ID}] = r
 	m.wg.Add(1)
 	m.mu.Unlock()
-	r.ctx = runCtx
+	r.ctx = context.WithValue(runCtx, runKey{}, r)
 	r.save(ctx, limit)
 	go r.run(fn, limit)
 	return r, nil
@@ -244,7 +275,7 @@ func (r *Run) finish(out Outcome) {
 		r.rec.Status = Cancelled
 	case len(out.Answer) == 0:
 		r.rec.Status, r.rec.IsError = Failed, true
-		r.rec.Answer = json.RawMessage(`{"error":{"code":"internal","message":"the run ended with no answer"}}`)
+		r.rec.Answer = internalAnswer("the run ended with no answer")
 	case out.IsError:
 		r.rec.Status, r.rec.Answer, r.rec.IsError = Failed, out.Answer, true
 	default:
@@ -252,7 +283,7 @@ func (r *Run) finish(out Outcome) {
 	}
 	if len(r.rec.Answer) > MaxAnswerBytes {
 		r.rec.Status, r.rec.IsError = Failed, true
-		r.rec.Answer = json.RawMessage(`{"error":{"code":"internal","message":"the run's answer was too large to keep"}}`)
+		r.rec.Answer = internalAnswer("the run's answer was too large to keep")
 	}
 	if out.Progress != nil && len(out.Progress) <= MaxProgressBytes {
 		r.rec.Progress = out.Progress

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // prelude bounds the builtins that build a large value from a small one
@@ -231,13 +233,13 @@ func (r *run) invoke(call goja.FunctionCall) goja.Value {
 	p, resolve, reject := r.vm.NewPromise()
 	id, ok := call.Argument(0).Export().(string)
 	if !ok || id == "" {
-		reject(r.jsError(&CallError{Code: "validation_failed", Message: "api.invoke needs an endpoint id string first"}))
+		reject(r.jsError(&CallError{Code: codes.ValidationFailed, Message: "api.invoke needs an endpoint id string first"}))
 		return r.vm.ToValue(p)
 	}
 	var args Args
 	if a := call.Argument(1); !goja.IsUndefined(a) && !goja.IsNull(a) {
 		if problem := r.decodeArgs(a, &args); problem != "" {
-			reject(r.jsError(&CallError{Code: "validation_failed", Message: problem}))
+			reject(r.jsError(&CallError{Code: codes.ValidationFailed, Message: problem}))
 			return r.vm.ToValue(p)
 		}
 	}
@@ -262,7 +264,7 @@ func (r *run) search(call goja.FunctionCall) goja.Value {
 	p, resolve, reject := r.vm.NewPromise()
 	q, ok := call.Argument(0).Export().(string)
 	if !ok || strings.TrimSpace(q) == "" {
-		reject(r.jsError(&CallError{Code: "validation_failed", Message: "api.search needs a query string"}))
+		reject(r.jsError(&CallError{Code: codes.ValidationFailed, Message: "api.search needs a query string"}))
 		return r.vm.ToValue(p)
 	}
 	limit := 10
@@ -270,7 +272,7 @@ func (r *run) search(call goja.FunctionCall) goja.Value {
 		if l := o.Get("limit"); l != nil && !goja.IsUndefined(l) {
 			n := l.ToInteger()
 			if n < 1 || n > 50 {
-				reject(r.jsError(&CallError{Code: "validation_failed", Message: "limit must be a whole number from 1 to 50"}))
+				reject(r.jsError(&CallError{Code: codes.ValidationFailed, Message: "limit must be a whole number from 1 to 50"}))
 				return r.vm.ToValue(p)
 			}
 			limit = int(n)
@@ -293,7 +295,7 @@ func (r *run) take() bool {
 }
 
 func (r *run) tooMany() *CallError {
-	return &CallError{Code: "validation_failed", Message: "this script already made its " + strconv.Itoa(r.opts.MaxCalls) + " calls (scripts.max_calls)"}
+	return &CallError{Code: codes.ValidationFailed, Message: "this script already made its " + strconv.Itoa(r.opts.MaxCalls) + " calls (scripts.max_calls)"}
 }
 
 // start runs one call on its own goroutine, at most MaxConcurrent at once,
@@ -361,13 +363,22 @@ func countCall(c *Calls, out any, err error) {
 }
 
 // decodeArgs reads api.invoke's argument object strictly: through JSON,
-// so no getter, proxy or function crosses into the call.
+// so no getter, proxy or function crosses into the call. The JSON text is
+// kept with the arguments, so a worker passes it on as it is.
 func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 	raw, err := r.serialise(v)
 	if err != nil {
 		return "the arguments cannot be read as JSON"
 	}
-	if len(raw) > 8<<20 {
+	return decodeArgsJSON(raw, dst)
+}
+
+// decodeArgsJSON reads api.invoke's arguments from their JSON text:
+// unknown fields refused, numbers exact (json.Number), as the invoke tool
+// reads its own. The worker's parent reads them again this way: it does
+// not trust the worker to have.
+func decodeArgsJSON(raw []byte, dst *Args) string {
+	if len(raw) > maxArgsBytes {
 		return "the arguments are over 8 MiB"
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -380,8 +391,12 @@ func (r *run) decodeArgs(v goja.Value, dst *Args) string {
 		}
 		return "the arguments are not {parameters, requestBody, headers, contentType, pages}: " + clip(msg, 160)
 	}
+	dst.raw = raw
 	return ""
 }
+
+// maxArgsBytes bounds the JSON text of one api.invoke's arguments.
+const maxArgsBytes = 8 << 20
 
 // toJS hands a call's answer to the script as plain values; a body of
 // JSON text is parsed once, not marshalled into the answer's text first.
@@ -428,13 +443,13 @@ func (r *run) callSite() string {
 
 // jsError makes the Error a failed call throws.
 func (r *run) jsError(err error) goja.Value {
-	ce := &CallError{Code: "internal", Message: "the call failed inside specgate"}
+	ce := &CallError{Code: codes.Internal, Message: "the call failed inside specgate"}
 	if !errors.As(err, &ce) {
 		switch {
 		case errors.Is(err, errTimeout), errors.Is(err, errMemory):
 		default:
 			if r.ctx.Err() != nil {
-				ce = &CallError{Code: "timeout", Message: "the script's deadline passed while the call waited"}
+				ce = &CallError{Code: codes.Timeout, Message: "the script's deadline passed while the call waited"}
 			}
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // Defaults of Options' zero fields.
@@ -58,6 +60,9 @@ type Args struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	ContentType string            `json:"contentType,omitempty"`
 	Pages       int               `json:"pages,omitempty"`
+	// raw is the JSON text the arguments were read from, when they were:
+	// a worker sends it to its parent as it is.
+	raw json.RawMessage
 }
 
 // Response is what api.invoke resolves to.
@@ -77,6 +82,7 @@ type Response struct {
 // CallError is a failed call, thrown into the script as an Error carrying
 // code, message, retryAfterSeconds, status and scope.
 type CallError struct {
+	// Code is one of package codes'.
 	Code              string
 	Message           string
 	RetryAfterSeconds float64
@@ -181,15 +187,9 @@ type Result struct {
 	PeakRSS int64
 }
 
-// Error codes of a run that did not finish.
-const (
-	CodeScriptError = "script_error"
-	CodeTimeout     = "timeout"
-	CodeCancelled   = "cancelled"
-)
-
 // Error is a run that did not finish; Result holds the calls and logs so far.
 type Error struct {
+	// Code is codes.ScriptError, codes.Timeout or codes.Cancelled.
 	Code    string
 	Message string
 	// Line is the script's line the failure points at; 0 when unknown.
@@ -238,11 +238,11 @@ func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, err
 	opts.defaults()
 	res := &Result{Value: json.RawMessage("null")}
 	if len(code) > MaxCodeBytes {
-		return nil, &Error{Code: CodeScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
 	}
 	prog, err := goja.Compile("script.js", "(async function(){\n"+code+"\n})()", true)
 	if err != nil {
-		return nil, &Error{Code: CodeScriptError, Message: "syntax error: " + clip(syntaxMessage(err), 300), Line: lineOf(syntaxLineRE, err.Error()), Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: "syntax error: " + clip(syntaxMessage(err), 300), Line: lineOf(syntaxLineRE, err.Error()), Result: res}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -251,7 +251,7 @@ func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, err
 	defer close(r.done)
 	r.vm.SetMaxCallStackSize(maxStackDepth)
 	if err := r.install(); err != nil {
-		return nil, &Error{Code: CodeScriptError, Message: "the sandbox could not be set up", Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: "the sandbox could not be set up", Result: res}
 	}
 	stop := r.watch(ctx)
 	defer stop()
@@ -262,11 +262,11 @@ func Run(ctx context.Context, code string, c Caller, opts Options) (*Result, err
 	}
 	p, ok := v.Export().(*goja.Promise)
 	if !ok {
-		return nil, &Error{Code: CodeScriptError, Message: "the script did not run as an async function", Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: "the script did not run as an async function", Result: res}
 	}
 	for p.State() == goja.PromiseStatePending {
 		if r.inflight == 0 && len(r.jobs) == 0 {
-			return nil, &Error{Code: CodeScriptError, Message: "the script awaits a promise that never settles (only api calls settle promises here)", Result: r.finish()}
+			return nil, &Error{Code: codes.ScriptError, Message: "the script awaits a promise that never settles (only api calls settle promises here)", Result: r.finish()}
 		}
 		select {
 		case job := <-r.jobs:
@@ -312,15 +312,15 @@ func (r *run) finish() *Result {
 // The three ends of a run that the script did not choose, worded once for
 // both engines.
 func timeoutError(o Options, res *Result) *Error {
-	return &Error{Code: CodeTimeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", o.Timeout), Result: res}
+	return &Error{Code: codes.Timeout, Message: fmt.Sprintf("the script ran past its %s deadline and was stopped", o.Timeout), Result: res}
 }
 
 func memoryError(o Options, res *Result) *Error {
-	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's memory (its live heap) passed its %d MiB bound and it was stopped", o.MaxMemory>>20), Result: res}
+	return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the script's memory (its live heap) passed its %d MiB bound and it was stopped", o.MaxMemory>>20), Result: res}
 }
 
 func cancelledError(res *Result) *Error {
-	return &Error{Code: CodeCancelled, Message: "the client cancelled the script", Result: res}
+	return &Error{Code: codes.Cancelled, Message: "the client cancelled the script", Result: res}
 }
 
 // failure turns an error out of the VM into an *Error.
@@ -342,13 +342,13 @@ func (r *run) failure(err error) error {
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
-		return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the call stack passed %d frames (endless recursion?)", maxStackDepth), Result: res}
+		return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the call stack passed %d frames (endless recursion?)", maxStackDepth), Result: res}
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
 		return r.thrown(ex.Value())
 	}
-	return &Error{Code: CodeScriptError, Message: clip(err.Error(), 300), Line: lineOf(lineRE, err.Error()), Result: res}
+	return &Error{Code: codes.ScriptError, Message: clip(err.Error(), 300), Line: lineOf(lineRE, err.Error()), Result: res}
 }
 
 // thrown describes an uncaught throw: its message and the script's line.
@@ -371,7 +371,7 @@ func (r *run) thrown(v goja.Value) error {
 	} else {
 		msg = "a non-Error value was thrown: " + safeString(v)
 	}
-	return &Error{Code: CodeScriptError, Message: "uncaught: " + clip(msg, 300), Line: line, Result: res}
+	return &Error{Code: codes.ScriptError, Message: "uncaught: " + clip(msg, 300), Line: line, Result: res}
 }
 
 // safeString renders a thrown value without running its code twice.
@@ -397,7 +397,7 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) {
-			return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON: " + clip(safeString(ex.Value()), 200), Result: r.res}
+			return nil, &Error{Code: codes.ScriptError, Message: "the return value cannot be serialised as JSON: " + clip(safeString(ex.Value()), 200), Result: r.res}
 		}
 		return nil, err
 	}
@@ -408,11 +408,11 @@ func (r *run) serialise(v goja.Value) (json.RawMessage, error) {
 		if _, isFunc := goja.AssertFunction(v); isFunc {
 			kind = "function"
 		}
-		return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON: it is a " + kind + "; return data (an object, array, string, number or boolean)", Result: r.res}
+		return nil, &Error{Code: codes.ScriptError, Message: "the return value cannot be serialised as JSON: it is a " + kind + "; return data (an object, array, string, number or boolean)", Result: r.res}
 	}
 	text := json.RawMessage(out.String())
 	if !json.Valid(text) {
-		return nil, &Error{Code: CodeScriptError, Message: "the return value cannot be serialised as JSON", Result: r.res}
+		return nil, &Error{Code: codes.ScriptError, Message: "the return value cannot be serialised as JSON", Result: r.res}
 	}
 	return text, nil
 }

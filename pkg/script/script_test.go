@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // fakeCaller answers api calls from a table and records them; it tracks
@@ -177,31 +179,31 @@ func TestHostileScripts(t *testing.T) {
 		msg               string
 		opts              Options
 	}{
-		{"syntax error with its line", "const a = 1;\nconst = 2;", CodeScriptError, "line 2", Options{}},
-		{"endless loop", "while (true) {}", CodeTimeout, "deadline", Options{Timeout: 200 * time.Millisecond}},
-		{"huge repeat", `return "x".repeat(2**30).length;`, CodeScriptError, "memory bound", Options{}},
-		{"huge pad", `return "x".padEnd(2**30).length;`, CodeScriptError, "memory bound", Options{}},
-		{"huge join", `return Array(1e7).fill("xxxxxxxxxx").join("").length;`, CodeScriptError, "memory bound", Options{}},
-		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
-		{"string doubled", `let s = "x"; for (;;) s += s;`, CodeScriptError, "memory", Options{Timeout: 20 * time.Second}},
-		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, CodeScriptError, "call stack", Options{}},
-		{"recursion 1e6 deep", `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } return f(1e6);`, CodeScriptError, "call stack", Options{}},
-		{"JSON.stringify of a cycle", "const a = {};\na.self = a;\nreturn JSON.stringify(a);", CodeScriptError, "uncaught: Converting circular structure to JSON", Options{}},
-		{"cycle returned", `const a = {}; a.self = a; return a;`, CodeScriptError, "serialised", Options{}},
-		{"BigInt returned", `return 10n;`, CodeScriptError, "serialised", Options{}},
-		{"function returned", `return () => 1;`, CodeScriptError, "serialised as JSON: it is a function", Options{}},
-		{"symbol returned", `return Symbol("s");`, CodeScriptError, "serialised as JSON: it is a symbol", Options{}},
-		{"uncaught throw with line", "const x = 1;\nthrow new Error(\"boom\");", CodeScriptError, "uncaught: boom", Options{}},
-		{"thrown non-Error", `throw 42;`, CodeScriptError, "non-Error value was thrown: 42", Options{}},
-		{"promise that never settles", `await new Promise(() => {});`, CodeScriptError, "never settles", Options{}},
-		{"bad endpoint id", `await api.invoke(42);`, CodeScriptError, "endpoint id", Options{}},
-		{"unknown argument", `await api.invoke("t.get", {params: {}});`, CodeScriptError, "unknown argument", Options{}},
-		{"catches every error and loops", `for (;;) { try { await api.invoke("t.limited", {}); } catch (e) {} }`, CodeTimeout, "deadline", Options{MaxCalls: 20, Timeout: 300 * time.Millisecond}},
-		{"no timers", `setTimeout(() => 1, 10);`, CodeScriptError, "setTimeout", Options{}},
-		{"no require", `require("fs");`, CodeScriptError, "require", Options{}},
-		{"api cannot be replaced", `"use strict"; api.invoke = () => 1;`, CodeScriptError, "read only", Options{}},
-		{"api cannot be redefined", `Object.defineProperty(api, "invoke", {value: () => 1});`, CodeScriptError, "Cannot redefine property", Options{}},
-		{"the api global cannot be replaced", `globalThis.api = {invoke: () => 1};`, CodeScriptError, "read only", Options{}},
+		{"syntax error with its line", "const a = 1;\nconst = 2;", codes.ScriptError, "line 2", Options{}},
+		{"endless loop", "while (true) {}", codes.Timeout, "deadline", Options{Timeout: 200 * time.Millisecond}},
+		{"huge repeat", `return "x".repeat(2**30).length;`, codes.ScriptError, "memory bound", Options{}},
+		{"huge pad", `return "x".padEnd(2**30).length;`, codes.ScriptError, "memory bound", Options{}},
+		{"huge join", `return Array(1e7).fill("xxxxxxxxxx").join("").length;`, codes.ScriptError, "memory bound", Options{}},
+		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, codes.ScriptError, "memory", Options{Timeout: 20 * time.Second}},
+		{"string doubled", `let s = "x"; for (;;) s += s;`, codes.ScriptError, "memory", Options{Timeout: 20 * time.Second}},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, codes.ScriptError, "call stack", Options{}},
+		{"recursion 1e6 deep", `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } return f(1e6);`, codes.ScriptError, "call stack", Options{}},
+		{"JSON.stringify of a cycle", "const a = {};\na.self = a;\nreturn JSON.stringify(a);", codes.ScriptError, "uncaught: Converting circular structure to JSON", Options{}},
+		{"cycle returned", `const a = {}; a.self = a; return a;`, codes.ScriptError, "serialised", Options{}},
+		{"BigInt returned", `return 10n;`, codes.ScriptError, "serialised", Options{}},
+		{"function returned", `return () => 1;`, codes.ScriptError, "serialised as JSON: it is a function", Options{}},
+		{"symbol returned", `return Symbol("s");`, codes.ScriptError, "serialised as JSON: it is a symbol", Options{}},
+		{"uncaught throw with line", "const x = 1;\nthrow new Error(\"boom\");", codes.ScriptError, "uncaught: boom", Options{}},
+		{"thrown non-Error", `throw 42;`, codes.ScriptError, "non-Error value was thrown: 42", Options{}},
+		{"promise that never settles", `await new Promise(() => {});`, codes.ScriptError, "never settles", Options{}},
+		{"bad endpoint id", `await api.invoke(42);`, codes.ScriptError, "endpoint id", Options{}},
+		{"unknown argument", `await api.invoke("t.get", {params: {}});`, codes.ScriptError, "unknown argument", Options{}},
+		{"catches every error and loops", `for (;;) { try { await api.invoke("t.limited", {}); } catch (e) {} }`, codes.Timeout, "deadline", Options{MaxCalls: 20, Timeout: 300 * time.Millisecond}},
+		{"no timers", `setTimeout(() => 1, 10);`, codes.ScriptError, "setTimeout", Options{}},
+		{"no require", `require("fs");`, codes.ScriptError, "require", Options{}},
+		{"api cannot be replaced", `"use strict"; api.invoke = () => 1;`, codes.ScriptError, "read only", Options{}},
+		{"api cannot be redefined", `Object.defineProperty(api, "invoke", {value: () => 1});`, codes.ScriptError, "Cannot redefine property", Options{}},
+		{"the api global cannot be replaced", `globalThis.api = {invoke: () => 1};`, codes.ScriptError, "read only", Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +258,7 @@ func TestUncaughtCallErrorNamesCodeAndLine(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					se := run.run(t, tt.code)
-					if se.Code != CodeScriptError || !strings.Contains(se.Message, "uncaught: "+tt.msg) || se.Line != tt.line {
+					if se.Code != codes.ScriptError || !strings.Contains(se.Message, "uncaught: "+tt.msg) || se.Line != tt.line {
 						t.Errorf("%s %q line %d, want script_error naming %q at line %d", se.Code, se.Message, se.Line, tt.msg, tt.line)
 					}
 				})
@@ -316,7 +318,7 @@ func TestCancellationLeavesTheQueue(t *testing.T) {
 	cancel()
 	err := <-done
 	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeCancelled {
+	if !errors.As(err, &se) || se.Code != codes.Cancelled {
 		t.Fatalf("err %v, want cancelled", err)
 	}
 	f.mu.Lock()

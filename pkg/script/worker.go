@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // Runner runs scripts. InProcess and Worker are the two; a Runner is safe
@@ -39,7 +41,8 @@ var _ Runner = (*Worker)(nil)
 // Worker runs each script in a child process (the specgate binary itself,
 // `specgate script-worker`) that sets OS limits on its own memory and CPU
 // before it reads any code, and asks this process, over its stdin and
-// stdout (JSON lines), to make each api call. This process keeps every
+// stdout (JSON lines; a JSON body follows its reply's line as raw bytes),
+// to make each api call. This process keeps every
 // credential and every limiter: the child holds nothing but the code and
 // the answers it was given. A run past its deadline, a crash or a limit hit
 // kills the child, never this process.
@@ -68,14 +71,22 @@ type message struct {
 	// Options of the run (Progress is not sent).
 	Options *wireOptions `json:"options,omitempty"`
 
-	EndpointID string          `json:"endpointId,omitempty"`
-	Args       *Args           `json:"args,omitempty"`
-	Query      string          `json:"query,omitempty"`
-	Limit      int             `json:"limit,omitempty"`
-	Line       string          `json:"line,omitempty"`
-	Response   json.RawMessage `json:"response,omitempty"`
-	Error      *CallError      `json:"error,omitempty"`
-	QueueWait  time.Duration   `json:"queueWait,omitempty"`
+	EndpointID string `json:"endpointId,omitempty"`
+	// Args is an invoke's arguments as the script's JSON text, read once
+	// by the parent (decodeArgsJSON).
+	Args     json.RawMessage `json:"args,omitempty"`
+	Query    string          `json:"query,omitempty"`
+	Limit    int             `json:"limit,omitempty"`
+	Line     string          `json:"line,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	// BodyBytes is the length of a reply's body of JSON text, sent raw
+	// after the reply's line (and a newline): the worker hands it to the
+	// script's JSON.parse as it came, so it is decoded once on each side.
+	BodyBytes int `json:"bodyBytes,omitempty"`
+	// body is the raw body read after the line.
+	body      []byte
+	Error     *CallError    `json:"error,omitempty"`
+	QueueWait time.Duration `json:"queueWait,omitempty"`
 
 	// done: the value, or the failure.
 	Value   json.RawMessage `json:"value,omitempty"`
@@ -107,7 +118,7 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	opts.defaults()
 	res := &Result{Value: json.RawMessage("null")}
 	if len(code) > MaxCodeBytes {
-		return nil, &Error{Code: CodeScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
+		return nil, &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the code is %d bytes, over the %d-byte bound", len(code), MaxCodeBytes), Result: res}
 	}
 	hard, cancel := context.WithTimeout(ctx, opts.Timeout+workerGrace)
 	defer cancel()
@@ -175,13 +186,13 @@ func (w *Worker) Run(ctx context.Context, code string, c Caller, opts Options) (
 	case ctx.Err() != nil || pastDeadline:
 		return nil, timeoutError(opts, res)
 	case killedBy(waitErr, syscall.SIGKILL):
-		return nil, &Error{Code: CodeTimeout, Message: "the script used up its CPU time and was stopped", Result: res}
+		return nil, &Error{Code: codes.Timeout, Message: "the script used up its CPU time and was stopped", Result: res}
 	}
 	why := "it stopped before it finished"
 	if readErr != nil {
 		why = readErr.Error()
 	}
-	return nil, &Error{Code: CodeScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
+	return nil, &Error{Code: codes.ScriptError, Message: "the script's worker failed: " + clip(why, 200), Result: res}
 }
 
 // backstopRoom is how much address space a worker may map past what it
@@ -194,12 +205,12 @@ func backstopRoom(maxMemory int64) int64 { return 2*maxMemory + 1<<30 }
 // script allocated past the backstop before its live heap was seen past the
 // bound, which is not the same as the bound passed.
 func backstopError(o Options, res *Result) *Error {
-	return &Error{Code: CodeScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
+	return &Error{Code: codes.ScriptError, Message: fmt.Sprintf("the script's worker was killed by the OS: it allocated past its %d MiB memory backstop (address space, far above the %d MiB bound on the script's live heap) too fast to be stopped at the bound",
 		backstopRoom(o.MaxMemory)>>20, o.MaxMemory>>20), Result: res}
 }
 
 func (w *Worker) broken(res *Result, err error) error {
-	return &Error{Code: CodeScriptError, Message: "the script's worker could not be started: " + clip(err.Error(), 200), Result: res}
+	return &Error{Code: codes.ScriptError, Message: "the script's worker could not be started: " + clip(err.Error(), 200), Result: res}
 }
 
 func killedBy(err error, sig syscall.Signal) bool {
@@ -260,7 +271,7 @@ func (p *parent) serve(stdout io.Reader) (*message, error) {
 		switch m.Op {
 		case "invoke", "search":
 			if !p.take() {
-				p.send(message{Op: "reply", ID: m.ID, Error: &CallError{Code: "validation_failed",
+				p.send(message{Op: "reply", ID: m.ID, Error: &CallError{Code: codes.ValidationFailed,
 					Message: "this script already made its " + strconv.Itoa(p.opts.MaxCalls) + " calls (scripts.max_calls)"}})
 				continue
 			}
@@ -306,8 +317,11 @@ func (p *parent) call(m message) {
 		out, err = p.c.Search(p.ctx, m.Query, m.Limit)
 	default:
 		var a Args
-		if m.Args != nil {
-			a = *m.Args
+		if len(m.Args) > 0 {
+			if problem := decodeArgsJSON(m.Args, &a); problem != "" {
+				err = &CallError{Code: codes.ValidationFailed, Message: problem}
+				break
+			}
 		}
 		var resp *Response
 		resp, err = p.c.Invoke(p.ctx, m.EndpointID, a)
@@ -317,28 +331,27 @@ func (p *parent) call(m message) {
 		}
 	}
 	p.count(out, err, reply.QueueWait)
+	p.report()
 	if err != nil {
 		ce := &CallError{}
 		if !errors.As(err, &ce) {
-			ce = &CallError{Code: "internal", Message: "the call failed inside specgate"}
+			ce = &CallError{Code: codes.Internal, Message: "the call failed inside specgate"}
 			if p.ctx.Err() != nil {
-				ce = &CallError{Code: "timeout", Message: "the script's deadline passed while the call waited"}
+				ce = &CallError{Code: codes.Timeout, Message: "the script's deadline passed while the call waited"}
 			}
 		}
 		reply.Error = ce
-	} else if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
-		if !json.Valid(resp.Body.(json.RawMessage)) {
-			reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
-		}
-	} else if b, merr := json.Marshal(out); merr == nil {
-		reply.Response = b
-	} else {
-		reply.Error = &CallError{Code: "internal", Message: "the answer could not be encoded"}
+		p.send(reply)
+		return
 	}
-	p.report()
-	if resp, ok := out.(*Response); ok && reply.Error == nil && isRaw(resp.Body) {
+	if resp, ok := out.(*Response); ok && isRaw(resp.Body) {
 		p.sendRaw(reply, resp)
 		return
+	}
+	if b, merr := json.Marshal(out); merr == nil {
+		reply.Response = b
+	} else {
+		reply.Error = &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}
 	}
 	p.send(reply)
 }
@@ -370,42 +383,27 @@ func (p *parent) report() {
 	p.opts.Progress(pr)
 }
 
-// sendRaw writes a reply whose body is JSON text, the body streamed from
-// the caller's own bytes: marshalled into the reply and then into the
-// line, an answer was copied twice more in the server, on top of the
-// decoding scriptBody did (three times a direct invoke's memory).
+// sendRaw writes a reply whose body is JSON text: the reply's line, with
+// the rest of the answer and the body's length, then the body as the
+// caller holds it (valid JSON, as Response says), not marshalled into the
+// line and not scanned again.
 func (p *parent) sendRaw(reply message, resp *Response) {
 	body := resp.Body.(json.RawMessage)
 	head := *resp
 	head.Body = nil
-	h, err1 := json.Marshal(&head)
-	m, err2 := json.Marshal(reply)
-	if err1 != nil || err2 != nil {
-		// Both hold only plain values; still, the call must be answered.
-		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: "internal", Message: "the answer could not be encoded"}})
+	h, err := json.Marshal(&head)
+	if err != nil {
+		// It holds only plain values; still, the call must be answered.
+		p.send(message{Op: "reply", ID: reply.ID, Error: &CallError{Code: codes.Internal, Message: "the answer could not be encoded"}})
 		return
 	}
+	reply.Response, reply.BodyBytes = h, len(body)
 	p.encMu.Lock()
 	defer p.encMu.Unlock()
 	w := bufio.NewWriterSize(p.stdin, 32<<10)
-	_, _ = w.Write(m[:len(m)-1])
-	_, _ = w.WriteString(`,"response":`)
-	_, _ = w.Write(h[:len(h)-1])
-	_, _ = w.WriteString(`,"body":`)
-	// A newline in valid JSON text is whitespace between tokens (in a
-	// string it is escaped): a space keeps the value and the line.
-	var chunk [32 << 10]byte
-	for rest := body; len(rest) > 0; {
-		n := copy(chunk[:], rest)
-		rest = rest[n:]
-		for i, c := range chunk[:n] {
-			if c == '\n' {
-				chunk[i] = ' '
-			}
-		}
-		_, _ = w.Write(chunk[:n])
-	}
-	_, _ = w.WriteString("}}\n")
+	_ = json.NewEncoder(w).Encode(reply)
+	_, _ = w.Write(body)
+	_ = w.WriteByte('\n')
 	_ = w.Flush() // a dead child is seen by the read loop
 }
 
@@ -534,7 +532,7 @@ func WorkerMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	case errors.As(err, &se):
 		done.Failure = &wireFailure{Code: se.Code, Message: se.Message, Line: se.Line}
 	default:
-		done.Failure = &wireFailure{Code: CodeScriptError, Message: clip(err.Error(), 300)}
+		done.Failure = &wireFailure{Code: codes.ScriptError, Message: clip(err.Error(), 300)}
 	}
 	w.send(done)
 	return 0
@@ -575,6 +573,11 @@ func (w *child) readReplies(r *bufio.Reader) {
 		if json.Unmarshal(line, &m) != nil || m.Op != "reply" {
 			continue
 		}
+		if m.BodyBytes > 0 {
+			if m.body, err = readBody(r, m.BodyBytes); err != nil {
+				m = message{Op: "reply", ID: m.ID, Error: &CallError{Code: codes.Internal, Message: "the answer could not be read"}}
+			}
+		}
 		w.mu.Lock()
 		ch := w.waiting[m.ID]
 		delete(w.waiting, m.ID)
@@ -585,12 +588,30 @@ func (w *child) readReplies(r *bufio.Reader) {
 	}
 }
 
+// maxReplyBody bounds a body the worker reads after a reply's line.
+const maxReplyBody = 1 << 30
+
+// readBody reads a reply's raw body of n bytes and the newline after it.
+func readBody(r *bufio.Reader, n int) ([]byte, error) {
+	if n > maxReplyBody {
+		return nil, errors.New("the parent sent a body over its bound")
+	}
+	body := make([]byte, n+1)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	if body[n] != '\n' {
+		return nil, errors.New("the parent's body did not end its line")
+	}
+	return body[:n], nil
+}
+
 func (w *child) ask(ctx context.Context, m message) (message, error) {
 	ch := make(chan message, 1)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return message{}, &CallError{Code: "cancelled", Message: "the script is being stopped"}
+		return message{}, &CallError{Code: codes.Cancelled, Message: "the script is being stopped"}
 	}
 	w.next++
 	m.ID = w.next
@@ -600,7 +621,7 @@ func (w *child) ask(ctx context.Context, m message) (message, error) {
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			return message{}, &CallError{Code: "cancelled", Message: "the script is being stopped"}
+			return message{}, &CallError{Code: codes.Cancelled, Message: "the script is being stopped"}
 		}
 		if r.Error != nil {
 			return r, r.Error
@@ -612,22 +633,25 @@ func (w *child) ask(ctx context.Context, m message) (message, error) {
 }
 
 func (w *child) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
-	r, err := w.ask(ctx, message{Op: "invoke", EndpointID: id, Args: &a})
+	raw := a.raw
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(a); err != nil {
+			return nil, &CallError{Code: codes.ValidationFailed, Message: "the arguments cannot be read as JSON"}
+		}
+	}
+	r, err := w.ask(ctx, message{Op: "invoke", EndpointID: id, Args: raw})
 	if err != nil {
 		return nil, err
 	}
 	// The body stays JSON text until the script's JSON.parse reads it: one
 	// decoding, not a Go value marshalled again for the VM.
-	var wire struct {
-		Response
-		Body json.RawMessage `json:"body,omitempty"`
-	}
-	if err := decodeAnswer(r.Response, &wire); err != nil {
+	var resp Response
+	if err := decodeAnswer(r.Response, &resp); err != nil {
 		return nil, err
 	}
-	resp := wire.Response
-	if len(wire.Body) > 0 {
-		resp.Body = wire.Body
+	if r.body != nil {
+		resp.Body = json.RawMessage(r.body)
 	}
 	resp.QueueWait = r.QueueWait
 	return &resp, nil
@@ -638,7 +662,7 @@ func decodeAnswer(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(dst) != nil {
-		return &CallError{Code: "internal", Message: "the answer could not be read"}
+		return &CallError{Code: codes.Internal, Message: "the answer could not be read"}
 	}
 	return nil
 }

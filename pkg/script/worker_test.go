@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // The test binary is its own worker: run with this variable set, it is
@@ -99,12 +102,12 @@ func TestWorkerHoldsTheBounds(t *testing.T) {
 		name, code, want, msg string
 		opts                  Options
 	}{
-		{"endless loop", `while (true) {}`, CodeTimeout, "deadline", Options{Timeout: time.Second}},
-		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, CodeScriptError, "heap) passed its 64 MiB bound", Options{Timeout: 30 * time.Second}},
-		{"string doubled", `let s = "x"; for (;;) s += s;`, CodeScriptError, "heap) passed its 64 MiB bound", Options{Timeout: 30 * time.Second}},
-		{"huge repeat", `return "x".repeat(2**30).length;`, CodeScriptError, "memory", Options{}},
-		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, CodeScriptError, "call stack", Options{}},
-		{"logs kept up to the kill", "console.log('before');\nwhile (true) {}", CodeTimeout, "deadline", Options{Timeout: time.Second}},
+		{"endless loop", `while (true) {}`, codes.Timeout, "deadline", Options{Timeout: time.Second}},
+		{"array pushed forever", `const a = []; for (;;) a.push({x: "yyyyyyyyyyyyyyyy" + a.length});`, codes.ScriptError, "heap) passed its 64 MiB bound", Options{Timeout: 30 * time.Second}},
+		{"string doubled", `let s = "x"; for (;;) s += s;`, codes.ScriptError, "heap) passed its 64 MiB bound", Options{Timeout: 30 * time.Second}},
+		{"huge repeat", `return "x".repeat(2**30).length;`, codes.ScriptError, "memory", Options{}},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1; } return f(0);`, codes.ScriptError, "call stack", Options{}},
+		{"logs kept up to the kill", "console.log('before');\nwhile (true) {}", codes.Timeout, "deadline", Options{Timeout: time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,12 +131,12 @@ func TestWorkerHoldsTheBounds(t *testing.T) {
 			// what the run held before the sampler sees the heap past the
 			// bound; the address-space backstop is far above it.
 			bound := int64(4*DefaultMaxMemory + 48<<20)
-			if tt.want == CodeScriptError && strings.Contains(tt.msg, "bound") && !raceEnabled && selfPeakRSS() < bound {
+			if tt.want == codes.ScriptError && strings.Contains(tt.msg, "bound") && !raceEnabled && selfPeakRSS() < bound {
 				if se.Result.PeakRSS > bound {
 					t.Errorf("the worker peaked at %d MiB, want at most %d MiB", se.Result.PeakRSS>>20, bound>>20)
 				}
 			}
-			if tt.want == CodeTimeout && took > tt.opts.Timeout+workerGrace+time.Second {
+			if tt.want == codes.Timeout && took > tt.opts.Timeout+workerGrace+time.Second {
 				t.Errorf("stopped after %v, want within the %v deadline and its grace", took, tt.opts.Timeout)
 			}
 			if strings.HasPrefix(tt.name, "logs") && (len(se.Result.Logs) != 1 || se.Result.Logs[0] != "before") {
@@ -164,7 +167,7 @@ func TestWorkerCancellationLeavesTheQueue(t *testing.T) {
 	cancel()
 	err := <-done
 	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeCancelled {
+	if !errors.As(err, &se) || se.Code != codes.Cancelled {
 		t.Fatalf("err %v, want cancelled", err)
 	}
 	f.mu.Lock()
@@ -215,7 +218,7 @@ func TestWorkerKilledByItsBackstopSaysSo(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("Run: %v, want an *Error", err)
 	}
-	if se.Code != CodeScriptError || !strings.Contains(se.Message, "killed by the OS") || strings.Contains(se.Message, "passed its") {
+	if se.Code != codes.ScriptError || !strings.Contains(se.Message, "killed by the OS") || strings.Contains(se.Message, "passed its") {
 		t.Errorf("%s: %q, want script_error saying the OS killed the worker at its backstop", se.Code, se.Message)
 	}
 }
@@ -254,3 +257,32 @@ func (c rawCaller) Invoke(ctx context.Context, id string, a Args) (*Response, er
 }
 
 func (c rawCaller) Search(ctx context.Context, q string, limit int) (any, error) { return nil, nil }
+
+// TestWorkerReadsTheArgumentsAsInProcess: a worker sends its arguments as
+// the script's JSON text and the parent reads them once, as a run in
+// process does: numbers exact (json.Number), not float64.
+func TestWorkerReadsTheArgumentsAsInProcess(t *testing.T) {
+	for _, runner := range []struct {
+		name string
+		r    Runner
+	}{{"in process", InProcess{}}, {"worker", testWorker()}} {
+		t.Run(runner.name, func(t *testing.T) {
+			c := &argsCaller{}
+			if _, err := runner.r.Run(t.Context(), `await api.invoke("x", {parameters: {n: 1e21, id: 12345}, pages: 2}); return 1;`, c, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.got, "json.Number 1e+21, json.Number 12345, 2 pages"; got != want {
+				t.Errorf("the caller read %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+type argsCaller struct{ got string }
+
+func (c *argsCaller) Invoke(ctx context.Context, id string, a Args) (*Response, error) {
+	c.got = fmt.Sprintf("%T %v, %T %v, %d pages", a.Parameters["n"], a.Parameters["n"], a.Parameters["id"], a.Parameters["id"], a.Pages)
+	return &Response{StatusCode: 200}, nil
+}
+
+func (c *argsCaller) Search(ctx context.Context, q string, limit int) (any, error) { return nil, nil }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/specgate/specgate/pkg/inauth"
@@ -64,5 +65,18 @@ func UISignIn(b Backend, opts Options) func(r *http.Request, token string) (stri
 		}
 		m.Refused("invalid_token")
 		return "", errors.New("invalid token")
+	}
+}
+
+// UIClientAddr returns how the governance page names the address a
+// request came from in its audit lines: the socket's peer, or through a
+// peer in trusted (http.trusted_proxies) the client X-Forwarded-For names,
+// as /mcp counts inbound limits.
+func UIClientAddr(trusted []netip.Prefix) func(*http.Request) string {
+	return func(r *http.Request) string {
+		if a := inauth.ClientIP(r, trusted); a.IsValid() {
+			return a.String()
+		}
+		return r.RemoteAddr
 	}
 }

@@ -41,11 +41,17 @@ type Approval struct {
 	expires   time.Time
 }
 
+// Person is who acted on the page: the principal that signed in, and the
+// address the request came from (Options.ClientAddr).
+type Person struct {
+	Who  string
+	From string
+}
+
 // Decision is how a person answered.
 type Decision struct {
 	Approved bool
-	// By names who answered and from where.
-	By string
+	By       Person
 }
 
 type pending struct {
@@ -79,6 +85,13 @@ func NewApprovals(max int, now func() time.Time) *Approvals {
 // Ask shows a on the page and waits until a person decides, ttl passes
 // (context.DeadlineExceeded) or ctx ends. Each approval is answered once.
 func (ap *Approvals) Ask(ctx context.Context, a Approval, ttl time.Duration) (Decision, error) {
+	return ap.AskNotify(ctx, a, ttl, nil)
+}
+
+// AskNotify is Ask, calling asked (if not nil) with the approval's id once
+// the page lists it, before it waits: a run that waits can say so. When
+// AskNotify returns, the page no longer lists it.
+func (ap *Approvals) AskNotify(ctx context.Context, a Approval, ttl time.Duration, asked func(id string)) (Decision, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
 	a.ID = "apr_" + hex.EncodeToString(id)
@@ -98,6 +111,9 @@ func (ap *Approvals) Ask(ctx context.Context, a Approval, ttl time.Duration) (De
 		delete(ap.m, a.ID)
 		ap.mu.Unlock()
 	}()
+	if asked != nil {
+		asked(a.ID)
+	}
 	t := time.NewTimer(ttl)
 	defer t.Stop()
 	select {
@@ -122,6 +138,29 @@ func (ap *Approvals) Decide(id string, d Decision) error {
 	delete(ap.m, id)
 	p.ans <- d
 	return nil
+}
+
+// WaitingFor returns the ids of the approvals the run runID waits for,
+// oldest first.
+func (ap *Approvals) WaitingFor(runID string) []string {
+	if ap == nil || runID == "" {
+		return nil
+	}
+	type w struct{ at, id string }
+	var ws []w
+	ap.mu.Lock()
+	for id, p := range ap.m {
+		if p.a.RunID == runID {
+			ws = append(ws, w{p.a.AskedAt, id})
+		}
+	}
+	ap.mu.Unlock()
+	sort.Slice(ws, func(i, j int) bool { return ws[i].at < ws[j].at || ws[i].at == ws[j].at && ws[i].id < ws[j].id })
+	ids := make([]string, len(ws))
+	for i, x := range ws {
+		ids[i] = x.id
+	}
+	return ids
 }
 
 // Pending returns the oldest maxShown approvals waiting, and how many wait.

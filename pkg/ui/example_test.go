@@ -17,7 +17,7 @@ func (still) State(context.Context, time.Time) ui.State {
 	return ui.State{Upstreams: []ui.Upstream{{Key: "api.example.com:443", Used: 3, Limit: 30, Window: "1m0s"}}}
 }
 
-func (still) CancelRun(context.Context, string) error { return ui.ErrNotFound }
+func (still) CancelRun(context.Context, string, ui.Person) error { return ui.ErrNotFound }
 
 func ExampleNew() {
 	hub := ui.NewHub(still{}, ui.HubOptions{})

@@ -25,13 +25,18 @@ type HubOptions struct {
 	// Samples is how many one-second samples each upstream keeps. If zero,
 	// DefaultSamples.
 	Samples int
+	// MaxStreams bounds the event streams open at once. If zero,
+	// DefaultMaxStreams.
+	MaxStreams int
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
 }
 
 // Hub asks the Source once a tick and keeps the answer, encoded once, for
-// every viewer, with each upstream's samples of the last ten minutes. It
-// is safe for concurrent use.
+// every viewer, with each upstream's samples of the last ten minutes: a
+// poll of /ui/api/state reads it, and each event stream is handed the same
+// frame, so a hundred viewers cost one computation a tick. It is safe for
+// concurrent use.
 type Hub struct {
 	src  Source
 	o    HubOptions
@@ -40,6 +45,11 @@ type Hub struct {
 	ring map[string]*ring
 	seen map[string]int64 // last tick an upstream was in the state
 	enc  []byte           // the state as every viewer reads it
+
+	frame   []byte // enc as a server-sent event
+	subs    map[*Subscription]struct{}
+	stopped bool  // Run ended: no more streams
+	dropped int64 // streams dropped for falling behind
 }
 
 type ring struct {
@@ -70,14 +80,21 @@ func NewHub(src Source, o HubOptions) *Hub {
 	if o.Samples <= 0 {
 		o.Samples = DefaultSamples
 	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Hub{src: src, o: o, last: map[string]Upstream{}, ring: map[string]*ring{}, seen: map[string]int64{}}
+	return &Hub{src: src, o: o, last: map[string]Upstream{}, ring: map[string]*ring{}, seen: map[string]int64{},
+		subs: map[*Subscription]struct{}{}}
 }
 
-// Run ticks at once and then every second until ctx ends.
+// Run ticks at once and then every second until ctx ends, then ends every
+// event stream (so a server's shutdown does not wait on them) and opens no
+// more.
 func (h *Hub) Run(ctx context.Context) {
+	defer h.stop()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -159,6 +176,7 @@ func (h *Hub) Tick(ctx context.Context) {
 		return
 	}
 	h.enc = enc
+	h.publish(frameOf(enc))
 }
 
 // JSON returns the state as of the last tick; before the first, an empty

@@ -18,10 +18,14 @@ const cookieName = "specgate_ui"
 // csrfHeader carries a session's CSRF token on every POST.
 const csrfHeader = "X-CSRF-Token"
 
+// sessionKey is the hash of a session's cookie, which the table is keyed by.
+type sessionKey = [sha256.Size]byte
+
 type session struct {
 	who     string
 	csrf    string
 	expires time.Time
+	streams int // event streams open; guarded by sessions.mu
 }
 
 // sessions are the signed-in viewers, keyed by the hash of their cookie.
@@ -84,6 +88,35 @@ func (ss *sessions) get(r *http.Request, now time.Time) (*session, [sha256.Size]
 		return nil, k, false
 	}
 	return s, k, true
+}
+
+// alive reports whether the session k is still open at now.
+func (ss *sessions) alive(k sessionKey, now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[k]
+	return ok && now.Before(s.expires)
+}
+
+// openStream counts an event stream of session k, if it has fewer than
+// max open; closeStream uncounts it.
+func (ss *sessions) openStream(k sessionKey, max int) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[k]
+	if !ok || s.streams >= max {
+		return false
+	}
+	s.streams++
+	return true
+}
+
+func (ss *sessions) closeStream(k sessionKey) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s, ok := ss.m[k]; ok && s.streams > 0 {
+		s.streams--
+	}
 }
 
 func (ss *sessions) close(k [sha256.Size]byte) {

@@ -13,9 +13,10 @@ import (
 type Source interface {
 	// State returns the figures as they stand at now.
 	State(ctx context.Context, now time.Time) State
-	// CancelRun stops the run id in this process, whoever started it; an
-	// unknown id is ErrNotFound.
-	CancelRun(ctx context.Context, id string) error
+	// CancelRun stops the run id in this process, whoever started it, for
+	// the person by (whom the audit log names); an unknown id is
+	// ErrNotFound.
+	CancelRun(ctx context.Context, id string, by Person) error
 }
 
 // ErrNotFound is CancelRun's error for an id no run in this process has.
@@ -98,6 +99,9 @@ type Run struct {
 	Calls      int            `json:"calls"`
 	ByStatus   map[string]int `json:"byStatus,omitempty"`
 	StartedAt  string         `json:"startedAt,omitempty"`
+	// WaitingForApproval names the approvals on this page the run waits
+	// for; Note says so too.
+	WaitingForApproval []string `json:"waitingForApproval,omitempty"`
 }
 
 // Sample is one second of an upstream: admitted calls and upstream 429s in

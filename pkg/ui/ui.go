@@ -74,6 +74,14 @@ type Options struct {
 	// MaxSessions bounds the sessions kept; past it the one nearest its end
 	// is closed. If zero, DefaultMaxSessions.
 	MaxSessions int
+	// ClientAddr names the address a request came from, for the audit
+	// lines of what a person does on the page. If nil, the socket's peer
+	// (give the server's trusted-proxy rule to believe X-Forwarded-For).
+	ClientAddr func(*http.Request) string
+	// StreamLifetime is how long one event stream lasts before the browser
+	// reconnects (never past its session's end). If zero,
+	// DefaultStreamLifetime.
+	StreamLifetime time.Duration
 	// Now is the clock of sessions and throttling. If nil, time.Now.
 	Now func() time.Time
 }
@@ -109,6 +117,12 @@ func New(o Options) *Handler {
 	if o.FailedPerMinute <= 0 {
 		o.FailedPerMinute = 10
 	}
+	if o.ClientAddr == nil {
+		o.ClientAddr = peer
+	}
+	if o.StreamLifetime <= 0 {
+		o.StreamLifetime = DefaultStreamLifetime
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -130,6 +144,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("POST /ui/api/signout", h.signedIn(true, h.serveSignOut))
 	h.mux.HandleFunc("GET /ui/api/session", h.signedIn(false, h.serveSession))
 	h.mux.HandleFunc("GET /ui/api/state", h.signedIn(false, h.serveState))
+	h.mux.HandleFunc("GET /ui/api/events", h.signedIn(false, h.serveEvents))
 	h.mux.HandleFunc("POST /ui/api/runs/cancel", h.signedIn(true, h.serveCancel))
 	h.mux.HandleFunc("POST /ui/api/approvals/decide", h.signedIn(true, h.serveDecide))
 	return h
@@ -275,7 +290,7 @@ func (h *Handler) serveState(w http.ResponseWriter, _ *http.Request, _ *session,
 	w.Write(h.o.Hub.JSON())
 }
 
-func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, _ *session, _ [sha256.Size]byte) {
+func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, s *session, _ [sha256.Size]byte) {
 	var req struct {
 		RunID string `json:"runId"`
 	}
@@ -286,7 +301,7 @@ func (h *Handler) serveCancel(w http.ResponseWriter, r *http.Request, _ *session
 		writeError(w, http.StatusBadRequest, "bad_request", "runId must be a run's id", 0)
 		return
 	}
-	switch err := h.o.Source.CancelRun(r.Context(), req.RunID); {
+	switch err := h.o.Source.CancelRun(r.Context(), req.RunID, h.person(r, s)); {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "no run with that id is in flight here", 0)
 	case err != nil:
@@ -310,13 +325,18 @@ func (h *Handler) serveDecide(w http.ResponseWriter, r *http.Request, s *session
 	}
 	err := ErrNotFound
 	if h.o.Approvals != nil {
-		err = h.o.Approvals.Decide(req.ID, Decision{Approved: req.Action == "approve", By: s.who + " from " + peer(r)})
+		err = h.o.Approvals.Decide(req.ID, Decision{Approved: req.Action == "approve", By: h.person(r, s)})
 	}
 	if err != nil {
 		writeError(w, http.StatusNotFound, "not_found", "no write waits under that id here: decided already, expired, or asked elsewhere", 0)
 		return
 	}
 	writeJSON(w, map[string]string{"id": req.ID, "action": req.Action})
+}
+
+// person names who sent r, signed in as s, and from where.
+func (h *Handler) person(r *http.Request, s *session) Person {
+	return Person{Who: s.who, From: h.o.ClientAddr(r)}
 }
 
 // readJSON decodes a small JSON body into v, or answers why not.

@@ -22,6 +22,7 @@ type fakeSource struct {
 	mu        sync.Mutex
 	admitted  int64
 	cancelled []string
+	by        []Person
 }
 
 func (f *fakeSource) State(_ context.Context, _ time.Time) State {
@@ -34,13 +35,14 @@ func (f *fakeSource) State(_ context.Context, _ time.Time) State {
 	}
 }
 
-func (f *fakeSource) CancelRun(_ context.Context, id string) error {
+func (f *fakeSource) CancelRun(_ context.Context, id string, by Person) error {
 	if id != "run_1" {
 		return ErrNotFound
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
+	f.by = append(f.by, by)
 	return nil
 }
 
@@ -161,6 +163,11 @@ func TestBadInput(t *testing.T) {
 		{"state without a cookie", "GET", "/ui/api/state", "", nil, 401},
 		{"session without a cookie", "GET", "/ui/api/session", "", nil, 401},
 		{"forged cookie", "GET", "/ui/api/state", "", map[string]string{"Cookie": cookieName + "=forged"}, 401},
+		{"events without a cookie", "GET", "/ui/api/events", "", nil, 401},
+		{"events with a forged cookie", "GET", "/ui/api/events", "", map[string]string{"Cookie": cookieName + "=forged"}, 401},
+		{"decide without a cookie", "POST", "/ui/api/approvals/decide", `{"id":"apr_1","action":"approve"}`, map[string]string{csrfHeader: csrf}, 401},
+		{"decide with a forged cookie", "POST", "/ui/api/approvals/decide", `{"id":"apr_1","action":"approve"}`, map[string]string{"Cookie": cookieName + "=forged", csrfHeader: csrf}, 401},
+		{"cross-origin decide", "POST", "/ui/api/approvals/decide", `{"id":"apr_1","action":"approve"}`, map[string]string{"Cookie": cookie, csrfHeader: csrf, "Sec-Fetch-Site": "", "Origin": "https://evil.example"}, 403},
 		{"huge cookie", "GET", "/ui/api/state", "", map[string]string{"Cookie": cookieName + "=" + strings.Repeat("a", 4000)}, 401},
 		{"cancel without a cookie", "POST", "/ui/api/runs/cancel", cancel, map[string]string{csrfHeader: csrf}, 401},
 		{"cancel without CSRF", "POST", "/ui/api/runs/cancel", cancel, map[string]string{"Cookie": cookie}, 403},
@@ -197,11 +204,14 @@ func TestBadInput(t *testing.T) {
 	if got := p.src.cancelled; len(got) != 1 || got[0] != "run_1" {
 		t.Errorf("cancelled = %v, want [run_1] once", got)
 	}
+	if got := p.src.by; len(got) != 1 || got[0] != (Person{Who: "ada", From: "192.0.2.1"}) {
+		t.Errorf("cancelled by %v, want ada from the request's address", got)
+	}
 }
 
 func TestSessionExpires(t *testing.T) {
 	p := newPage(t, Options{SessionTTL: time.Hour})
-	cookie, _ := p.signIn()
+	cookie, csrf := p.signIn()
 	for _, tc := range []struct {
 		after time.Duration
 		want  int
@@ -210,6 +220,14 @@ func TestSessionExpires(t *testing.T) {
 		if w := p.do("GET", "/ui/api/state", "", map[string]string{"Cookie": cookie}); w.Code != tc.want {
 			t.Errorf("at %s: %d, want %d", p.now.Format(time.TimeOnly), w.Code, tc.want)
 		}
+	}
+	// an expired cookie decides nothing, CSRF token or not
+	body := `{"id":"apr_1","action":"approve"}`
+	if w := p.do("POST", "/ui/api/approvals/decide", body, map[string]string{"Cookie": cookie, csrfHeader: csrf}); w.Code != http.StatusUnauthorized {
+		t.Errorf("deciding with an expired cookie: %d, want 401", w.Code)
+	}
+	if w := p.do("POST", "/ui/api/runs/cancel", `{"runId":"run_1"}`, map[string]string{"Cookie": cookie, csrfHeader: csrf}); w.Code != http.StatusUnauthorized || len(p.src.cancelled) != 0 {
+		t.Errorf("cancelling with an expired cookie: %d, cancelled %v", w.Code, p.src.cancelled)
 	}
 }
 
@@ -434,7 +452,7 @@ func TestDecideApprovals(t *testing.T) {
 		})
 	}
 	a := <-answers
-	if a.err != nil || !a.d.Approved || !strings.HasPrefix(a.d.By, "ada from ") {
+	if a.err != nil || !a.d.Approved || a.d.By != (Person{Who: "ada", From: "192.0.2.1"}) {
 		t.Errorf("the write heard %+v, %v; want approved by ada", a.d, a.err)
 	}
 }
@@ -468,6 +486,21 @@ func TestTenThousandApprovalsPendingAreBounded(t *testing.T) {
 		hub.Tick(ctx)
 		if n := len(hub.JSON()); n > 200<<10 {
 			t.Errorf("the state with 1,000 pending is %d bytes", n)
+		}
+		// what a signed-in viewer reads: the oldest 100, and the count
+		p := newPage(t, Options{})
+		p.h.o.Hub = hub
+		cookie, _ := p.signIn()
+		w := p.do("GET", "/ui/api/state", "", map[string]string{"Cookie": cookie})
+		var st struct {
+			Approvals []Approval
+			Pending   int `json:"pendingApprovals"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != 200 {
+			t.Fatalf("state: %d %v", w.Code, err)
+		}
+		if len(st.Approvals) != maxShown || st.Pending != DefaultMaxPending {
+			t.Errorf("the page lists %d of %d pending; want %d of %d", len(st.Approvals), st.Pending, maxShown, DefaultMaxPending)
 		}
 		cancel()
 		for range DefaultMaxPending {

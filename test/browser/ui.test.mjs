@@ -1,9 +1,14 @@
 // The governance page (/ui) in a real browser: Debian's chromium driven by
-// puppeteer-core, everything on loopback. It signs in, reads a budget's used
-// and limit after N calls and compares them with rate_limit_status, watches
-// a run's progress advance, approves one write (the upstream receives it
-// once) and declines another (nothing sent), and records that the page
-// loaded nothing from another origin. Screenshots of each view are saved.
+// puppeteer-core, everything on loopback. It signs in, watches the page
+// live by server-sent events (and by the 1 s poll while the stream is
+// gone), reads a budget's used and limit after N calls and compares them
+// with rate_limit_status, sees the queue of a busy upstream, watches a
+// run's progress advance, approves one write (the upstream receives it
+// once) and declines another (nothing sent), sees a run wait for an
+// approval in its progress, cancels a run, drives an upstream into 429s
+// and compares the page's 429 count and block with rate_limit_status, and
+// records that the page loaded nothing from another origin. Screenshots
+// of each view are saved: the upstream idle, busy and refusing among them.
 //
 // SPECGATE_BIN names the binary (default ../../bin/specgate); CHROMIUM the
 // browser (default /usr/bin/chromium); SPECGATE_SCREENSHOTS the directory
@@ -24,6 +29,22 @@ const bin = process.env.SPECGATE_BIN || path.join(root, "bin/specgate");
 const chromium = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = process.env.SPECGATE_SCREENSHOTS || path.join(here, "screenshots");
 const token = "admin-" + Math.random().toString(36).slice(2);
+
+// startRefusing is an upstream that refuses every call with 429, a
+// Retry-After and the X-RateLimit headers of a spent quota.
+function startRefusing() {
+  let seen = 0;
+  const server = http.createServer((req, res) => {
+    seen++;
+    req.resume();
+    res.writeHead(429, {
+      "content-type": "application/json", "retry-after": "120",
+      "x-ratelimit-limit": "5", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 120),
+    });
+    res.end('{"message":"rate limit exceeded"}');
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ server, seen: () => seen, port: server.address().port })));
+}
 
 // startUpstream answers the petstore's pet lookups and records every
 // request it receives.
@@ -55,14 +76,14 @@ paths:
       responses: {"200": {description: ok}}
 `;
 
-function config(port, dir) {
+function config(port, refusing, dir) {
   const file = path.join(dir, "config.yaml");
   fs.writeFileSync(path.join(dir, "hostile.yaml"), hostile);
   fs.writeFileSync(file, `disable_ratelimiter: true
 audit_log: ${JSON.stringify(path.join(dir, "audit.jsonl"))}
 approve_writes: true
 approvals: {channel: auto, ttl: 2m}
-scripts: {answer_within: 1s}
+scripts: {answer_within: 1s, allow_writes: true}
 specs:
   - name: pets
     location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}
@@ -70,11 +91,17 @@ specs:
   - name: hostile
     location: ${JSON.stringify(path.join(dir, "hostile.yaml"))}
     base_url: http://127.0.0.1:${port}/api/v3
+  - name: refusing
+    location: ${JSON.stringify(path.join(root, "testdata/petstore-v3.yaml"))}
+    base_url: http://127.0.0.1:${refusing}/api/v3
 upstreams:
   - match: 127.0.0.1:${port}
     requests_per_window: 100
     window: 1m
     min_interval: 400ms
+  - match: 127.0.0.1:${refusing}
+    requests_per_window: 50
+    window: 1m
 http:
   auth:
     scopes: {read: "specgate:read", invoke: "specgate:invoke", admin: "specgate:admin"}
@@ -129,39 +156,20 @@ async function until(what, fn, ms = 20000) {
   }
 }
 
-test("the governance page in chromium", async (t) => {
-  fs.mkdirSync(shots, { recursive: true });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ui-"));
-  const up = await startUpstream();
-  const sg = await startSpecgate(config(up.port, dir), dir);
-  const browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps"],
-  });
-  t.after(async () => { await browser.close(); sg.child.kill(); up.server.close(); });
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 800 });
-  const origin = new URL(sg.base).origin;
-  const foreign = [];
-  const problems = [];
-  page.on("request", (req) => {
-    const u = req.url();
-    if (!u.startsWith(origin + "/") && !u.startsWith("data:")) foreign.push(u);
-  });
-  page.on("console", (m) => { if (m.type() === "error" && !/401/.test(m.text())) problems.push(m.text()); });
-  page.on("pageerror", (e) => problems.push(String(e)));
+// postsTo is the POSTs the upstream received.
+const postsTo = (up) => up.seen.filter((r) => r.method === "POST");
 
-  // Nothing of the state before sign-in.
-  const before = await fetch(sg.base + "/ui/api/state");
-  assert.equal(before.status, 401);
+async function liveByEvents({ page }) {
+  // Live by server-sent events; with the stream gone, the poll takes over
+  // until the page opens a new one.
+  await page.waitForSelector('#main[data-transport="events"]');
+  await page.evaluate(() => { stream.close(); stream = null; streamRetryAt = Date.now() + 3000; });
+  await page.waitForSelector('#main[data-transport="poll"]', { timeout: 10000 });
+  await page.waitForSelector('#main[data-transport="events"]', { timeout: 10000 });
+}
 
-  await page.goto(sg.base + "/ui/");
-  await page.waitForSelector("#token", { visible: true });
-  await page.screenshot({ path: path.join(shots, "1-signin.png") });
-  await page.type("#token", token);
-  await page.keyboard.press("Enter"); // the form works from the keyboard
-  await page.waitForSelector("#main", { visible: true });
-
+async function budgetAndBusy({ page, sg, up, shot }) {
+  const sel = `[data-upstream="127.0.0.1:${up.port}"]`;
   // A budget's used and limit after N calls, as rate_limit_status says.
   const N = 3;
   for (let i = 1; i <= N; i++) {
@@ -171,7 +179,6 @@ test("the governance page in chromium", async (t) => {
   const st = await call(sg.base, "rate_limit_status", {});
   const want = st.body.upstreams.find((u) => u.upstream === "127.0.0.1:" + up.port);
   assert.ok(want, JSON.stringify(st.body));
-  const sel = `[data-upstream="127.0.0.1:${up.port}"]`;
   const seen = await until("the page to show the budget", () => page.$eval(sel, (e) => ({ used: e.dataset.used, limit: e.dataset.limit })).then(
     (v) => (Number(v.used) === want.requestsUsed ? v : null), () => null));
   assert.equal(Number(seen.used), want.requestsUsed);
@@ -179,8 +186,17 @@ test("the governance page in chromium", async (t) => {
   assert.equal(want.requestsUsed, N);
   const calls = await until("the principal's calls", () => page.$eval('#principals tr[data-principal="ada"]', (e) => Number(e.dataset.calls)).catch(() => null));
   assert.equal(calls, N);
-  await page.screenshot({ path: path.join(shots, "2-budget.png"), fullPage: true });
+  await shot("3-budget.png");
 
+  // The upstream busy: calls queue behind its min_interval.
+  const burst = [];
+  for (let i = 0; i < 8; i++) burst.push(call(sg.base, "invoke", { endpointId: "pets.getPetById", parameters: { petId: 100 + i } }));
+  await until("the queue on the page", () => page.$eval(sel, (e) => Number(e.dataset.queue) > 0).catch(() => false));
+  await shot("4-busy.png");
+  for (const r of await Promise.all(burst)) assert.equal(r.isError, false, JSON.stringify(r.body));
+}
+
+async function runAdvances({ page, sg, shot }) {
   // A run's progress advances on the page.
   const run = await call(sg.base, "run_script", { code: `
 for (let i = 1; i <= 12; i++) {
@@ -194,12 +210,14 @@ return "done";` });
   const later = await until("the run to advance", () => page.$eval(row, (e) => ({ done: Number(e.dataset.done), total: Number(e.dataset.total) }))
     .catch(() => null).then((v) => (v && v.done > first.d ? v : null)));
   assert.equal(later.total, 12);
-  await page.screenshot({ path: path.join(shots, "3-run.png"), fullPage: true });
+  await shot("5-run.png");
   const res = await call(sg.base, "script_result", { runId: run.body.runId, waitSeconds: 30 });
   assert.equal(res.body.status, "done", JSON.stringify(res.body));
+}
 
+async function approveAndDecline({ page, sg, up, shot }) {
   // Approve one write on the page: the upstream receives it once.
-  const posts = () => up.seen.filter((r) => r.method === "POST");
+  const posts = () => postsTo(up);
   const approved = call(sg.base, "invoke", { endpointId: "pets.addPet", requestBody: { name: "approved-pet", photoUrls: [] } });
   const card = await until("the write on the page", () => page.$("[data-approval-id]"));
   const firstID = await card.evaluate((e) => e.dataset.approvalId);
@@ -207,7 +225,7 @@ return "done";` });
   assert.match(text, /POST \/pet/);
   assert.match(text, /approved-pet/);
   assert.equal(posts().length, 0, "sent before approval");
-  await page.screenshot({ path: path.join(shots, "4-approval.png"), fullPage: true });
+  await shot("6-approval.png");
   await card.$eval('[data-action="approve"]', (b) => b.click());
   const a = await approved;
   assert.equal(a.isError, false, JSON.stringify(a.body));
@@ -235,23 +253,159 @@ return "done";` });
   assert.match(shown.text, /<img src=x onerror=/);
   assert.equal(shown.imgs, 0, "a spec's summary became markup");
   assert.equal(await page.evaluate(() => window.pwned), undefined);
-  await page.screenshot({ path: path.join(shots, "5-hostile.png"), fullPage: true });
+  await shot("7-hostile.png");
   await card3.$eval('[data-action="decline"]', (b) => b.click());
   assert.equal((await evil).body.error.code, "not_approved");
   assert.equal(up.seen.filter((r) => r.url.includes("things")).length, 0);
+}
 
-  // The audit tail says who approved.
+async function runWaitsForApproval({ page, sg, up, shot }) {
+  const posts = () => postsTo(up);
+  // A run whose write waits for approval says so in its progress, naming
+  // the approval, on the page and to script_result.
+  const waiter = await call(sg.base, "run_script", { code: `
+await api.invoke("pets.getPetById", {parameters: {petId: 1}});
+api.progress(1, 2, "looked up");
+await api.invoke("pets.addPet", {requestBody: {name: "run-pet", photoUrls: []}});
+api.progress(2, 2, "added");
+return "added";` });
+  assert.equal(waiter.body.status, "running", JSON.stringify(waiter.body));
+  const wrow = `tr[data-run-id="${waiter.body.runId}"]`;
+  const waitID = await until("the run waiting for approval", () => page.$eval(wrow, (e) => e.dataset.waitingApproval).catch(() => null));
+  const wcard = await page.$(`[data-approval-id="${waitID}"]`);
+  assert.ok(wcard, "the run's approval is not on the page");
+  assert.match(await wcard.evaluate((e) => e.textContent), new RegExp(waiter.body.runId));
+  assert.match(await page.$eval(wrow, (e) => e.textContent), new RegExp("waiting for a person to approve " + waitID));
+  const mid = await call(sg.base, "script_result", { runId: waiter.body.runId, waitSeconds: 0 });
+  assert.equal(mid.body.status, "running");
+  assert.deepEqual(mid.body.progress.waitingForApproval, [waitID]);
+  assert.match(mid.body.progress.note, new RegExp(waitID));
+  await shot("8-run-waiting-approval.png");
+  const before = posts().length;
+  await wcard.$eval('[data-action="approve"]', (b) => b.click());
+  const wres = await call(sg.base, "script_result", { runId: waiter.body.runId, waitSeconds: 30 });
+  assert.equal(wres.body.status, "done", JSON.stringify(wres.body));
+  assert.equal(posts().length, before + 1);
+}
+
+async function cancelRun({ page, sg }) {
+  // Cancel a run from the page.
+  const long = await call(sg.base, "run_script", { code: `
+for (let i = 1; i <= 100; i++) { await api.invoke("pets.getPetById", {parameters: {petId: i}}); api.progress(i, 100, "pet " + i); }
+return "done";` });
+  assert.equal(long.body.status, "running", JSON.stringify(long.body));
+  const lrow = `tr[data-run-id="${long.body.runId}"]`;
+  await until("the long run on the page", () => page.$(lrow));
+  await page.$eval(lrow + ' [data-action="cancel"]', (b) => b.click());
+  const cancelled = await call(sg.base, "script_result", { runId: long.body.runId, waitSeconds: 30 });
+  assert.equal(cancelled.body.status, "cancelled", JSON.stringify(cancelled.body));
+  await until("the cancelled run to leave the page", () => page.$(lrow).then((e) => e === null));
+  return long.body.runId;
+}
+
+async function refusingUpstream({ page, sg, refusing, shot }) {
+  // The upstream refusing: the page's 429 count and block are what
+  // rate_limit_status says.
+  const rsel = `[data-upstream="127.0.0.1:${refusing.port}"]`;
+  const refused = await call(sg.base, "invoke", { endpointId: "refusing.getPetById", parameters: { petId: 1 } });
+  assert.equal(refused.isError, true);
+  assert.equal(refused.body.error.code, "upstream_rate_limit", JSON.stringify(refused.body));
+  await call(sg.base, "invoke", { endpointId: "refusing.getPetById", parameters: { petId: 2 } });
+  const rst = await call(sg.base, "rate_limit_status", {});
+  const rwant = rst.body.upstreams.find((u) => u.upstream === "127.0.0.1:" + refusing.port);
+  assert.ok(rwant && rwant.upstream429s > 0, JSON.stringify(rst.body));
+  const block = (rwant.learned || []).find((l) => l.blockSource);
+  assert.ok(block, "rate_limit_status shows no block: " + JSON.stringify(rwant));
+  const rseen = await until("the page to show the 429s and the block", () => page.$eval(rsel, (e) => {
+    const b = e.querySelector('li[data-kind="block"]');
+    return { n: Number(e.dataset.upstream429s), source: b && b.dataset.source, reset: b && Number(b.dataset.resetInSeconds), text: e.textContent };
+  }).then((v) => (v.n === rwant.upstream429s && v.source ? v : null), () => null));
+  assert.equal(rseen.n, rwant.upstream429s);
+  assert.equal(rseen.source, block.blockSource);
+  assert.ok(Math.abs(rseen.reset - block.blockedForSeconds) <= 3, `page block ${rseen.reset}s, rate_limit_status ${block.blockedForSeconds}s`);
+  const learnedReq = (rwant.learned || []).find((l) => l.requests);
+  if (learnedReq) {
+    const lim = await page.$eval(rsel, (e) => { const l = e.querySelector('li[data-kind="requests"]'); return l && Number(l.dataset.limit); });
+    assert.equal(lim, learnedReq.requests.limit);
+  }
+  assert.equal(refusing.seen(), rwant.upstream429s, "the upstream heard more calls than it refused");
+  await shot("9-refusing.png");
+}
+
+async function auditSaysWho({ page, dir, shot, cancelledRun }) {
+  // The audit tail says who approved, declined and cancelled, and from where.
   await until("the audit tail", () => page.$$eval("#audit tbody tr", (rs) => rs.length > 0));
-  await page.screenshot({ path: path.join(shots, "6-audit.png"), fullPage: true });
-  const audit = fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8");
-  assert.match(audit, /"approver":"ada from 127\.0\.0\.1"/);
+  const rows = await page.$$eval("#audit tbody tr", (rs) => rs.map((r) => r.textContent));
+  assert.ok(rows.some((r) => r.includes(cancelledRun) && /cancelled \(on the governance page\) by ada from 127\.0\.0\.1/.test(r)),
+    "the page's audit tail does not show the cancel with who and from where");
+  assert.ok(rows.some((r) => /approved by ada from 127\.0\.0\.1/.test(r)), "the page's audit tail does not show who approved");
+  await shot("10-audit.png");
+  const audit = fs.readFileSync(path.join(dir, "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const byPage = (outcome) => audit.filter((l) => l.outcome === outcome && l.by === "ada" && l.from === "127.0.0.1");
+  assert.ok(byPage("approved").length >= 2, "approvals on the page are not audited with who and from where");
+  assert.ok(byPage("not_approved").length >= 2, "declines on the page are not audited with who and from where");
+  const cancelLine = byPage("cancelled").find((l) => l.runId === cancelledRun);
+  assert.ok(cancelLine, "the cancel is not audited with who and from where");
+  assert.equal(cancelLine.principal, "ada");
+}
+
+test("the governance page in chromium", async (t) => {
+  fs.mkdirSync(shots, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "specgate-ui-"));
+  const up = await startUpstream();
+  const refusing = await startRefusing();
+  const sg = await startSpecgate(config(up.port, refusing.port, dir), dir);
+  const browser = await puppeteer.launch({
+    executablePath: chromium, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps"],
+  });
+  t.after(async () => { await browser.close(); sg.child.kill(); up.server.close(); refusing.server.close(); });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  const origin = new URL(sg.base).origin;
+  const foreign = [];
+  const problems = [];
+  page.on("request", (req) => {
+    const u = req.url();
+    if (!u.startsWith(origin + "/") && !u.startsWith("data:")) foreign.push(u);
+  });
+  page.on("console", (m) => { if (m.type() === "error" && !/401/.test(m.text())) problems.push(m.text()); });
+  page.on("pageerror", (e) => problems.push(String(e)));
+  const shot = (name) => page.screenshot({ path: path.join(shots, name), fullPage: true });
+  const env = { page, sg, up, refusing, dir, shot };
+
+  // Nothing of the state before sign-in, by poll or by stream.
+  assert.equal((await fetch(sg.base + "/ui/api/state")).status, 401);
+  assert.equal((await fetch(sg.base + "/ui/api/events")).status, 401);
+
+  await page.goto(sg.base + "/ui/");
+  await page.waitForSelector("#token", { visible: true });
+  await page.screenshot({ path: path.join(shots, "1-signin.png") });
+  await page.type("#token", token);
+  await page.keyboard.press("Enter"); // the form works from the keyboard
+  await page.waitForSelector("#main", { visible: true });
+
+  await liveByEvents(env);
+
+  // The upstream idle.
+  const sel = `[data-upstream="127.0.0.1:${up.port}"]`;
+  await page.waitForSelector(sel);
+  await shot("2-idle.png");
+
+  await budgetAndBusy(env);
+  await runAdvances(env);
+  await approveAndDecline(env);
+  await runWaitsForApproval(env);
+  const cancelledRun = await cancelRun(env);
+  await refusingUpstream(env);
+  await auditSaysWho({ ...env, cancelledRun });
 
   // Dark, and a phone.
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
-  await page.screenshot({ path: path.join(shots, "7-dark.png"), fullPage: true });
+  await shot("11-dark.png");
   await page.setViewport({ width: 390, height: 844 });
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
-  await page.screenshot({ path: path.join(shots, "8-phone.png"), fullPage: true });
+  await shot("12-phone.png");
 
   assert.deepEqual(foreign, [], "the page loaded from another origin");
   assert.deepEqual(problems, [], "the page logged errors");

@@ -33,9 +33,49 @@ async function api(path, opts) {
   return { status: r.status, body };
 }
 
+// The live state comes by server-sent events (api/events), one frame a
+// tick; while no frame has come for a while (the stream dropped, is
+// reconnecting, or cannot open), the page polls api/state each second.
+let stream = null;
+let lastFrame = 0;
+let streamRetryAt = 0;
+const STALE_MS = 2500;
+
+function openStream() {
+  if (!window.EventSource || stream || Date.now() < streamRetryAt) return;
+  const es = new EventSource('api/events');
+  stream = es;
+  es.addEventListener('state', (ev) => {
+    let st;
+    try { st = JSON.parse(ev.data); } catch (e) { return; }
+    lastFrame = Date.now();
+    $('main').setAttribute('data-transport', 'events');
+    render(st);
+  });
+  es.addEventListener('error', () => {
+    // CONNECTING: the browser reconnects by itself. CLOSED: it was
+    // answered with an error (signed out, too many viewers); the poll
+    // tells which, and the stream is tried again a little later.
+    if (es.readyState === EventSource.CLOSED) closeStream(5000);
+  });
+}
+
+function closeStream(retryMs) {
+  if (stream) stream.close();
+  stream = null;
+  streamRetryAt = Date.now() + (retryMs || 0);
+}
+
+function tick() {
+  openStream();
+  if (Date.now() - lastFrame > STALE_MS) poll();
+}
+
 function showSignIn(msg) {
   clearInterval(timer);
   timer = 0;
+  closeStream(0);
+  lastFrame = 0;
   $('main').hidden = true;
   $('signout').hidden = true;
   $('who').textContent = '';
@@ -49,8 +89,8 @@ function showPage(who) {
   $('main').hidden = false;
   $('signout').hidden = false;
   $('who').textContent = 'signed in as ' + who;
-  poll();
-  if (!timer) timer = setInterval(poll, 1000);
+  tick();
+  if (!timer) timer = setInterval(tick, 1000);
 }
 
 async function signIn(ev) {
@@ -83,12 +123,22 @@ async function poll() {
   }
   if (r.status === 401) { showSignIn('Your session ended; sign in again.'); return; }
   if (r.status !== 200 || !r.body) { $('status').textContent = 'state unavailable (' + r.status + ')'; return; }
-  $('status').textContent = 'updated ' + new Date(r.body.at).toLocaleTimeString();
-  renderUpstreams(r.body.upstreams, r.body.samples || {});
-  renderPrincipals(r.body.principals || []);
-  renderApprovals(r.body.approvals || [], r.body.pendingApprovals || 0);
-  renderRuns(r.body.runs);
-  renderAudit(r.body.audit);
+  if (Date.now() - lastFrame <= STALE_MS) return; // a frame came meanwhile
+  $('main').setAttribute('data-transport', 'poll');
+  render(r.body);
+}
+
+let current = null;
+
+function render(st) {
+  current = st;
+  $('status').textContent = 'updated ' + new Date(st.at).toLocaleTimeString() +
+    ($('main').getAttribute('data-transport') === 'events' ? ' (live)' : ' (polling)');
+  renderUpstreams(st.upstreams, st.samples || {});
+  renderPrincipals(st.principals || []);
+  renderApprovals(st.approvals || [], st.pendingApprovals || 0);
+  renderRuns(st.runs);
+  renderAudit(st.audit);
 }
 
 // --- upstreams ---
@@ -126,6 +176,11 @@ function makeCard(key) {
   return { root, text, bar, fill, figs, learned, shadow, chart, title };
 }
 
+// secs shows a number of seconds as people read it: whole above ten.
+function secs(v) {
+  return (v >= 10 ? Math.round(v) : Math.round(v * 10) / 10) + ' s';
+}
+
 function fig(dl, name, value) {
   const d = el('div');
   d.append(el('dt', {}, name), el('dd', {}, value));
@@ -135,6 +190,9 @@ function fig(dl, name, value) {
 function fillCard(c, u, s) {
   c.root.setAttribute('data-used', u.used);
   c.root.setAttribute('data-limit', u.limit || 0);
+  c.root.setAttribute('data-queue', u.queueDepth);
+  c.root.setAttribute('data-upstream429s', u.upstream429s);
+  c.root.classList.toggle('refusing', (u.learned || []).some((l) => l.kind === 'block'));
   if (u.limit) {
     c.text.textContent = u.used + ' / ' + u.limit + ' per ' + u.window;
     const pct = Math.min(100, Math.round(100 * u.used / u.limit));
@@ -151,16 +209,17 @@ function fillCard(c, u, s) {
   fig(c.figs, 'queue', u.queueDepth);
   fig(c.figs, 'admitted', u.admitted);
   fig(c.figs, 'upstream 429s', u.upstream429s);
-  if (u.nextAllowedInSeconds) fig(c.figs, 'next call in', u.nextAllowedInSeconds + ' s');
+  if (u.nextAllowedInSeconds) fig(c.figs, 'next call in', secs(u.nextAllowedInSeconds));
   for (const [code, n] of Object.entries(u.refusedByCode || {})) fig(c.figs, 'refused ' + code, n);
   if (u.fallback) fig(c.figs, 'store', 'fallback share');
   c.learned.replaceChildren();
   for (const l of u.learned || []) {
     let t = (l.resource ? l.resource + ': ' : '') + l.kind;
-    if (l.kind === 'block') t += ' for ' + l.resetInSeconds + ' s';
-    else t += ' ' + (l.remaining !== undefined ? l.remaining + ' left of ' : '') + l.limit + (l.resetInSeconds ? ', resets in ' + l.resetInSeconds + ' s' : '');
+    if (l.kind === 'block') t += ' for ' + secs(l.resetInSeconds);
+    else t += ' ' + (l.remaining !== undefined ? l.remaining + ' left of ' : '') + l.limit + (l.resetInSeconds ? ', resets in ' + secs(l.resetInSeconds) : '');
     if (l.source) t += ' (from ' + l.source + ')';
-    c.learned.append(el('li', {}, 'learned: ' + t));
+    c.learned.append(el('li', { 'data-kind': l.kind, 'data-resource': l.resource || '', 'data-source': l.source || '',
+      'data-limit': l.limit || 0, 'data-reset-in-seconds': l.resetInSeconds || 0 }, (l.kind === 'block' ? 'blocked by the upstream: ' : 'learned: ') + t));
   }
   if (u.shadow) {
     c.shadow.hidden = false;
@@ -242,7 +301,7 @@ function renderApprovals(list, total) {
 }
 
 function makeAsk(a) {
-  const root = el('article', { class: 'card approval', 'data-approval-id': a.id });
+  const root = el('article', { class: 'card approval', id: 'approval-' + a.id, 'data-approval-id': a.id });
   const h = el('h3', {}, a.method + ' ' + a.path + (a.query ? '?' + a.query : ''));
   const dl = el('dl', { class: 'figures' });
   fig(dl, 'endpoint', a.endpoint);
@@ -299,7 +358,14 @@ function renderRuns(list) {
     }
     row.text.textContent = r.total > 0 ? r.done + ' / ' + r.total : r.done + ' done, total unknown';
     if (r.note) row.text.textContent += ' - ' + r.note;
-    row.eta.textContent = r.etaSeconds !== undefined && r.etaSeconds !== null ? r.etaSeconds + ' s' : 'unknown';
+    const waits = r.waitingForApproval || [];
+    row.tr.setAttribute('data-waiting-approval', waits.join(' '));
+    row.tr.classList.toggle('waiting', waits.length > 0);
+    row.waits.replaceChildren();
+    for (const id of waits) {
+      row.waits.append(el('a', { href: '#approval-' + id, 'aria-label': 'go to approval ' + id }, 'go to the approval'), ' ');
+    }
+    row.eta.textContent = waits.length ? 'waits for a person' : r.etaSeconds !== undefined && r.etaSeconds !== null ? secs(r.etaSeconds) : 'unknown';
     row.eta.setAttribute('data-eta-seconds', r.etaSeconds === undefined || r.etaSeconds === null ? '' : r.etaSeconds);
     row.calls.textContent = r.calls + ' calls' + Object.entries(r.byStatus || {}).map(([k, n]) => ', ' + k + ': ' + n).join('');
   }
@@ -313,7 +379,8 @@ function makeRow(r) {
   const prog = el('td');
   const bar = el('progress', { 'aria-label': 'progress of run ' + r.runId });
   const text = el('span', {});
-  prog.append(bar, ' ', text);
+  const waits = el('span', { class: 'waits' });
+  prog.append(bar, ' ', text, ' ', waits);
   const eta = el('td');
   const calls = el('td');
   const act = el('td');
@@ -326,7 +393,7 @@ function makeRow(r) {
   });
   act.append(btn);
   tr.append(id, principal, prog, eta, calls, act);
-  return { tr, principal, bar, text, eta, calls };
+  return { tr, principal, bar, text, waits, eta, calls };
 }
 
 // --- audit ---
@@ -357,7 +424,9 @@ function renderAudit(lines) {
     const tr = el('tr', { 'data-principal': a.principal || '', 'data-code': codeOf(a) });
     const when = el('td', { title: a.time || '' }, (a.time || '').slice(11, 23));
     tr.append(when);
-    for (const v of [a.principal, a.endpoint, a.outcome + (a.approval ? ' (' + a.approval + ')' : ''), a.status, a.scope, a.queueWaitMs, a.latencyMs]) {
+    const by = a.by ? ' by ' + a.by + (a.from ? ' from ' + a.from : '') : '';
+    const what = a.endpoint + (a.runId ? ' (' + a.runId + ')' : '');
+    for (const v of [a.principal, what, a.outcome + (a.approval ? ' (' + a.approval + ')' : '') + by, a.status, a.scope, a.queueWaitMs, a.latencyMs]) {
       tr.append(el('td', {}, v === undefined || v === null ? '' : v));
     }
     out.push(tr);
@@ -383,7 +452,7 @@ async function start() {
 
 function renderAuditAgain() {
   lastAudit = '';
-  poll();
+  if (current) renderAudit(current.audit);
 }
 
 document.addEventListener('DOMContentLoaded', start);

@@ -1,5 +1,5 @@
 //go:build !race
 
-package invoke
+package spectest
 
 const raceDetector = false

@@ -1,4 +1,4 @@
-package invoke
+package paging
 
 import (
 	"bytes"
@@ -11,12 +11,8 @@ import (
 	"github.com/specgate/specgate/pkg/spec"
 )
 
-// This file finds the next page of a list answer and says it as the
-// `parameters` of the next invoke, so a model pages by repeating one call
-// instead of reading a URL it could not send.
-
 const (
-	// maxLinks bounds the link-values of the Link fields NextPage reads.
+	// maxLinks bounds the link-values of the Link fields Next reads.
 	// Real APIs send at most four (first, prev, next, last); a header of
 	// thousands costs no more than its first maxLinks.
 	maxLinks = 64
@@ -26,8 +22,8 @@ const (
 	maxRefHops = 8
 )
 
-// PageRequest is what NextPage needs to know about the call that was made.
-type PageRequest struct {
+// Request is what Next needs to know about the call that was made.
+type Request struct {
 	// Endpoint is the operation called: its declared parameters are the only
 	// ones a next page may use.
 	Endpoint *spec.Endpoint
@@ -36,11 +32,11 @@ type PageRequest struct {
 	// against it. If nil, Link headers are ignored.
 	URL *url.URL
 	// Params are the parameters the caller passed, by name. They are carried
-	// over to the next page; NextPage never modifies the map.
+	// over to the next page; Next never modifies the map.
 	Params map[string]any
 }
 
-// NextPage returns the exact `parameters` to pass to invoke for the next
+// Next returns the exact `parameters` to pass to invoke for the next
 // page, or nil when there is none or it cannot be expressed with the
 // operation's declared parameters. body is the decoded JSON body
 // (encoding/json with UseNumber: numbers are json.Number), or nil for
@@ -69,7 +65,7 @@ type PageRequest struct {
 // parameters set. Values take the declared type: a number for an integer
 // or number parameter when the text is one (json.Number), else a string.
 // A result that would repeat the current page is never returned.
-func NextPage(r PageRequest, h http.Header, body any) map[string]any {
+func Next(r Request, h http.Header, body any) map[string]any {
 	if r.Endpoint == nil {
 		return nil
 	}
@@ -115,7 +111,7 @@ type pagingParam struct {
 	array   bool
 }
 
-// pagingOp is what NextPage reads from the operation.
+// pagingOp is what Next reads from the operation.
 type pagingOp struct {
 	e          *spec.Endpoint
 	params     map[string]pagingParam // by name; a query parameter wins a clash
@@ -359,7 +355,7 @@ func (op pagingOp) token(v any, param string) pageSet {
 
 // stripe follows a Stripe list object: the cursor is the last item's id
 // (the first item's when the caller pages back with ending_before).
-func (op pagingOp) stripe(r PageRequest, body any) pageSet {
+func (op pagingOp) stripe(r Request, body any) pageSet {
 	m, ok := body.(map[string]any)
 	if !ok {
 		return nil
@@ -386,7 +382,7 @@ func (op pagingOp) stripe(r PageRequest, body any) pageSet {
 }
 
 // fromLink follows a Link header's rel="next" of the request's own origin.
-func (op pagingOp) fromLink(r PageRequest, h http.Header) pageSet {
+func (op pagingOp) fromLink(r Request, h http.Header) pageSet {
 	if r.URL == nil {
 		return nil
 	}
@@ -398,7 +394,7 @@ func (op pagingOp) fromLink(r PageRequest, h http.Header) pageSet {
 }
 
 // fromURL maps a next-page URL's query onto the declared query parameters.
-func (op pagingOp) fromURL(r PageRequest, target string) pageSet {
+func (op pagingOp) fromURL(r Request, target string) pageSet {
 	ref, err := url.Parse(target)
 	if err != nil {
 		return nil
@@ -621,7 +617,7 @@ type speakeasyPagination struct {
 //
 // An empty results array, or fewer results than the limit the caller
 // asked for, is the last page.
-func (op pagingOp) speakeasy(r PageRequest, body any) pageSet {
+func (op pagingOp) speakeasy(r Request, body any) pageSet {
 	if len(op.pagination) == 0 {
 		return nil
 	}

@@ -1,11 +1,9 @@
-package invoke
+package paging
 
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -134,21 +131,6 @@ const pagingDoc = `{
   }
 }`
 
-// decodeBody decodes JSON as invoke does: numbers stay json.Number.
-func decodeBody(t testing.TB, s string) any {
-	t.Helper()
-	if s == "" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %s: %v", s, err)
-	}
-	return v
-}
-
 func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
@@ -187,12 +169,12 @@ func runNextPageCases(t *testing.T, s *spec.Spec, cases []nextPageCase) {
 			}
 			params := tt.params
 			before := cloneParams(params)
-			got := NextPage(PageRequest{Endpoint: e, URL: mustURL(t, raw), Params: params}, tt.header, decodeBody(t, tt.body))
+			got := Next(Request{Endpoint: e, URL: mustURL(t, raw), Params: params}, tt.header, decodeBody(t, tt.body))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("NextPage (-want +got):\n%s", diff)
+				t.Errorf("Next (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(before, params); diff != "" {
-				t.Errorf("NextPage modified the caller's params (-before +after):\n%s", diff)
+				t.Errorf("Next modified the caller's params (-before +after):\n%s", diff)
 			}
 		})
 	}
@@ -319,22 +301,22 @@ func TestNextPageLinkBoundedWork(t *testing.T) {
 	const next = `<https://api.example.com/orgs/acme/items?page=10001>; rel="next"`
 	params := map[string]any{"org": "acme"}
 
-	if got := NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, many(10000, next), nil); got != nil {
+	if got := Next(Request{Endpoint: e, URL: u, Params: params}, many(10000, next), nil); got != nil {
 		t.Errorf("next after 10,000 links: got %v, want nil", got)
 	}
 	first := linkHeader(next + ", " + many(10000, "").Get("Link"))
-	if got := NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, first, nil); got["page"] != json.Number("10001") {
+	if got := Next(Request{Endpoint: e, URL: u, Params: params}, first, nil); got["page"] != json.Number("10001") {
 		t.Errorf("next before 10,000 links: got %v", got)
 	}
-	if got := NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, many(maxLinks-1, next), nil); got["page"] != json.Number("10001") {
+	if got := Next(Request{Endpoint: e, URL: u, Params: params}, many(maxLinks-1, next), nil); got["page"] != json.Number("10001") {
 		t.Errorf("next as link %d: got %v", maxLinks, got)
 	}
 
 	// The work does not grow with the header: the same allocations for
 	// 100 links as for 10,000.
 	h100, h10k := many(100, next), many(10000, next)
-	small := testing.AllocsPerRun(20, func() { NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, h100, nil) })
-	large := testing.AllocsPerRun(20, func() { NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, h10k, nil) })
+	small := testing.AllocsPerRun(20, func() { Next(Request{Endpoint: e, URL: u, Params: params}, h100, nil) })
+	large := testing.AllocsPerRun(20, func() { Next(Request{Endpoint: e, URL: u, Params: params}, h10k, nil) })
 	if large > small {
 		t.Errorf("allocations: %v for 10,000 links, %v for 100", large, small)
 	}
@@ -421,18 +403,18 @@ func TestNextPageSourceOrder(t *testing.T) {
 	e := endpoint(t, s, "listLogs")
 	u := mustURL(t, "https://api.example.com/logs")
 	body := decodeBody(t, `{"next_cursor":"from-body"}`)
-	got := NextPage(PageRequest{Endpoint: e, URL: u}, linkHeader(`</logs?cursor=from-link>; rel="next"`), body)
+	got := Next(Request{Endpoint: e, URL: u}, linkHeader(`</logs?cursor=from-link>; rel="next"`), body)
 	if diff := cmp.Diff(map[string]any{"cursor": "from-link"}, got); diff != "" {
 		t.Errorf("link first (-want +got):\n%s", diff)
 	}
-	got = NextPage(PageRequest{Endpoint: e, URL: u}, linkHeader(`<https://evil.example/logs?cursor=x>; rel="next"`), body)
+	got = Next(Request{Endpoint: e, URL: u}, linkHeader(`<https://evil.example/logs?cursor=x>; rel="next"`), body)
 	if diff := cmp.Diff(map[string]any{"cursor": "from-body"}, got); diff != "" {
 		t.Errorf("body after a refused link (-want +got):\n%s", diff)
 	}
-	if got := NextPage(PageRequest{URL: u}, nil, body); got != nil {
+	if got := Next(Request{URL: u}, nil, body); got != nil {
 		t.Errorf("no endpoint: got %v", got)
 	}
-	if got := NextPage(PageRequest{Endpoint: e}, linkHeader(`</logs?cursor=x>; rel="next"`), nil); got != nil {
+	if got := Next(Request{Endpoint: e}, linkHeader(`</logs?cursor=x>; rel="next"`), nil); got != nil {
 		t.Errorf("no request URL: got %v", got)
 	}
 }
@@ -483,9 +465,9 @@ func TestNextPageRealSpecs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file+"/"+tt.op, func(t *testing.T) {
 			e := endpoint(t, loadSharedOnce(t, tt.file), tt.op)
-			got := NextPage(PageRequest{Endpoint: e, URL: mustURL(t, tt.url), Params: tt.params}, tt.header, decodeBody(t, tt.body))
+			got := Next(Request{Endpoint: e, URL: mustURL(t, tt.url), Params: tt.params}, tt.header, decodeBody(t, tt.body))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("NextPage (-want +got):\n%s", diff)
+				t.Errorf("Next (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -537,7 +519,7 @@ func FuzzNextPageLink(f *testing.F) {
 	u := mustURL(f, "https://api.example.com/orgs/acme/items?page=1")
 	f.Fuzz(func(t *testing.T, link string) {
 		params := map[string]any{"org": "acme", "page": 1}
-		got := NextPage(PageRequest{Endpoint: e, URL: u, Params: params}, http.Header{"Link": {link}}, nil)
+		got := Next(Request{Endpoint: e, URL: u, Params: params}, http.Header{"Link": {link}}, nil)
 		if got == nil {
 			return
 		}
@@ -597,78 +579,9 @@ func fromLink(got, params map[string]any, q url.Values) bool {
 	return true
 }
 
-// Every style of the paging test upstream walked through invoke: each next
-// page NextPage offers passes invoke's validation, and the walk reads every
-// item once in exactly as many calls as there are pages.
-func TestNextPageWalksPagingUpstream(t *testing.T) {
-	const items = 23
-	pages, err := upstreamtest.NewPages(upstreamtest.PagesOptions{Items: items})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pages)
-	t.Cleanup(srv.Close)
-	doc, err := os.ReadFile(upstreamtest.TestdataFile("paging.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.Parse(t.Context(), "paging.yaml", doc, spec.Options{BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := New(Options{MaxResponseBytes: 8 << 20})
-	t.Cleanup(client.Close)
-
-	tests := []struct {
-		style  upstreamtest.Style
-		op     string
-		params map[string]any
-		list   func(body any) []any
-		calls  int
-	}{
-		{upstreamtest.GitHubStyle, "listPulls", map[string]any{"owner": "rails", "repo": "rails", "state": "all", "per_page": 10},
-			func(b any) []any { l, _ := b.([]any); return l }, 3},
-		{upstreamtest.StripeStyle, "listCustomers", map[string]any{"limit": 10},
-			func(b any) []any { l, _ := bodyAt(b, "data").([]any); return l }, 3},
-		{upstreamtest.SlackStyle, "listUsers", map[string]any{"limit": 5},
-			func(b any) []any { l, _ := bodyAt(b, "members").([]any); return l }, 5},
-		{upstreamtest.KubernetesStyle, "listPods", map[string]any{"namespace": "default", "limit": 10},
-			func(b any) []any { l, _ := bodyAt(b, "items").([]any); return l }, 3},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.style), func(t *testing.T) {
-			e := endpoint(t, s, tt.op)
-			before := pages.Count(tt.style)
-			params, read, calls := tt.params, 0, 0
-			for params != nil {
-				if calls++; calls > items+1 {
-					t.Fatal("paging does not end")
-				}
-				call, err := client.Prepare(t.Context(), e, Args{Parameters: params})
-				if err != nil {
-					t.Fatalf("call %d with %v: %v", calls, params, err)
-				}
-				res, err := call.Do(t.Context())
-				if err != nil {
-					t.Fatalf("call %d: %v", calls, err)
-				}
-				body := decodeBody(t, string(res.RawBody))
-				read += len(tt.list(body))
-				params = NextPage(PageRequest{Endpoint: e, URL: call.URL(), Params: params}, res.RawHeaders, body)
-			}
-			if read != items {
-				t.Errorf("read %d items, want %d", read, items)
-			}
-			if calls != tt.calls || pages.Count(tt.style)-before != tt.calls {
-				t.Errorf("calls: %d, upstream saw %d, want %d", calls, pages.Count(tt.style)-before, tt.calls)
-			}
-		})
-	}
-}
-
 func BenchmarkNextPageLink(b *testing.B) {
 	s := parseSpec(b, "paging", pagingDoc, "")
-	r := PageRequest{
+	r := Request{
 		Endpoint: endpoint(b, s, "listItems"),
 		URL:      mustURL(b, "https://api.example.com/orgs/acme/items?q=red&page=2"),
 		Params:   map[string]any{"org": "acme", "q": "red", "page": 2},
@@ -676,7 +589,7 @@ func BenchmarkNextPageLink(b *testing.B) {
 	h := linkHeader(`<https://api.example.com/orgs/acme/items?q=red&page=1>; rel="prev", <https://api.example.com/orgs/acme/items?q=red&page=3>; rel="next", <https://api.example.com/orgs/acme/items?q=red&page=9>; rel="last", <https://api.example.com/orgs/acme/items?q=red&page=1>; rel="first"`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if NextPage(r, h, nil) == nil {
+		if Next(r, h, nil) == nil {
 			b.Fatal("no next page")
 		}
 	}

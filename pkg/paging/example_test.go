@@ -1,4 +1,4 @@
-package invoke_test
+package paging_test
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/paging"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
-func ExampleNextPage() {
+func ExampleNext() {
 	doc := `{"openapi":"3.0.3","info":{"title":"gh","version":"1"},"paths":{"/repos/{owner}/{repo}/pulls":{"get":{
 	  "operationId":"pulls/list",
 	  "parameters":[
@@ -27,7 +27,7 @@ func ExampleNextPage() {
 	h := http.Header{"Link": {`<https://api.github.com/repositories/8514/pulls?per_page=30&page=2>; rel="next", ` +
 		`<https://api.github.com/repositories/8514/pulls?per_page=30&page=17>; rel="last"`}}
 
-	next := invoke.NextPage(invoke.PageRequest{
+	next := paging.Next(paging.Request{
 		Endpoint: s.Endpoints[0],
 		URL:      sent,
 		Params:   map[string]any{"owner": "rails", "repo": "rails", "per_page": 30},
@@ -36,7 +36,7 @@ func ExampleNextPage() {
 
 	// A link to another origin is never offered.
 	h.Set("Link", `<https://evil.example/repos/rails/rails/pulls?page=2>; rel="next"`)
-	fmt.Println(invoke.NextPage(invoke.PageRequest{Endpoint: s.Endpoints[0], URL: sent}, h, nil) == nil)
+	fmt.Println(paging.Next(paging.Request{Endpoint: s.Endpoints[0], URL: sent}, h, nil) == nil)
 	// Output:
 	// map[owner:rails page:2 per_page:30 repo:rails]
 	// true

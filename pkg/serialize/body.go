@@ -1,4 +1,4 @@
-package invoke
+package serialize
 
 import (
 	"bytes"
@@ -35,26 +35,31 @@ func isYAMLType(ct string) bool {
 	}
 }
 
-// bodyInput is what encoding a body needs.
-type bodyInput struct {
-	contentType string              // the chosen media type, as the spec writes it
-	media       *openapi3.MediaType // may be nil
-	value       any
-	uploadsDir  string
+// BodyInput is what encoding a body needs.
+type BodyInput struct {
+	// ContentType is the chosen media type, as the spec writes it.
+	ContentType string
+	// Media is the operation's media type object; nil when it has none.
+	Media *openapi3.MediaType
+	// Value is the model's body value.
+	Value any
+	// UploadsDir is where a file part may be read from; "" for nowhere.
+	UploadsDir string
 }
 
-// encodedBody is a body ready for the wire.
-type encodedBody struct {
-	data        []byte
-	contentType string // the Content-Type header, with a boundary for multipart
-	// check is the value to validate against the schema, with file parts
+// Body is a body ready for the wire.
+type Body struct {
+	Data []byte
+	// ContentType is the Content-Type header, with a boundary for multipart.
+	ContentType string
+	// Check is the value to validate against the schema, with file parts
 	// replaced by placeholder strings; nil when the body is validated by
 	// openapi3filter (JSON) or not at all.
-	check    any
-	hasCheck bool
-	// value is a JSON body's value as encoded, for the exact check of its
-	// numbers (see exactNumberProblems).
-	value any
+	Check    any
+	HasCheck bool
+	// Value is a JSON body's value as encoded, for the exact check of its
+	// numbers.
+	Value any
 }
 
 // decodeJSONNumbers decodes one JSON document with numbers as json.Number.
@@ -78,13 +83,13 @@ type fileArg struct {
 	contentType string
 }
 
-// encodeBody turns the model's value into bytes for the chosen content
+// EncodeBody turns the model's value into bytes for the chosen content
 // type. Problems are returned as short sentences.
-func encodeBody(in bodyInput) (*encodedBody, []string) {
-	base := answer.MediaBase(in.contentType)
+func EncodeBody(in BodyInput) (*Body, []string) {
+	base := answer.MediaBase(in.ContentType)
 	var schema *openapi3.Schema
-	if in.media != nil && in.media.Schema != nil {
-		schema = in.media.Schema.Value
+	if in.Media != nil && in.Media.Schema != nil {
+		schema = in.Media.Schema.Value
 	}
 	if base == "*/*" || base == "application/*" {
 		// A wildcard body with a structured value (Kubernetes declares
@@ -92,7 +97,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		// a string holding the JSON document a schema that takes no string
 		// asks for; any other string goes as it is, below, typed
 		// application/octet-stream: */* is no type to send.
-		s, isString := in.value.(string)
+		s, isString := in.Value.(string)
 		if !isString {
 			base = "application/json"
 		} else if schema != nil && !schemaAllows(schema, "string") {
@@ -106,7 +111,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	}
 	switch {
 	case answer.IsJSONType(base):
-		v := in.value
+		v := in.Value
 		if s, ok := v.(string); ok && schema != nil && !schemaAllows(schema, "string") {
 			// Models sometimes send a JSON document as a string. Its
 			// numbers stay json.Number: float64 would round large integers.
@@ -118,19 +123,19 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		if err != nil {
 			return nil, []string{"requestBody: cannot be encoded as JSON"}
 		}
-		return &encodedBody{data: data, contentType: jsonContentType(in.contentType), value: v}, nil
+		return &Body{Data: data, ContentType: jsonContentType(in.ContentType), Value: v}, nil
 	case isYAMLType(base):
 		// A string is the YAML document as written; any other value goes
 		// as JSON text, which is YAML (1.2 is a superset of JSON), so an
 		// object body of Kubernetes' apply-patch+yaml is not refused.
-		if s, ok := in.value.(string); ok {
-			return &encodedBody{data: []byte(s), contentType: in.contentType}, nil
+		if s, ok := in.Value.(string); ok {
+			return &Body{Data: []byte(s), ContentType: in.ContentType}, nil
 		}
-		data, err := json.Marshal(in.value)
+		data, err := json.Marshal(in.Value)
 		if err != nil {
 			return nil, []string{"requestBody: cannot be encoded as YAML"}
 		}
-		return &encodedBody{data: data, contentType: in.contentType, check: in.value, hasCheck: schema != nil}, nil
+		return &Body{Data: data, ContentType: in.ContentType, Check: in.Value, HasCheck: schema != nil}, nil
 	case base == "application/x-www-form-urlencoded":
 		return encodeForm(in, schema)
 	case base == "multipart/form-data" || base == "multipart/mixed":
@@ -138,7 +143,7 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 	case base == "application/octet-stream" || strings.HasPrefix(base, "image/") ||
 		strings.HasPrefix(base, "audio/") || strings.HasPrefix(base, "video/") ||
 		base == "application/pdf" || base == "application/zip":
-		f, problem := fileFromValue("requestBody", in.value, in.uploadsDir, true)
+		f, problem := fileFromValue("requestBody", in.Value, in.UploadsDir, true)
 		if problem != "" {
 			return nil, []string{problem}
 		}
@@ -146,17 +151,17 @@ func encodeBody(in bodyInput) (*encodedBody, []string) {
 		if f.contentType != "" && strings.Contains(base, "*") {
 			ct = f.contentType
 		}
-		return &encodedBody{data: f.data, contentType: ct}, nil
+		return &Body{Data: f.data, ContentType: ct}, nil
 	case strings.HasPrefix(base, "text/") || strings.HasSuffix(base, "+xml") || base == "application/xml":
-		return &encodedBody{data: []byte(scalarString(normalize(in.value))), contentType: concreteType(in.contentType),
-			check: scalarString(normalize(in.value)), hasCheck: schema != nil}, nil
+		return &Body{Data: []byte(ScalarString(Normalize(in.Value))), ContentType: concreteType(in.ContentType),
+			Check: ScalarString(Normalize(in.Value)), HasCheck: schema != nil}, nil
 	}
 	// Any other type: a string goes as it is.
-	s, ok := in.value.(string)
+	s, ok := in.Value.(string)
 	if !ok {
 		return nil, []string{fmt.Sprintf("requestBody: give the %s body as a string", base)}
 	}
-	return &encodedBody{data: []byte(s), contentType: concreteType(in.contentType)}, nil
+	return &Body{Data: []byte(s), ContentType: concreteType(in.ContentType)}, nil
 }
 
 // concreteType is the Content-Type sent for a declared media type: a
@@ -210,8 +215,8 @@ func isBinarySchema(s *openapi3.Schema) bool {
 	return s.Format == "binary" || s.ContentMediaType != "" || s.ContentEncoding == "base64"
 }
 
-// property returns a property's schema, looking through allOf/anyOf/oneOf.
-func property(s *openapi3.Schema, name string) *openapi3.Schema {
+// Property returns a Property's schema, looking through allOf/anyOf/oneOf.
+func Property(s *openapi3.Schema, name string) *openapi3.Schema {
 	if s == nil {
 		return nil
 	}
@@ -221,7 +226,7 @@ func property(s *openapi3.Schema, name string) *openapi3.Schema {
 	for _, group := range [][]*openapi3.SchemaRef{s.AllOf, s.AnyOf, s.OneOf} {
 		for _, a := range group {
 			if a != nil {
-				if p := property(a.Value, name); p != nil {
+				if p := Property(a.Value, name); p != nil {
 					return p
 				}
 			}
@@ -241,7 +246,7 @@ func encodingFor(media *openapi3.MediaType, name string) *openapi3.Encoding {
 }
 
 func asObject(field string, v any) (map[string]any, string) {
-	m, ok := normalize(v).(map[string]any)
+	m, ok := Normalize(v).(map[string]any)
 	if !ok {
 		return nil, field + ": must be an object of fields"
 	}
@@ -250,7 +255,7 @@ func asObject(field string, v any) (map[string]any, string) {
 
 // encodeForm encodes an application/x-www-form-urlencoded body. Objects
 // and arrays of objects use bracket notation (metadata[key]=v,
-// items[0][price]=p) as Stripe and most form APIs read it. A property's
+// items[0][price]=p) as Stripe and most form APIs read it. A Property's
 // encoding applies as for a query parameter: arrays of scalars are
 // repeated by default, joined when explode is false (with "," or the
 // spaceDelimited/pipeDelimited separator), indexed with style deepObject;
@@ -258,28 +263,28 @@ func asObject(field string, v any) (map[string]any, string) {
 // style) is sent as key=value pairs when exploded and as name=k,v,... when
 // not; allowReserved keeps RFC 3986 reserved characters literal in values,
 // except those that would split the body ("&", "=", "#", "+", "%").
-func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) {
-	if in.value == nil {
-		return &encodedBody{contentType: in.contentType}, nil
+func encodeForm(in BodyInput, schema *openapi3.Schema) (*Body, []string) {
+	if in.Value == nil {
+		return &Body{ContentType: in.ContentType}, nil
 	}
-	obj, problem := asObject("requestBody", in.value)
+	obj, problem := asObject("requestBody", in.Value)
 	if problem != "" {
 		return nil, []string{problem}
 	}
-	var pairs []pair
-	for _, k := range sortedKeys(obj) {
-		v := normalize(obj[k])
-		st := styleOf(encodingFor(in.media, k))
-		valEsc := escaper(formEscape)
+	var pairs []Pair
+	for _, k := range SortedKeys(obj) {
+		v := Normalize(obj[k])
+		st := styleOf(encodingFor(in.Media, k))
+		valEsc := Escaper(formEscape)
 		if st.allowReserved {
-			valEsc = formEscapeReserved
+			valEsc = FormEscapeReserved
 		}
 		switch x := v.(type) {
 		case nil:
 			continue
 		case map[string]any:
 			if st.explicit && st.style != "deepObject" {
-				pairs = append(pairs, serializeFormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
+				pairs = append(pairs, FormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
 				continue
 			}
 			deepPairsKV(&pairs, formEscape(k), x, formEscape, valEsc)
@@ -288,9 +293,9 @@ func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) 
 				deepPairsKV(&pairs, formEscape(k), x, formEscape, valEsc)
 				continue
 			}
-			pairs = append(pairs, serializeFormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
+			pairs = append(pairs, FormKV(k, st.style, st.explode, x, formEscape, valEsc)...)
 		default:
-			pairs = append(pairs, pair{formEscape(k), valEsc(scalarString(x))})
+			pairs = append(pairs, Pair{formEscape(k), valEsc(ScalarString(x))})
 		}
 	}
 	var b strings.Builder
@@ -298,14 +303,14 @@ func encodeForm(in bodyInput, schema *openapi3.Schema) (*encodedBody, []string) 
 		if i > 0 {
 			b.WriteByte('&')
 		}
-		b.WriteString(p.k)
+		b.WriteString(p.K)
 		b.WriteByte('=')
-		b.WriteString(p.v)
+		b.WriteString(p.V)
 	}
-	return &encodedBody{data: []byte(b.String()), contentType: "application/x-www-form-urlencoded", check: obj, hasCheck: true}, nil
+	return &Body{Data: []byte(b.String()), ContentType: "application/x-www-form-urlencoded", Check: obj, HasCheck: true}, nil
 }
 
-// fieldStyle is how a form or multipart property's encoding says to
+// fieldStyle is how a form or multipart Property's encoding says to
 // serialise it.
 type fieldStyle struct {
 	style         string // form (the default), spaceDelimited, pipeDelimited or deepObject
@@ -333,18 +338,18 @@ func styleOf(enc *openapi3.Encoding) fieldStyle {
 	return st
 }
 
-// formEscapeReserved escapes a form value of a property with
+// FormEscapeReserved escapes a form value of a Property with
 // allowReserved: like formEscape, but the reserved characters that cannot
 // split a form body stay literal.
-func formEscapeReserved(s string) string {
-	return strings.ReplaceAll(escapeKeep(s, ":/?@!$'()*,;[]"), "%20", "+")
+func FormEscapeReserved(s string) string {
+	return strings.ReplaceAll(EscapeKeep(s, ":/?@!$'()*,;[]"), "%20", "+")
 }
 
 func formEscape(s string) string { return url.QueryEscape(s) }
 
 func hasComposite(a []any) bool {
 	for _, it := range a {
-		switch normalize(it).(type) {
+		switch Normalize(it).(type) {
 		case map[string]any, []any:
 			return true
 		}
@@ -357,7 +362,7 @@ func hasComposite(a []any) bool {
 // objects) as file parts, arrays of scalars or files as repeated parts,
 // other objects and arrays as JSON parts.
 //
-// A property's encoding is honoured: contentType sets a part's type;
+// A Property's encoding is honoured: contentType sets a part's type;
 // style and explode, when the encoding sets either, serialise a non-file
 // array or object the way they do a form body (OpenAPI 3.1 §4.8.15; the
 // part's contentType is then ignored, as 3.1 says): an exploded array is
@@ -365,11 +370,11 @@ func hasComposite(a []any) bool {
 // joined with "," (or " ", "|"), an exploded form object one part per key,
 // and deepObject gives name[key] (and name[0]) parts. headers adds the
 // static part headers the spec pins down (see partHeaders).
-func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encodedBody, []string) {
+func encodeMultipart(in BodyInput, schema *openapi3.Schema, base string) (*Body, []string) {
 	var obj map[string]any
-	if in.value != nil {
+	if in.Value != nil {
 		var problem string
-		if obj, problem = asObject("requestBody", in.value); problem != "" {
+		if obj, problem = asObject("requestBody", in.Value); problem != "" {
 			return nil, []string{problem}
 		}
 	}
@@ -378,7 +383,7 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 	check := make(map[string]any, len(obj))
 	var problems []string
 	// Fields go before files: some APIs (Box) read metadata parts first.
-	keys := sortedKeys(obj)
+	keys := SortedKeys(obj)
 	slices.SortStableFunc(keys, func(a, b string) int {
 		fa, fb := isFilePart(schema, a, obj[a]), isFilePart(schema, b, obj[b])
 		switch {
@@ -390,16 +395,16 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 		return 1
 	})
 	for _, k := range keys {
-		v := normalize(obj[k])
+		v := Normalize(obj[k])
 		if v == nil {
 			continue
 		}
-		prop := property(schema, k)
+		prop := Property(schema, k)
 		var items *openapi3.Schema
 		if prop != nil && prop.Items != nil {
 			items = prop.Items.Value
 		}
-		enc := encodingFor(in.media, k)
+		enc := encodingFor(in.Media, k)
 		st := styleOf(enc)
 		extra := partHeaders(enc)
 		field := "requestBody." + k
@@ -418,7 +423,7 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 			var checks []any
 			for i, it := range x {
 				if isBinarySchema(items) || isFileObject(it) {
-					f, problem := fileFromValue(fmt.Sprintf("%s[%d]", field, i), it, in.uploadsDir, isBinarySchema(items))
+					f, problem := fileFromValue(fmt.Sprintf("%s[%d]", field, i), it, in.UploadsDir, isBinarySchema(items))
 					if problem != "" {
 						problems = append(problems, problem)
 						continue
@@ -427,13 +432,13 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 					checks = append(checks, "file")
 					continue
 				}
-				writeTextPart(w, k, scalarString(it), encodingType(enc), extra)
+				writeTextPart(w, k, ScalarString(it), encodingType(enc), extra)
 				checks = append(checks, it)
 			}
 			check[k] = checks
 		case map[string]any:
 			if isBinarySchema(prop) || isFileObject(x) {
-				f, problem := fileFromValue(field, x, in.uploadsDir, true)
+				f, problem := fileFromValue(field, x, in.UploadsDir, true)
 				if problem != "" {
 					problems = append(problems, problem)
 					continue
@@ -451,7 +456,7 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 			check[k] = x
 		default:
 			if isBinarySchema(prop) {
-				f, problem := fileFromValue(field, x, in.uploadsDir, true)
+				f, problem := fileFromValue(field, x, in.UploadsDir, true)
 				if problem != "" {
 					problems = append(problems, problem)
 					continue
@@ -460,7 +465,7 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 				check[k] = "file"
 				continue
 			}
-			writeTextPart(w, k, scalarString(x), encodingType(enc), extra)
+			writeTextPart(w, k, ScalarString(x), encodingType(enc), extra)
 			check[k] = x
 		}
 	}
@@ -471,12 +476,12 @@ func encodeMultipart(in bodyInput, schema *openapi3.Schema, base string) (*encod
 		return nil, []string{"requestBody: cannot be encoded as multipart"}
 	}
 	ct := mime.FormatMediaType(base, map[string]string{"boundary": w.Boundary()})
-	return &encodedBody{data: buf.Bytes(), contentType: ct, check: check, hasCheck: true}, nil
+	return &Body{Data: buf.Bytes(), ContentType: ct, Check: check, HasCheck: true}, nil
 }
 
 // isFilePart reports a top-level value sent as a file part.
 func isFilePart(schema *openapi3.Schema, name string, v any) bool {
-	return isBinarySchema(property(schema, name)) || isFileObject(v)
+	return isBinarySchema(Property(schema, name)) || isFileObject(v)
 }
 
 func allFiles(a []any, items *openapi3.Schema) bool {
@@ -525,7 +530,7 @@ func partHeaders(enc *openapi3.Encoding) textproto.MIMEHeader {
 	slices.Sort(names)
 	for _, name := range names {
 		ref := enc.Headers[name]
-		if ref == nil || ref.Value == nil || ref.Value.Schema == nil || ref.Value.Schema.Value == nil || !validHeaderName(name) {
+		if ref == nil || ref.Value == nil || ref.Value.Schema == nil || ref.Value.Schema.Value == nil || !ValidHeaderName(name) {
 			continue
 		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
@@ -544,8 +549,8 @@ func partHeaders(enc *openapi3.Encoding) textproto.MIMEHeader {
 			continue
 		}
 		explode := ref.Value.Explode != nil && *ref.Value.Explode
-		s := serializeSimple(name, "simple", explode, v, identity)
-		if s == "" || badHeaderValue(s) != "" {
+		s := Simple(name, "simple", explode, v, Identity)
+		if s == "" || BadHeaderValue(s) != "" {
 			continue
 		}
 		if h == nil {
@@ -576,16 +581,16 @@ func writeTextPart(w *multipart.Writer, name, value, ct string, extra textproto.
 }
 
 // writeStyledParts writes a non-file array or object serialised by its
-// encoding's style and explode: one text part per name=value pair, names
+// encoding's style and explode: one text part per name=value Pair, names
 // and values unescaped (the part framing quotes names).
 func writeStyledParts(w *multipart.Writer, name string, st fieldStyle, v any, extra textproto.MIMEHeader) {
-	var pairs []pair
+	var pairs []Pair
 	if x, ok := v.([]any); ok && st.style != "deepObject" && hasComposite(x) {
 		st.style = "deepObject" // nested values have no other form
 	}
-	pairs = serializeFormKV(name, st.style, st.explode, v, identity, identity)
+	pairs = FormKV(name, st.style, st.explode, v, Identity, Identity)
 	for _, p := range pairs {
-		writeTextPart(w, p.k, p.v, "", extra)
+		writeTextPart(w, p.K, p.V, "", extra)
 	}
 }
 
@@ -629,7 +634,7 @@ func anyFileObject(a []any) bool {
 // with exactly one of "base64", "path" or "text", and optionally
 // "filename" and "contentType".
 func isFileObject(v any) bool {
-	m, ok := normalize(v).(map[string]any)
+	m, ok := Normalize(v).(map[string]any)
 	if !ok {
 		return false
 	}
@@ -651,7 +656,7 @@ const fileHint = `give base64 text, or {"base64": ..., "filename": ...}, {"text"
 // fileFromValue reads the file a value describes: a base64 string (when
 // binary is true), or a file object.
 func fileFromValue(field string, v any, uploadsDir string, binary bool) (fileArg, string) {
-	switch x := normalize(v).(type) {
+	switch x := Normalize(v).(type) {
 	case string:
 		if !binary {
 			return fileArg{data: []byte(x)}, ""

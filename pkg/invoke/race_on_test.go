@@ -1,7 +1,0 @@
-//go:build race
-
-package invoke
-
-// raceDetector reports whether the tests run under -race. The tests over
-// the large shared specs skip then: `make test` runs them without -race.
-const raceDetector = true
