@@ -42,6 +42,10 @@ const (
 	// bare load of the file it names and exit: its peak RSS is then the bare
 	// load's own.
 	bareLoadEnv = "SPECGATE_BENCH_BARE_LOAD"
+
+	// binEnv names a specgate binary to measure instead of building this
+	// tree's, so two commits compare in turn on the same machine.
+	binEnv = "SPECGATE_BENCH_BIN"
 )
 
 // Targets from the README (issue 2, "Benchmarks").
@@ -145,6 +149,11 @@ func needSpecs(b *testing.B) string {
 		b.Skipf("%s not found: the startup benchmarks need the shared specs", githubSpec)
 	}
 	buildOnce.Do(func() {
+		if bin := os.Getenv(binEnv); bin != "" {
+			// a binary built elsewhere: an earlier commit's, to compare
+			binPath = bin
+			return
+		}
 		binDir, buildErr = os.MkdirTemp("", "specgate-bench")
 		if buildErr != nil {
 			return

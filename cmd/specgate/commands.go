@@ -145,43 +145,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 		Caller:             call,
 	})
 	a := &app{cfg: cfg, srv: srv, log: log, loaded: make(chan error, 1), store: store, limiter: limiter, stopTracing: stopTracing, auditTail: tail, approvals: room}
-	go func() {
-		// Specs served by a mock load pointed at it.
-		lcfg, mocked, err := startMocks(ctx, cfg, log)
-		var l *loaded
-		if err == nil {
-			l, err = loadSpecs(ctx, lcfg, c.cacheDir(), log, limiter)
-		}
-		if err == nil {
-			err = registerEndpoints(lcfg, limiter, l.cat, upstream)
-			for _, w := range limiter.LoopbackNearMisses() {
-				log.Warn(w)
-			}
-		}
-		if err == nil {
-			if p := unmatchedBudgets(lcfg, limiter, append(upstreamKeys(lcfg, l.cat.Endpoints(), upstream), mocked...)); len(p) > 0 {
-				if len(l.failures) == 0 {
-					err = errors.New(strings.Join(p, "; "))
-				}
-				for _, w := range p {
-					// a spec that did not load may be what the budget is for
-					log.Warn(w)
-				}
-			}
-		}
-		if err != nil {
-			if errors.Is(err, errNoSpec) {
-				srv.Fail(err)
-			} else {
-				srv.Fail(fmt.Errorf("%w: %w", errNoSpec, err))
-			}
-			a.loaded <- err
-			return
-		}
-		srv.Publish(l.cat, l.ix, l.failures)
-		log.Info("ready", "specs", len(l.cat.Specs()), "endpoints", l.cat.Len())
-		a.loaded <- nil
-	}()
+	go a.load(ctx, c.cacheDir(), upstream)
 	return a, nil
 }
 

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/specgate/specgate/pkg/config"
@@ -53,126 +51,113 @@ func nameSpecs(ctx context.Context, cfg *config.Config) {
 	}
 }
 
-// loadSpecs loads every spec of cfg, a few at a time. A spec that fails is
-// reported and skipped unless it is required.
-//
-// With search.embeddings, the endpoints are embedded too; limiter, when not
-// nil, governs the embeddings endpoint like any upstream.
 // errNoSpec is the load failure of a config none of whose specs loaded
 // (and none of them required): serve answers every call with it.
-var errNoSpec = errors.New("no spec could be loaded")
+var errNoSpec = spec.ErrNoSpec
 
-func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger, limiter *ratelimit.Limiter) (*loaded, error) {
-	type result struct {
-		spec *spec.Spec
-		err  error
-		warn []string
-	}
+// catalogSources turns cfg's specs into the catalog's sources, curation
+// compiled; a pattern that does not parse fails them all at once.
+func catalogSources(cfg *config.Config) ([]spec.Source, error) {
 	filters, err := curationFilters(cfg)
 	if err != nil {
 		return nil, err
 	}
-	results := make([]result, len(cfg.Specs))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	cache := spec.Cache{Dir: cacheDir}
+	out := make([]spec.Source, len(cfg.Specs))
 	for i, sc := range cfg.Specs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			settings := cfg.ForSpec(&cfg.Specs[i])
-			opts := spec.Options{
+		settings := cfg.ForSpec(&cfg.Specs[i])
+		out[i] = spec.Source{
+			Location: sc.Location,
+			Options: spec.Options{
 				Name:              specName(sc),
 				BaseURL:           sc.BaseURL,
 				AllowExternalRefs: settings.AllowExternalRefs,
 				MaxBytes:          int64(cfg.MaxSpecBytes),
 				Timeout:           time.Duration(cfg.SpecFetchTimeout),
-			}
-			start := time.Now()
-			cache := cache
-			if sc.Mock.On {
-				cache = spec.Cache{} // its base URL, a fresh loopback port, changes at every start
-			}
-			stop := watchSlow(slowLoadAfter, func(d time.Duration) {
-				log.Info("spec still loading", "spec", opts.Name, "location", sc.Location, "after", d)
-			})
-			res, err := cache.Load(ctx, sc.Location, opts)
-			stop()
-			if err != nil {
-				results[i] = result{err: err}
-				return
-			}
-			var warn []string
-			if res.CacheError != nil {
-				warn = append(warn, res.CacheError.Error())
-			}
-			cur, err := filters[i].Apply(res.Spec)
-			if err != nil {
-				results[i] = result{err: err}
-				return
-			}
-			warn = append(warn, cur.Warnings...)
-			log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints), "excluded", cur.Excluded(),
-				"cached", res.FromCache, "took", time.Since(start).Round(time.Millisecond))
-			results[i] = result{spec: res.Spec, warn: warn}
-		}()
-	}
-	wg.Wait()
-	out := &loaded{}
-	var specs []*spec.Spec
-	for i, r := range results {
-		sc := cfg.Specs[i]
-		if r.err != nil {
-			if sc.Required {
-				return nil, fmt.Errorf("required spec %s: %w", specName(sc), r.err)
-			}
-			out.failures = append(out.failures, mcpserver.LoadFailure{Spec: specName(sc), Reason: r.err.Error()})
-			log.Error("spec not loaded", "spec", specName(sc), "reason", r.err.Error())
-			continue
+			},
+			Filter:   filters[i],
+			Required: sc.Required,
+			NoCache:  sc.Mock.On,
 		}
-		for _, w := range append(r.warn, r.spec.Warnings...) {
-			out.warnings = append(out.warnings, r.spec.Name+": "+w)
-			log.Warn("spec warning", "spec", r.spec.Name, "warning", w)
-		}
-		specs = append(specs, r.spec)
 	}
-	if len(specs) == 0 {
-		var reasons []string
-		for _, f := range out.failures {
-			reasons = append(reasons, f.Reason)
-		}
-		return nil, fmt.Errorf("%w: %s", errNoSpec, strings.Join(reasons, "; "))
-	}
-	cat, err := spec.NewCatalog(specs...)
+	return out, nil
+}
+
+// loadSpecs loads every spec of cfg into a catalog and indexes it. A spec
+// that fails is reported and skipped unless it is required.
+//
+// With search.embeddings, the endpoints are embedded too; limiter, when not
+// nil, governs the embeddings endpoint like any upstream.
+func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger, limiter *ratelimit.Limiter) (*loaded, error) {
+	sources, err := catalogSources(cfg)
 	if err != nil {
 		return nil, err
 	}
-	out.cat = cat
-	ix, err := search.New(cat, search.Options{})
+	l, err := spec.LoadCatalog(ctx, sources, spec.CatalogOptions{CacheDir: cacheDir, Logger: log, SlowAfter: slowLoadAfter})
 	if err != nil {
-		return nil, fmt.Errorf("building the search index: %w", err)
+		return nil, err
 	}
-	out.ix = ix
+	out := &loaded{cat: l.Catalog, warnings: l.Warnings}
+	for _, f := range l.Failures {
+		out.failures = append(out.failures, mcpserver.LoadFailure{Spec: f.Spec, Reason: f.Reason})
+	}
+	var sem *search.SemanticOptions
 	if e := cfg.Search.Embeddings; e != nil {
-		start := time.Now()
 		var gate func(context.Context) (func(int, http.Header), error)
 		if limiter != nil {
 			gate = embeddingsGate(limiter, e.URL)
 		}
-		if err := ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, log, gate)); err != nil {
-			log.Warn("semantic search off until the embeddings endpoint answers; searching lexically", "model", e.Model, "reason", err.Error())
-		} else {
-			st := ix.Semantic()
-			log.Info("semantic search on", "model", e.Model, "endpoints", st.Endpoints, "dimensions", st.Dimensions,
-				"cached", st.Cached, "took", time.Since(start).Round(time.Millisecond))
-		}
+		o := semanticOptions(e, cacheDir, log, gate)
+		sem = &o
+	}
+	if out.ix, err = search.Build(ctx, out.cat, search.Options{}, sem); err != nil {
+		return nil, err
 	}
 	// Loading a large spec leaves garbage behind; give it back now rather
 	// than at the next GC cycle.
 	debug.FreeOSMemory()
 	return out, nil
+}
+
+// load loads the catalog in the background of a started server: specs
+// served by a mock load pointed at it, every endpoint is registered with
+// the limiter, and budgets that match nothing are refused. The outcome is
+// published to the server and sent on a.loaded.
+func (a *app) load(ctx context.Context, cacheDir string, upstream func(*spec.Endpoint) string) {
+	cfg, log, limiter, srv := a.cfg, a.log, a.limiter, a.srv
+	lcfg, mocked, err := startMocks(ctx, cfg, log)
+	var l *loaded
+	if err == nil {
+		l, err = loadSpecs(ctx, lcfg, cacheDir, log, limiter)
+	}
+	if err == nil {
+		err = registerEndpoints(lcfg, limiter, l.cat, upstream)
+		for _, w := range limiter.LoopbackNearMisses() {
+			log.Warn(w)
+		}
+	}
+	if err == nil {
+		if p := unmatchedBudgets(lcfg, limiter, append(upstreamKeys(lcfg, l.cat.Endpoints(), upstream), mocked...)); len(p) > 0 {
+			if len(l.failures) == 0 {
+				err = errors.New(strings.Join(p, "; "))
+			}
+			for _, w := range p {
+				// a spec that did not load may be what the budget is for
+				log.Warn(w)
+			}
+		}
+	}
+	if err != nil {
+		if errors.Is(err, errNoSpec) {
+			srv.Fail(err)
+		} else {
+			srv.Fail(fmt.Errorf("%w: %w", errNoSpec, err))
+		}
+		a.loaded <- err
+		return
+	}
+	srv.Publish(l.cat, l.ix, l.failures)
+	log.Info("ready", "specs", len(l.cat.Specs()), "endpoints", l.cat.Len())
+	a.loaded <- nil
 }
 
 // semanticOptions turns search.embeddings into the index's options; gate,

@@ -221,8 +221,10 @@ func (s *Spec) object(raw json.RawMessage, section string) (map[string]json.RawM
 		_, name, _ = splitComponentRef(ref)
 		raw = target
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || m == nil {
+	// raw is a part of the spec, valid JSON, read once per schema and
+	// operation at load: split, not decoded.
+	m, ok := rawObject(raw)
+	if !ok {
 		return nil, "", false
 	}
 	return m, name, true

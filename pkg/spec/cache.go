@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +55,15 @@ type LoadResult struct {
 // Load reads the spec at location and returns its catalog, from the cache
 // when the content is unchanged since it was cached.
 func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadResult, error) {
+	if c.Dir != "" && !isURL(location) {
+		// A file is hashed as it is read: on a hit, its bytes (13 MB for
+		// GitHub's spec) are never held at once.
+		if key, ok := c.fileKey(location, opts); ok {
+			if s, err := readCache(filepath.Join(c.Dir, key+".gob")); err == nil {
+				return c.hit(s, location, opts), nil
+			}
+		}
+	}
 	data, err := Read(ctx, location, opts)
 	if err != nil {
 		return LoadResult{}, err
@@ -66,10 +76,7 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 	var res LoadResult
 	s, err := readCache(file)
 	if err == nil {
-		s.Location = location
-		s.refs = opts
-		res.Spec, res.FromCache = s, true
-		return res, nil
+		return c.hit(s, location, opts), nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		res.CacheError = fmt.Errorf("cache %s ignored: %w", filepath.Base(file), err)
@@ -85,7 +92,48 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 	return res, nil
 }
 
+// hit is the result of a catalog read from the cache.
+func (c Cache) hit(s *Spec, location string, opts Options) LoadResult {
+	s.Location = location
+	s.refs = opts
+	return LoadResult{Spec: s, FromCache: true}
+}
+
+// fileKey is key for the regular file at location, streamed through the
+// hash; ok is false when it is not a regular file or cannot be read whole
+// within opts.MaxBytes (Read then says why).
+func (c Cache) fileKey(location string, opts Options) (string, bool) {
+	max := opts.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	// Not even opened unless regular: a pipe (<(curl ...)) can be read
+	// once only, by Read.
+	if fi, err := os.Stat(location); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	f, err := os.Open(location)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	h := keyHash(location, opts)
+	n, err := io.Copy(h, io.LimitReader(f, max+1))
+	if err != nil || n > max {
+		return "", false
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], true
+}
+
 func (c Cache) key(location string, data []byte, opts Options) string {
+	h := keyHash(location, opts)
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// keyHash is the hash of what shapes a catalog besides the document's
+// bytes, which the caller writes next.
+func keyHash(location string, opts Options) hash.Hash {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%t\x00%t\x00", cacheFormat, opts.Name, opts.BaseURL, opts.Validate, opts.AllowExternalRefs)
 	if opts.Name == "" {
@@ -96,8 +144,7 @@ func (c Cache) key(location string, data []byte, opts Options) string {
 		// Relative server URLs resolve against the spec's URL.
 		fmt.Fprintf(h, "%s\x00", location)
 	}
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	return h
 }
 
 // cachedSpec is the gob form of a Spec.
@@ -117,12 +164,7 @@ type cachedEndpoint struct {
 }
 
 func readCache(file string) (*Spec, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := os.ReadFile(file) // sized once from the file's length
 	if err != nil {
 		return nil, err
 	}

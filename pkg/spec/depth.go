@@ -422,15 +422,71 @@ func topLevelRef(raw []byte) (string, bool) {
 // 3.0 allows; Slack's Web API spec has them.
 var tupleItems = regexp.MustCompile(`"items"\s*:\s*\[`)
 
+// dataKey reports whether an object key holds data rather than schemas:
+// untupleItems leaves what is under it as it is.
+func dataKey(k string) bool {
+	return k == "example" || k == "examples" || k == "default" || k == "enum" || k == "const" || strings.HasPrefix(k, "x-")
+}
+
+// hasSchemaTuple reports whether doc, valid JSON, has an "items" written as
+// an array outside every data key: what untupleItems would rewrite. It
+// scans the bytes without decoding them: a large spec (GitHub's) has
+// "items": [ in examples only, and decoding all of it to learn so cost a
+// sixth of its load.
+func hasSchemaTuple(doc []byte) bool {
+	type frame struct {
+		object  bool
+		data    bool   // under a data key
+		key     []byte // the object's current key
+		wantKey bool
+	}
+	stack := make([]frame, 0, 64)
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; c {
+		case '{', '[':
+			data := false
+			if n := len(stack); n > 0 {
+				top := stack[n-1]
+				data = top.data || (top.object && dataKey(string(top.key)))
+				if c == '[' && top.object && !data && string(top.key) == "items" {
+					return true
+				}
+			}
+			stack = append(stack, frame{object: c == '{', data: data, wantKey: c == '{'})
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].wantKey = true
+			}
+		case '"':
+			end := jsonStringEnd(doc, i)
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				stack[n-1].key = jsonStringText(doc[i:end])
+				stack[n-1].wantKey = false
+			}
+			i = end - 1
+		}
+	}
+	return false
+}
+
 // untupleItems reads each tuple-style "items" array in a schema position
 // as its first schema (an empty array as any value), so a spec written
 // that way loads; it returns the document and one warning, or the
 // document unchanged when it has none. Example, default and enum values
 // and extensions are data, not schemas, and are left as they are.
 func untupleItems(doc []byte) ([]byte, []string) {
-	if !tupleItems.Match(doc) {
+	if !tupleItems.Match(doc) || !hasSchemaTuple(doc) {
 		return doc, nil
 	}
+	return rewriteTuples(doc)
+}
+
+// rewriteTuples is untupleItems on a document that may have tuples.
+func rewriteTuples(doc []byte) ([]byte, []string) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
@@ -443,7 +499,7 @@ func untupleItems(doc []byte) ([]byte, []string) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
-				if k == "example" || k == "examples" || k == "default" || k == "enum" || k == "const" || strings.HasPrefix(k, "x-") {
+				if dataKey(k) {
 					continue
 				}
 				if arr, ok := c.([]any); ok && k == "items" {

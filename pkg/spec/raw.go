@@ -3,11 +3,13 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // This file builds a Spec from OpenAPI 3 JSON without kin-openapi: each
@@ -69,8 +71,13 @@ func field[T any](m map[string]json.RawMessage, key string) (T, bool) {
 }
 
 func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &top); err != nil {
+	top, ok := rawObject(doc)
+	if !ok {
+		var v map[string]json.RawMessage
+		err := json.Unmarshal(doc, &v)
+		if err == nil {
+			err = errors.New("not an object")
+		}
 		return nil, fmt.Errorf("not a JSON object: %s", jsonErrorText(err))
 	}
 	s := &Spec{Name: name, Location: location, Version: version}
@@ -156,8 +163,8 @@ func (s *Spec) readComponents(top map[string]json.RawMessage) {
 func (s *Spec) readPaths(paths []entry, docSecurity []map[string][]string, specURL *url.URL, opts Options, depth *depthChecker) {
 	seen := map[string]int{}
 	for _, p := range paths {
-		var item map[string]json.RawMessage
-		if err := json.Unmarshal(p.Value, &item); err != nil || item == nil {
+		item, ok := rawObject(p.Value)
+		if !ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("path %s is not an object: skipped", p.Key))
 			continue
 		}
@@ -234,8 +241,8 @@ func (s *Spec) resolve(ref, wantSection string) (json.RawMessage, bool) {
 
 func (s *Spec) buildEndpoint(path, method string, opRaw json.RawMessage, itemParams []json.RawMessage,
 	itemServers []rawServer, docSecurity []map[string][]string, specURL *url.URL, opts Options) (*Endpoint, string) {
-	var op map[string]json.RawMessage
-	if err := json.Unmarshal(opRaw, &op); err != nil || op == nil {
+	op, ok := rawObject(opRaw)
+	if !ok {
 		return nil, fmt.Sprintf("%s %s is not an object: skipped", strings.ToUpper(method), path)
 	}
 	e := &Endpoint{Spec: s.Name, Method: strings.ToUpper(method), Path: path, spec: s}
@@ -570,4 +577,93 @@ func pureSchemaRef(raw json.RawMessage) (string, bool) {
 	}
 	section, name, ok := splitComponentRef(ref)
 	return name, ok && section == "schemas"
+}
+
+// rawObject splits a JSON object into its members without decoding or
+// copying them: each value is a slice of raw. raw must be valid JSON (a
+// document json.Compact accepted, or a part of one): the load reads a
+// large spec's paths and operations this way, where json.Unmarshal would
+// check and copy each of them once more. A value that is not an object
+// reports false; a repeated key keeps its last value, as json.Unmarshal.
+func rawObject(raw []byte) (map[string]json.RawMessage, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	m := map[string]json.RawMessage{}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end := jsonStringEnd(raw, i)
+		if end-i < 2 {
+			return nil, false
+		}
+		key := keyText(raw[i:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		v := skipSpace(raw, i+1)
+		end = skipValue(raw, v)
+		m[key] = raw[v:end:end]
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return m, i < len(raw)
+}
+
+// keyText is the text of a quoted object key, as json.Unmarshal reads it.
+func keyText(quoted []byte) string {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	if json.Unmarshal(quoted, &s) != nil {
+		return string(inner)
+	}
+	return s
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the valid JSON value starting at raw[i].
+func skipValue(raw []byte, i int) int {
+	if i >= len(raw) {
+		return i
+	}
+	switch raw[i] {
+	case '"':
+		return jsonStringEnd(raw, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				j = jsonStringEnd(raw, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(raw)
+	}
+	j := i
+	for j < len(raw) && raw[j] != ',' && raw[j] != '}' && raw[j] != ']' && raw[j] != ' ' && raw[j] != '\t' && raw[j] != '\n' && raw[j] != '\r' {
+		j++
+	}
+	return j
 }
