@@ -24,7 +24,9 @@ import (
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/redisstore"
 	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/telemetry"
 	"github.com/specgate/specgate/pkg/ui"
 )
 
@@ -63,7 +65,7 @@ func start(ctx context.Context, c *common, cfg *config.Config) (*app, error) {
 	}
 	// The metrics come first: the store counts its errors into them, and
 	// the server is handed the same ones.
-	metrics := mcpserver.NewMetrics()
+	metrics := telemetry.NewMetrics()
 	// One Redis connection (with a Redis store) serves the limiter's store,
 	// the answer store and the approvals; it lives as long as the process.
 	rc, err := redisClient(cfg)
@@ -210,7 +212,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			defer func() { stopUI(); <-uiDone }()
 		}
-		err = a.srv.ServeStdio(ctx, stdin, stdout)
+		err = serve.Stdio(ctx, a.srv, stdin, stdout)
 		// The one client is gone: its runs have nobody to collect them.
 		stopped, cancel := context.WithTimeout(context.Background(), time.Second)
 		a.srv.DrainRuns(stopped)

@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/config"
-	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/inauth"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/ui"
 )
 
 // httpOptions turns the config's http: section into the server's HTTP
 // options. It fetches the JWT issuer's keys, so it may do I/O; the caller
 // closes opts.JWT when it is an io.Closer.
-func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserver.HTTPOptions, error) {
-	opts := mcpserver.HTTPOptions{
+func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (serve.Options, error) {
+	opts := serve.Options{
 		TrustedProxies:      h.TrustedProxyPrefixes(),
 		AllowedOrigins:      h.AllowedOrigins,
 		MaxBodyBytes:        int64(h.MaxBodyBytes),
@@ -33,7 +34,7 @@ func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserv
 		MaxTracked:          h.Inbound.MaxTracked,
 		Sessions:            h.Sessions,
 		Resource:            h.Auth.Resource,
-		Scopes: mcpserver.Scopes{
+		Scopes: inauth.Scopes{
 			Read: h.Auth.Scopes.Read, Invoke: h.Auth.Scopes.Invoke, Admin: h.Auth.Scopes.Admin,
 		},
 		MetricsToken: h.MetricsToken.Reveal(),
@@ -46,9 +47,9 @@ func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserv
 		// A token whose variable was unset is empty and never matches.
 		if tok := t.Token.Reveal(); tok != "" {
 			if opts.Tokens == nil {
-				opts.Tokens = map[string]mcpserver.Principal{}
+				opts.Tokens = map[string]inauth.Principal{}
 			}
-			opts.Tokens[tok] = mcpserver.Principal{Subject: t.Subject, Org: t.Org, Scopes: t.Scopes}
+			opts.Tokens[tok] = inauth.Principal{Subject: t.Subject, Org: t.Org, Scopes: t.Scopes}
 		}
 	}
 	if j := h.Auth.JWT; j.Issuer != "" {
@@ -56,7 +57,7 @@ func httpOptions(ctx context.Context, h *config.HTTP, log *slog.Logger) (mcpserv
 		if aud == "" {
 			aud = h.Auth.Resource
 		}
-		v, err := mcpserver.NewJWTVerifier(mcpserver.JWTOptions{
+		v, err := inauth.NewJWTVerifier(inauth.JWTOptions{
 			Issuer: j.Issuer, JWKS: j.JWKS, Audience: aud,
 			SubjectClaim: j.SubjectClaim, OrgClaim: j.OrgClaim, Logger: log,
 		})
@@ -109,13 +110,13 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		return nil, err
 	}
 	closeAuth := func() {}
-	if v, ok := opts.JWT.(*mcpserver.JWTVerifier); ok {
+	if v, ok := opts.JWT.(*inauth.JWTVerifier); ok {
 		closeAuth = v.Close
 	}
 	if !loopbackHost(host) && len(opts.Tokens) == 0 && opts.JWT == nil {
 		return nil, fmt.Errorf("refusing to serve on %q without inbound auth: configure http.auth tokens or jwt, or listen on 127.0.0.1", addr)
 	}
-	opts.Windows = mcpserver.NewWindows(sharedStore(a.store), h.Inbound.MaxTracked)
+	opts.Windows = serve.NewWindows(sharedStore(a.store), h.Inbound.MaxTracked)
 	opts.Degraded = func() (bool, string) {
 		if a.limiter == nil {
 			return false, ""
@@ -126,11 +127,11 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 	// The page signs in with what /mcp and /metrics accept, counting wrong
 	// tokens in the same failed-auth windows; with neither, once with the
 	// URL printed at start.
-	verify, oneTime := a.srv.UISignIn(opts), ""
+	verify, oneTime := serve.UISignIn(a.srv, opts), ""
 	if len(opts.Tokens) == 0 && opts.JWT == nil && opts.MetricsToken == "" {
 		verify, oneTime = nil, oneTimeToken()
 	}
-	page, hub := newUIPage(a, verify, oneTime, mcpserver.UIClientAddr(opts.TrustedProxies))
+	page, hub := newUIPage(a, verify, oneTime, serve.UIClientAddr(opts.TrustedProxies))
 	opts.UI = page
 	s := &httpServer{timeout: time.Duration(h.ShutdownTimeout), perIP: h.MaxConnsPerIP, trusted: opts.TrustedProxies, closeAuth: closeAuth,
 		drainRuns: a.srv.DrainRuns, hub: hub, uiToken: oneTime}
@@ -138,7 +139,7 @@ func newHTTPServer(ctx context.Context, a *app, addr string) (*httpServer, error
 		s.drain = a.limiter.Drain
 	}
 	s.hs = &http.Server{
-		Handler:           s.gate(a.srv.HTTPHandlerWith(opts)),
+		Handler:           s.gate(serve.NewHandler(a.srv, opts)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Duration(h.IdleTimeout),
 	}
@@ -179,7 +180,7 @@ func (s *httpServer) serve(ctx context.Context, ln net.Listener) error {
 		go s.hub.Run(ctx)
 	}
 	errc := make(chan error, 1)
-	ln = mcpserver.LimitConnsPerIP(ln, s.perIP, s.trusted)
+	ln = serve.LimitConnsPerIP(ln, s.perIP, s.trusted)
 	go func() { errc <- s.hs.Serve(ln) }()
 	select {
 	case err := <-errc:

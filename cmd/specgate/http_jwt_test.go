@@ -15,7 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/specgate/specgate/pkg/config"
-	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/inauth"
 )
 
 // TestHTTPJWTAudience: JWTs must carry http.auth.resource as audience, or
@@ -68,11 +68,11 @@ func TestHTTPJWTAudience(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := opts.JWT.(*mcpserver.JWTVerifier)
+		v := opts.JWT.(*inauth.JWTVerifier)
 		if _, err := v.Verify(t.Context(), token(tt.accepted), now); err != nil {
 			t.Errorf("audience %q: aud %q refused: %v", tt.audience, tt.accepted, err)
 		}
-		if _, err := v.Verify(t.Context(), token(tt.refused), now); !errors.Is(err, mcpserver.ErrInvalidToken) {
+		if _, err := v.Verify(t.Context(), token(tt.refused), now); !errors.Is(err, inauth.ErrInvalidToken) {
 			t.Errorf("audience %q: aud %q: %v, want refused", tt.audience, tt.refused, err)
 		}
 		v.Close()

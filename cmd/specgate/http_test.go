@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/config"
+	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/mcpserver"
 )
 
@@ -84,7 +85,7 @@ func TestHTTPOptionsFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(opts.Tokens) != 1 || !reflect.DeepEqual(opts.Tokens["a"], mcpserver.Principal{Subject: "ann", Org: "acme", Scopes: []string{"r"}}) {
+	if len(opts.Tokens) != 1 || !reflect.DeepEqual(opts.Tokens["a"], inauth.Principal{Subject: "ann", Org: "acme", Scopes: []string{"r"}}) {
 		t.Errorf("tokens %v", opts.Tokens)
 	}
 	if opts.RequestsPerWindow != 600 || opts.ToolCallsPerWindow != 300 || opts.Window != time.Minute ||
@@ -104,7 +105,7 @@ func TestHTTPOptionsFromConfig(t *testing.T) {
 	if opts.JWT == nil || !reflect.DeepEqual(opts.AuthorizationServers, []string{"http://127.0.0.1:1"}) || opts.Resource != "https://mcp.example/mcp" {
 		t.Errorf("jwt options %+v", opts)
 	}
-	opts.JWT.(*mcpserver.JWTVerifier).Close()
+	opts.JWT.(*inauth.JWTVerifier).Close()
 }
 
 // TestServeHTTPDrainsOnShutdown: a call in flight when the signal comes

@@ -6,12 +6,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/rpcmsg"
 )
 
 // localPrincipal owns stored answers when the transport names no caller
@@ -209,13 +209,4 @@ func boundHeaders(h map[string]string, limit int) map[string]string {
 }
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…[+" + strconv.Itoa(len(s)-cut) + " bytes]"
-}
+func clip(s string, n int) string { return rpcmsg.Clip(s, n) }

@@ -24,6 +24,7 @@ import (
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -44,7 +45,7 @@ type pagingOptions struct {
 	server Options                                             // Client, SpecNames are set by the fixture
 	client invoke.Options                                      // the invoke client's options
 	odd    map[string]func(http.ResponseWriter, *http.Request) // by repo name
-	http   *HTTPOptions                                        // serve over HTTP with these; nil: in-process
+	http   *serve.Options                                      // serve over HTTP with these; nil: in-process
 	// cooldown and budgets, when set, govern the calls with a limiter; the
 	// budgets' Match is set to the upstream's host:port.
 	cooldown time.Duration
@@ -92,7 +93,7 @@ func newPagingFixture(t testing.TB, o pagingOptions) *pagingFixture {
 	if o.http == nil {
 		f.client = connectTB(t, srv, nil)
 	} else {
-		ts := httptest.NewServer(srv.HTTPHandlerWith(*o.http))
+		ts := httptest.NewServer(serve.NewHandler(srv, *o.http))
 		t.Cleanup(ts.Close)
 		f.upstream = ts.URL // the MCP endpoint, for httpClient
 	}
@@ -473,7 +474,7 @@ func TestE2ENextPageStyles(t *testing.T) {
 }
 
 func TestE2EAnswersBelongToTheirPrincipal(t *testing.T) {
-	f := newPagingFixture(t, pagingOptions{http: &HTTPOptions{Tokens: map[string]Principal{
+	f := newPagingFixture(t, pagingOptions{http: &serve.Options{Tokens: map[string]Principal{
 		"tok-a": {Subject: "ada", Org: "acme"},
 		"tok-b": {Subject: "bob", Org: "acme"},
 	}}})
@@ -827,7 +828,7 @@ func TestE2ECacheHitKeepsNextPage(t *testing.T) {
 func TestE2ECacheKeysOnPrincipal(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{
 		server: Options{Caller: invoke.Caller{CacheTTL: func(*spec.Endpoint) time.Duration { return time.Minute }}},
-		http: &HTTPOptions{Tokens: map[string]Principal{
+		http: &serve.Options{Tokens: map[string]Principal{
 			"tok-a": {Subject: "ada", Org: "acme"},
 			"tok-b": {Subject: "bob", Org: "acme"},
 		}},

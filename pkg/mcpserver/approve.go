@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
 	"github.com/specgate/specgate/pkg/ui"
 )
@@ -359,7 +360,7 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 	}
 
 	session := server.ClientSessionFromContext(ctx)
-	if sessions, overHTTP := ctx.Value(overHTTPKey{}).(bool); overHTTP && (session == nil || session.SessionID() == "") {
+	if sessions, overHTTP := serve.OverHTTP(ctx); overHTTP && (session == nil || session.SessionID() == "") {
 		// A legacy request over HTTP without a session has nothing that
 		// kept the client's capabilities, even when the client can ask.
 		if !sessions {

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,36 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
-)
 
-func TestRewriteToolCallWrapsOnlyUndecodableArguments(t *testing.T) {
-	plain := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":5}}}`)
-	if got := rewriteToolCall(plain); !bytes.Equal(got, plain) {
-		t.Errorf("a decodable call was rewritten: %s", got)
-	}
-	other := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1e400}}`)
-	if got := rewriteToolCall(other); !bytes.Equal(got, other) {
-		t.Errorf("a message other than tools/call was rewritten: %s", got)
-	}
-	huge := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"pets","limit":1e400}}}`)
-	got := rewriteToolCall(huge)
-	var env struct {
-		Params struct {
-			Arguments map[string]string `json:"arguments"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(got, &env); err != nil {
-		t.Fatalf("rewritten message does not parse: %v", err)
-	}
-	if env.Params.Arguments[rawArgumentsKey] != `{"query":"pets","limit":1e400}` {
-		t.Errorf("wrapped arguments = %q", env.Params.Arguments)
-	}
-}
+	"github.com/specgate/specgate/pkg/serve"
+)
 
 // TestHugeNumberIsToolErrorNotJSONRPC: 1e400 anywhere in the arguments was
 // a -32600 JSON-RPC error; it is a validation_failed tool result now.
 func TestHugeNumberIsToolErrorNotJSONRPC(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{}, 0)
+	f := newHTTPFixture(t, serve.Options{}, 0)
 	resp, body := f.post(t, "", rpc(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}))
 	expectStatus(t, resp, body, http.StatusOK)
 	sid := resp.Header.Get("Mcp-Session-Id")
@@ -91,7 +68,7 @@ func TestStdioHugeNumberAndLargeInteger(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- f.srv.ServeStdio(ctx, inR, outW) }()
+	go func() { done <- serve.Stdio(ctx, f.srv, inR, outW) }()
 	go func() { _, _ = io.WriteString(inW, in) }()
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -39,6 +39,10 @@ type auditRecord struct {
 	From string `json:"from,omitempty"`
 }
 
+// Principal is who is calling: a subject in an organisation, and its
+// token's scopes. It is invoke's Principal: one type of caller.
+type Principal = invoke.Principal
+
 // WithPrincipal returns ctx carrying p as the caller (invoke.WithPrincipal:
 // one principal in the context, for the audit log, what belongs to the
 // caller, credentials and the wait queue alike).

@@ -17,6 +17,7 @@ import (
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/telemetry"
 )
 
 // quotaSpec is a small API of GET endpoints, served by a quota-enforcing upstream.
@@ -782,8 +783,8 @@ func TestShadowBudgetReported(t *testing.T) {
 	if up["admitted"] != float64(4) {
 		t.Errorf("admitted %v, want 4", up["admitted"])
 	}
-	m := NewMetrics()
-	m.limiter.Store(f.limiter)
+	m := telemetry.NewMetrics()
+	m.SetLimiter(f.limiter)
 	var b strings.Builder
 	got, err := m.Registry().Gather()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/answer"
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -136,7 +137,7 @@ func httpClients(t *testing.T, srv *Server, names ...string) []*client.Client {
 	for _, n := range names {
 		tokens["tok-"+n] = Principal{Subject: n, Org: "acme"}
 	}
-	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: tokens}))
+	ts := httptest.NewServer(serve.NewHandler(srv, serve.Options{Tokens: tokens}))
 	t.Cleanup(ts.Close)
 	f := &pagingFixture{upstream: ts.URL}
 	var out []*client.Client

@@ -7,15 +7,18 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/inauth"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
-var testScopes = Scopes{Read: "specgate:read", Invoke: "specgate:invoke", Admin: "specgate:admin"}
+var testScopes = inauth.Scopes{Read: "specgate:read", Invoke: "specgate:invoke", Admin: "specgate:admin"}
 
 // scopesFixture serves the petstore over HTTP with scopes, runtime tuning
 // on, and three tokens: read, invoke, and none at all.
 func scopesFixture(t *testing.T) *httpFixture {
 	t.Helper()
-	return newHTTPFixtureOn(t, HTTPOptions{
+	return newHTTPFixtureOn(t, serve.Options{
 		Tokens: map[string]Principal{
 			"reader":  {Subject: "rita", Scopes: []string{"specgate:read"}},
 			"invoker": {Subject: "ivan", Scopes: []string{"specgate:invoke"}},
@@ -167,7 +170,7 @@ func TestHTTPScopesLoneNonExactKey(t *testing.T) {
 // reaches the tools with a read-only grant cannot POST.
 func TestScopeCheckedInTheCallPath(t *testing.T) {
 	f := scopesFixture(t)
-	ctx := withGrant(t.Context(), testScopes, []string{"specgate:read"})
+	ctx := inauth.WithGrant(t.Context(), testScopes, []string{"specgate:read"})
 	call := func(name string, args string) map[string]any {
 		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`
 		out := f.srv.MCP().HandleMessage(ctx, json.RawMessage(msg))

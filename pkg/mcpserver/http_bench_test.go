@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // benchHTTPOptions turn auth and every inbound budget on, high enough
 // never to refuse.
-func benchHTTPOptions() HTTPOptions {
-	return HTTPOptions{
+func benchHTTPOptions() serve.Options {
+	return serve.Options{
 		Tokens:              map[string]Principal{"bench-token": {Subject: "bench", Org: "acme"}},
 		RequestsPerWindow:   1 << 20,
 		ToolCallsPerWindow:  1 << 20,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -53,7 +54,7 @@ func TestHTTPPerPrincipalUpstreamKeys(t *testing.T) {
 		Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}, CacheTTL: func(*spec.Endpoint) time.Duration { return time.Hour }},
 	})
 	srv.Publish(cat, ix, nil)
-	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
+	ts := httptest.NewServer(serve.NewHandler(srv, serve.Options{Tokens: map[string]Principal{
 		"mcp-token-ada":   {Subject: "ada", Org: "acme"},
 		"mcp-token-bob":   {Subject: "bob"},
 		"mcp-token-carol": {Subject: "carol", Org: "acme"},

@@ -7,12 +7,13 @@ import (
 
 	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/pkg/redisstore"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // newHTTPRedisFixture is newHTTPFixture with the limiter and the inbound windows shared
 // through a redisstore.Store on redisURL, under a key prefix of its own. The store must be
 // up: a degraded store would measure the fallback, not Redis.
-func newHTTPRedisFixture(b *testing.B, redisURL string, opts HTTPOptions) *httpFixture {
+func newHTTPRedisFixture(b *testing.B, redisURL string, opts serve.Options) *httpFixture {
 	b.Helper()
 	store, err := redisstore.New(b.Context(), redisstore.Options{
 		URL:       redisURL,

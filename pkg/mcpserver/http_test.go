@@ -20,6 +20,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // t0 is a whole second, so the one-second slots of a one-minute window
@@ -58,14 +59,14 @@ type httpFixture struct {
 // newHTTPFixture serves the petstore over HTTP with opts; cooldown is the
 // cooldown of every endpoint (zero: none). opts.Now defaults to a test
 // clock at t0.
-func newHTTPFixture(t testing.TB, opts HTTPOptions, cooldown time.Duration) *httpFixture {
+func newHTTPFixture(t testing.TB, opts serve.Options, cooldown time.Duration) *httpFixture {
 	t.Helper()
 	return newHTTPFixtureOn(t, opts, cooldown, nil)
 }
 
 // newHTTPFixtureOn is newHTTPFixture with the limiter and the inbound
 // windows on store (nil: memory).
-func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, store ratelimit.Store, server ...func(*Options)) *httpFixture {
+func newHTTPFixtureOn(t testing.TB, opts serve.Options, cooldown time.Duration, store ratelimit.Store, server ...func(*Options)) *httpFixture {
 	t.Helper()
 	rec := &recorder{}
 	up := httptest.NewServer(rec)
@@ -74,7 +75,7 @@ func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, st
 	lo := ratelimit.Options{Endpoints: eps}
 	if store != nil {
 		lo.Store = store
-		opts.Windows = NewWindows(store, 0)
+		opts.Windows = serve.NewWindows(store, 0)
 	}
 	l, err := ratelimit.New(lo)
 	if err != nil {
@@ -99,7 +100,7 @@ func newHTTPFixtureOn(t testing.TB, opts HTTPOptions, cooldown time.Duration, st
 	if opts.Now == nil {
 		opts.Now = clock.Now
 	}
-	ts := httptest.NewServer(srv.HTTPHandlerWith(opts))
+	ts := httptest.NewServer(serve.NewHandler(srv, opts))
 	t.Cleanup(ts.Close)
 	return &httpFixture{srv: srv, ts: ts, clock: clock, upstream: rec, upstreamURL: up.URL, audit: audit, limiter: l}
 }
@@ -170,7 +171,7 @@ func expectStatus(t testing.TB, resp *http.Response, body []byte, want int) {
 }
 
 func TestHTTPHandlerDefaultServesWithoutAuth(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{}, 0)
+	f := newHTTPFixture(t, serve.Options{}, 0)
 	c, err := client.NewStreamableHttpClient(f.ts.URL + "/mcp")
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func initClient(t testing.TB, c *client.Client) {
 func TestHTTPRequestBudgetPerPrincipal(t *testing.T) {
 	// Two tokens of alice@acme (a rotation) share a budget; alice@other has
 	// her own.
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens: map[string]Principal{
 			"tok-a1": {Subject: "alice", Org: "acme"},
 			"tok-a2": {Subject: "alice", Org: "acme"},
@@ -273,7 +274,7 @@ func TestHTTPRequestBudgetPerPrincipal(t *testing.T) {
 }
 
 func TestHTTPRefusedRequestIsNotProcessed(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens:            map[string]Principal{"tok": {Subject: "bob"}},
 		RequestsPerWindow: 1,
 	}, 0)
@@ -288,7 +289,7 @@ func TestHTTPRefusedRequestIsNotProcessed(t *testing.T) {
 }
 
 func TestHTTPToolCallBudget(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens:             map[string]Principal{"tok": {Subject: "carol", Org: "acme"}},
 		RequestsPerWindow:  100,
 		ToolCallsPerWindow: 2,
@@ -348,7 +349,7 @@ func TestHTTPToolCallBudget(t *testing.T) {
 }
 
 func TestHTTPAuditNamesPrincipal(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{Tokens: map[string]Principal{"secret-tok": {Subject: "dave", Org: "acme"}}}, 0)
+	f := newHTTPFixture(t, serve.Options{Tokens: map[string]Principal{"secret-tok": {Subject: "dave", Org: "acme"}}}, 0)
 	resp, body := f.post(t, "secret-tok", toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}}))
 	expectStatus(t, resp, body, http.StatusOK)
 	log := f.audit.String()
@@ -358,7 +359,7 @@ func TestHTTPAuditNamesPrincipal(t *testing.T) {
 }
 
 func TestHTTPFailedAuthThrottledPerIP(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens: map[string]Principal{"good": {Subject: "erin"}},
 		// The test client's peer is loopback: trust it to set the client
 		// IP with X-Forwarded-For.
@@ -417,7 +418,7 @@ func TestHTTPFailedAuthThrottledPerIP(t *testing.T) {
 func TestHTTPForwardedForOnlyFromTrustedProxies(t *testing.T) {
 	// Loopback is not trusted: X-Forwarded-For is ignored and every
 	// failure counts against the peer, 127.0.0.1.
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens:              map[string]Principal{"good": {Subject: "erin"}},
 		TrustedProxies:      mustPrefixes("10.0.0.0/8"),
 		FailedAuthPerWindow: 1,
@@ -437,102 +438,9 @@ func mustPrefixes(list ...string) []netip.Prefix {
 	return out
 }
 
-func TestClientIP(t *testing.T) {
-	trusted := mustPrefixes("10.0.0.0/8", "192.0.2.1/32")
-	tests := []struct {
-		name, peer, xff, want string
-	}{
-		{"untrusted peer ignores XFF", "198.51.100.9:1234", "203.0.113.1", "198.51.100.9"},
-		{"trusted peer, one hop", "10.1.2.3:1234", "203.0.113.1", "203.0.113.1"},
-		{"right-most untrusted", "10.1.2.3:1234", "1.1.1.1, 203.0.113.1, 192.0.2.1", "203.0.113.1"},
-		{"spoofed left entries ignored", "10.1.2.3:1234", "6.6.6.6, 203.0.113.1", "203.0.113.1"},
-		{"all trusted: left-most", "10.1.2.3:1234", "10.9.9.9, 192.0.2.1", "10.9.9.9"},
-		{"trusted peer without XFF", "10.1.2.3:1234", "", "10.1.2.3"},
-		{"garbage stops at the last trusted hop", "10.1.2.3:1234", "203.0.113.1, junk", "10.1.2.3"},
-		{"IPv4-mapped peer", "[::ffff:198.51.100.9]:80", "", "198.51.100.9"},
-		{"IPv6 client", "10.1.2.3:1234", "2001:db8::1", "2001:db8::1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-			r.RemoteAddr = tt.peer
-			if tt.xff != "" {
-				r.Header.Set("X-Forwarded-For", tt.xff)
-			}
-			if got := clientIP(r, trusted).String(); got != tt.want {
-				t.Errorf("got %s, want %s", got, tt.want)
-			}
-		})
-	}
-	for addr, want := range map[string]string{
-		"198.51.100.9":          "198.51.100.9",
-		"2001:db8:1:2:3:4:5:6":  "2001:db8:1:2::/64",
-		"::ffff:198.51.100.9":   "198.51.100.9",
-		"2001:db8:1:2::ffff:ff": "2001:db8:1:2::/64",
-	} {
-		if got := ipKey(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("ipKey(%s) = %s, want %s", addr, got, want)
-		}
-	}
-}
-
-func TestHTTPOriginAndBodyLimit(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}, MaxBodyBytes: 1024}, 0)
-	list := rpc(1, "tools/list", nil)
-	tests := []struct {
-		origin string
-		want   int
-	}{
-		{"", http.StatusOK},
-		{"https://app.example.com", http.StatusOK},
-		{"http://localhost:3000", http.StatusOK},
-		{"http://127.0.0.1:9", http.StatusOK},
-		{"https://evil.example", http.StatusForbidden},
-		{"null", http.StatusForbidden},
-	}
-	for _, tt := range tests {
-		var hdr []string
-		if tt.origin != "" {
-			hdr = []string{"Origin", tt.origin}
-		}
-		resp, body := f.post(t, "", list, hdr...)
-		if resp.StatusCode != tt.want {
-			t.Errorf("Origin %q: %d, want %d (%s)", tt.origin, resp.StatusCode, tt.want, body)
-		}
-	}
-	// A loopback origin on a non-loopback Host is a rebinding attempt.
-	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", strings.NewReader(list))
-	req.Host = "attacker.example"
-	req.Header.Set("Origin", "http://localhost")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("rebinding: %d", resp.StatusCode)
-	}
-
-	big := toolsCall(1, "search", map[string]any{"query": strings.Repeat("x", 2000)})
-	resp, body := f.post(t, "", big)
-	expectStatus(t, resp, body, http.StatusRequestEntityTooLarge)
-	// Without Content-Length (chunked), the limit holds while reading.
-	req, _ = http.NewRequest(http.MethodPost, f.ts.URL+"/mcp", io.MultiReader(strings.NewReader(big)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err = f.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("chunked body: %d", resp.StatusCode)
-	}
-}
-
 func TestHTTPReadyzDegraded(t *testing.T) {
 	var degraded atomic.Bool
-	f := newHTTPFixture(t, HTTPOptions{Degraded: func() (bool, string) { return degraded.Load(), "redis unreachable" }}, 0)
+	f := newHTTPFixture(t, serve.Options{Degraded: func() (bool, string) { return degraded.Load(), "redis unreachable" }}, 0)
 	get := func(path string) (int, string) {
 		resp, err := f.ts.Client().Get(f.ts.URL + path)
 		if err != nil {
@@ -558,7 +466,7 @@ func TestHTTPReadyzDegraded(t *testing.T) {
 }
 
 func TestHTTPMetrics(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{
+	f := newHTTPFixture(t, serve.Options{
 		Tokens:            map[string]Principal{"tok": {Subject: "frank"}},
 		RequestsPerWindow: 3,
 	}, 0)
@@ -578,7 +486,7 @@ func TestHTTPMetrics(t *testing.T) {
 	f.post(t, "tok", toolsCall(3, "invoke", map[string]any{"endpointId": "petstore.nope"}))
 	f.post(t, "tok", call) // over the request budget
 	f.post(t, "", call)    // no token
-	f.srv.ObserveStoreError("admit")
+	f.srv.Metrics().ObserveStoreError("admit")
 
 	resp, err := f.ts.Client().Get(f.ts.URL + "/metrics")
 	if err != nil {
@@ -612,72 +520,11 @@ func TestHTTPMetrics(t *testing.T) {
 	}
 }
 
-func TestWindowsBoundedTable(t *testing.T) {
-	m := NewWindows(nil, 2)
-	ctx := t.Context()
-	take := func(key string, at time.Time) (bool, int, time.Time, error) {
-		return m.Take(ctx, keyRequests+key, 2, time.Minute, at)
-	}
-	for _, k := range []string{"a", "b"} {
-		if ok, rem, reset, err := take(k, t0); !ok || rem != 1 || !reset.Equal(t0) || err != nil {
-			t.Fatalf("%s: %v %d %v %v", k, ok, rem, reset, err)
-		}
-	}
-	// Full of active keys: a new key is refused, not an active one evicted.
-	if ok, _, _, err := take("c", t0.Add(30*time.Second)); ok || err != ErrTooManyKeys {
-		t.Fatalf("c admitted into a full table: %v %v", ok, err)
-	}
-	// The window is exact: a's first event frees its slot at t0+60s.
-	if ok, rem, reset, err := take("a", t0.Add(30*time.Second)); !ok || rem != 0 || !reset.Equal(t0.Add(60*time.Second)) || err != nil {
-		t.Fatalf("a: %v %d %v %v", ok, rem, reset, err)
-	}
-	if ok, _, reset, _ := take("a", t0.Add(31*time.Second)); ok || !reset.Equal(t0.Add(60*time.Second)) {
-		t.Fatalf("a over its limit: %v %v", ok, reset)
-	}
-	// b goes idle and is swept; c gets its place; a is still counted.
-	if ok, _, _, err := take("c", t0.Add(61*time.Second)); !ok || err != nil {
-		t.Fatalf("c after b went idle: %v %v", ok, err)
-	}
-	if ok, rem, _, _ := take("a", t0.Add(61*time.Second)); !ok || rem != 0 {
-		t.Errorf("a at t0+61s: %v %d (its t0+30s call still counts)", ok, rem)
-	}
-}
-
-func TestWindowsNeverExceedsLimit(t *testing.T) {
-	m := NewWindows(nil, 10)
-	const limit, window = 5, 10 * time.Second
-	var admitted []time.Time
-	for i := range 400 {
-		now := t0.Add(time.Duration(i) * 137 * time.Millisecond)
-		ok, _, reset, err := m.Take(t.Context(), keyRequests+"k", limit, window, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			admitted = append(admitted, now)
-		} else if !reset.After(now) {
-			t.Fatalf("refused at %v with reset %v", now, reset)
-		}
-	}
-	for i := range admitted {
-		n := 0
-		for j := i; j < len(admitted) && admitted[j].Sub(admitted[i]) < window; j++ {
-			n++
-		}
-		if n > limit {
-			t.Fatalf("%d admitted within %v from %v", n, window, admitted[i])
-		}
-	}
-	if len(admitted) < 400*137/10000*limit*9/10 {
-		t.Errorf("only %d admitted", len(admitted))
-	}
-}
-
 // TestHTTPBodyLimitIsSpecgatesOwn: mcp-go v1.6.0 bounds a POST body at 4
 // MiB of its own, so with http.max_body_bytes above that a body specgate
 // accepted was refused 413 by mcp-go. The bound is specgate's alone.
 func TestHTTPBodyLimitIsSpecgatesOwn(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MaxBodyBytes: 8 << 20}, 0)
+	f := newHTTPFixture(t, serve.Options{MaxBodyBytes: 8 << 20}, 0)
 	big := toolsCall(1, "search", map[string]any{"query": "pets", "pad": strings.Repeat("x", 5<<20)})
 	resp, body := f.post(t, "", big)
 	if resp.StatusCode == http.StatusRequestEntityTooLarge {

@@ -240,7 +240,7 @@ type observer Server
 
 func (o *observer) Attempted(ctx context.Context, e *spec.Endpoint, up string, queueWait, latency time.Duration, tokens int64, res *invoke.Result) {
 	o.stats.observe(principalOf(ctx), e, up, latency, queueWait, tokens)
-	o.metrics.observeAttempt(up, queueWait, latency, res)
+	o.metrics.ObserveAttempt(up, queueWait, latency, res)
 	(*Server)(o).traceAttempt(ctx, e, up, queueWait, latency, res)
 }
 
@@ -262,7 +262,7 @@ func (s *Server) progressSender(ctx context.Context, req mcp.CallToolRequest) fu
 	return func(params map[string]any) {
 		params["progressToken"] = token
 		if srv.SendNotificationToClient(ctx, "notifications/progress", params) == nil {
-			s.order.queued()
+			s.order.Queued()
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/runs"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // servedPosts wraps h and says on ended when each POST it served ended.
@@ -65,7 +66,7 @@ func TestRunScriptGoesOnWhenItsConnectionDrops(t *testing.T) {
 			f := newApprovalFixture(t)
 			f.srv.opts.Scripts.AnswerWithin = -1 // answer at the end: only the connection can end the wait
 			f.srv.opts.Scripts.Timeout = time.Minute
-			posts := servedPosts{h: f.srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}}}),
+			posts := servedPosts{h: serve.NewHandler(f.srv, serve.Options{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}}}),
 				ended: make(chan struct{}, 4)}
 			ts := httptest.NewServer(posts)
 			t.Cleanup(ts.Close)

@@ -7,13 +7,14 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/telemetry"
 )
 
 // TestMetricsBuiltBeforeTheServerCountForIt: errors counted into metrics
 // made before the server (the store's hook at start) show in the server's
 // registry, and the queue depth appears only once a limiter is known.
 func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
-	m := NewMetrics()
+	m := telemetry.NewMetrics()
 	m.ObserveStoreError("redis")
 	if n, err := series(m.Registry(), "specgate_queue_depth"); err != nil || n != 0 {
 		t.Errorf("queue depth series without a limiter = %d, %v; want 0", n, err)
@@ -27,10 +28,10 @@ func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := New(Options{Metrics: m, Caller: invoke.Caller{Governed: invoke.Governed{Limiter: l}}})
-	if srv.Registry() != m.Registry() {
+	if srv.Metrics().Registry() != m.Registry() {
 		t.Fatal("the server does not use the metrics it was given")
 	}
-	srv.ObserveStoreError("redis")
+	srv.Metrics().ObserveStoreError("redis")
 	if n, err := series(m.Registry(), "specgate_store_errors_total"); err != nil || n != 1 {
 		t.Errorf("store error series = %d, %v; want 1", n, err)
 	}
@@ -42,11 +43,11 @@ func TestMetricsBuiltBeforeTheServerCountForIt(t *testing.T) {
 			}
 		}
 	}
-	if n, err := series(srv.Registry(), "specgate_queue_depth"); err != nil || n != 1 {
+	if n, err := series(srv.Metrics().Registry(), "specgate_queue_depth"); err != nil || n != 1 {
 		t.Errorf("queue depth series = %d, %v; want 1", n, err)
 	}
 
-	if New(Options{}).Registry() == m.Registry() {
+	if New(Options{}).Metrics().Registry() == m.Registry() {
 		t.Error("a server without Options.Metrics shares another's registry")
 	}
 }

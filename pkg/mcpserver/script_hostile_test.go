@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/invoke"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // walkForSecrets is a script that gathers every string it can reach: the
@@ -172,7 +173,7 @@ while (true) {}`}
 // a reader's script may GET but its POST throws auth_error naming the
 // invoke scope and is not sent; an invoker's script sends both.
 func TestRunScriptScopesPerCall(t *testing.T) {
-	f := newHTTPFixtureOn(t, HTTPOptions{
+	f := newHTTPFixtureOn(t, serve.Options{
 		Tokens: map[string]Principal{
 			"reader":  {Subject: "rita", Scopes: []string{"specgate:read"}},
 			"invoker": {Subject: "ivan", Scopes: []string{"specgate:invoke"}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // TestRunScriptPerPrincipal: scripts.per_principal (2) bounds the runs at
@@ -50,7 +51,7 @@ func TestRunScriptPerPrincipal(t *testing.T) {
 	t.Cleanup(cl.Close)
 	srv := New(Options{SpecNames: []string{"petstore"}, Scripts: ScriptOptions{PerPrincipal: 2}, Caller: invoke.Caller{Governed: invoke.Governed{Client: cl, Limiter: l}}})
 	srv.Publish(cat, ix, nil)
-	ts := httptest.NewServer(srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{
+	ts := httptest.NewServer(serve.NewHandler(srv, serve.Options{Tokens: map[string]Principal{
 		"mcp-token-ada": {Subject: "ada", Org: "acme"},
 		"mcp-token-bob": {Subject: "bob", Org: "acme"},
 	}}))

@@ -1,6 +1,3 @@
-// Package mcpserver serves specgate's MCP tools (search, inspect, invoke and
-// the rate-governance tools) on mcp-go, and maps every failure to the error
-// object the model reads.
 package mcpserver
 
 import (
@@ -21,7 +18,10 @@ import (
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/search"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/tasks"
+	"github.com/specgate/specgate/pkg/telemetry"
 	"github.com/specgate/specgate/pkg/ui"
 )
 
@@ -77,8 +77,8 @@ type Options struct {
 	// only), so the instructions tell the model. Default false: nothing said.
 	ReadOnly bool
 	// Metrics are where the server counts; build them first to share them
-	// with parts made before the server. If nil, NewMetrics().
-	Metrics *Metrics
+	// with parts made before the server. If nil, telemetry.NewMetrics().
+	Metrics *telemetry.Metrics
 	// Scripts configure run_script (see ScriptOptions for the zero value).
 	Scripts ScriptOptions
 
@@ -140,8 +140,8 @@ type Server struct {
 	// answers holds stored upstream answers.
 	answers answer.AnswerStore
 	audMu   sync.Mutex
-	// metrics are the Prometheus collectors HTTPHandlerWith serves.
-	metrics *Metrics
+	// metrics are the Prometheus collectors the HTTP transport serves.
+	metrics *telemetry.Metrics
 	// table holds the tools registered, by name; read-only after New.
 	table map[string]*tool
 	// scripts counts run_script runs in progress per principal.
@@ -150,8 +150,10 @@ type Server struct {
 	runs *runs.Manager
 	// approvals signs and checks approval requestStates.
 	approvals *approvals
+	// tasks answers MCP tasks from the run records.
+	tasks *tasks.Runs
 	// order keeps progress notifications ahead of answers on stdio.
-	order notifyOrder
+	order serve.NotifyOrder
 }
 
 // New returns a Server with its tools registered. Call Publish when the
@@ -159,10 +161,10 @@ type Server struct {
 func New(opts Options) *Server {
 	s := &Server{opts: opts, ready: make(chan struct{}), stats: newStats(), metrics: opts.Metrics}
 	if s.metrics == nil {
-		s.metrics = NewMetrics()
+		s.metrics = telemetry.NewMetrics()
 	}
 	if opts.Caller.Limiter != nil {
-		s.metrics.limiter.Store(opts.Caller.Limiter)
+		s.metrics.SetLimiter(opts.Caller.Limiter)
 	}
 	s.log = opts.Logger
 	if s.log == nil {
@@ -190,12 +192,13 @@ func New(opts Options) *Server {
 		server.WithInstructions(instructions(opts.SpecNames) + readOnlyNote(opts.ReadOnly) + approveNote(opts.Approve != nil)),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
-		// run_script as an MCP task (list, cancel, tool calls). Over HTTP
-		// specgate answers tasks itself, per principal (tasks.go); on stdio
-		// and in process mcp-go's task store serves the one client.
+		// run_script as an MCP task (list, cancel, tool calls). The
+		// transports have specgate answer tasks itself, per principal, from
+		// the run records (package tasks); in process mcp-go's task store serves
+		// the one client.
 		server.WithTaskCapabilities(true, true, true),
-		// 2026-07-28 clients find tasks as an extension (tasks_ext.go).
-		server.WithExtensions(map[string]any{extTasksID: map[string]any{}}),
+		// 2026-07-28 clients find tasks as an extension.
+		server.WithExtensions(map[string]any{tasks.ExtensionID: map[string]any{}}),
 		// The tools and prompts are fixed for the life of the process and the
 		// same for every caller: on MCP 2026-07-28 their lists say so.
 		server.WithMethodCacheHints(mcp.MethodToolsList, listCacheTTL.Milliseconds(), mcp.CacheScopePublic),
@@ -207,6 +210,7 @@ func New(opts Options) *Server {
 	s.mcp = server.NewMCPServer("specgate", version, sopts...)
 	s.registerTools()
 	s.registerPrompts()
+	s.tasks = s.newTasks()
 	return s
 }
 

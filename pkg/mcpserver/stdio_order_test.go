@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // TestStdioProgressComesBeforeTheAnswer: over stdio, every progress
@@ -21,7 +23,7 @@ func TestStdioProgressComesBeforeTheAnswer(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- f.srv.ServeStdio(ctx, inR, outW) }()
+	go func() { done <- serve.Stdio(ctx, f.srv, inR, outW) }()
 	t.Cleanup(func() {
 		inW.Close()
 		go func() { _, _ = io.Copy(io.Discard, outR) }()

@@ -9,23 +9,21 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/toolargs"
 )
 
 // Scope is what a tool call needs of the caller's token, when the HTTP
-// transport checks scopes (HTTPOptions.Scopes). The zero value needs
-// nothing.
-type Scope int
+// transport checks scopes (inauth.Scopes).
+type Scope = inauth.Scope
 
+// The scopes a tool call may need.
 const (
-	// ScopeNone: any valid token may make the call.
-	ScopeNone Scope = iota
-	// ScopeRead: reading (search, inspect, status, GET and HEAD invokes).
-	ScopeRead
-	// ScopeInvoke: calls that may change the upstream's state.
-	ScopeInvoke
-	// ScopeAdmin: changing specgate's own limits.
-	ScopeAdmin
+	ScopeNone   = inauth.ScopeNone
+	ScopeRead   = inauth.ScopeRead
+	ScopeInvoke = inauth.ScopeInvoke
+	ScopeAdmin  = inauth.ScopeAdmin
 )
 
 // endpointScope is the scope an invoke of e needs: read for GET and HEAD,
@@ -52,8 +50,9 @@ type tool struct {
 	// enabled reports whether the server offers the tool. If nil, always.
 	enabled func(s *Server) bool
 	// decode reads a call's raw arguments, once, into the tool's argument
-	// type; the problem is a validation_failed result.
-	decode func(raw json.RawMessage) (any, *mcp.CallToolResult)
+	// type; the problem is a validation_failed result. read, when not nil,
+	// is the transport's reading of raw's keys (already checked).
+	decode func(raw json.RawMessage, read *toolargs.Keys) (any, *mcp.CallToolResult)
 	// scope is what a call with these decoded arguments needs.
 	scope func(s *Server, args any) Scope
 	// run handles a call with its decoded arguments.
@@ -66,9 +65,9 @@ func newTool[A any](name, description string, codes []string, need Scope, scope 
 	run func(*Server, context.Context, mcp.CallToolRequest, *A) (*mcp.CallToolResult, error), options ...mcp.ToolOption) tool {
 	return tool{
 		name: name, description: description, codes: codes, options: options,
-		decode: func(raw json.RawMessage) (any, *mcp.CallToolResult) {
+		decode: func(raw json.RawMessage, read *toolargs.Keys) (any, *mcp.CallToolResult) {
 			a := new(A)
-			if bad := decodeArgs(name, raw, a); bad != nil {
+			if bad := decodeArgsRead(name, raw, read, a); bad != nil {
 				return nil, bad
 			}
 			return a, nil
@@ -192,29 +191,20 @@ func (s *Server) registerTools() {
 	}
 }
 
-// decodedKey is the context key of a tools/call the HTTP transport
-// already decoded (to answer a missing scope with 403): the handler runs
-// with those very arguments instead of decoding them again.
-type decodedKey struct{}
-
-type decodedCall struct {
-	name string
-	args any
-}
-
 // handlerOf is the one path of every call of t: the caller's tool-call
 // budget, the one decode of the arguments, the scope those arguments
 // need, then the handler, and the call counted.
 func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, span := s.startToolSpan(ctx, t.name, req)
-		res, err := s.chargeToolCall(ctx)
+		res := s.chargeToolCall(ctx)
+		var err error
 		var args any
 		if res == nil {
 			if d, ok := ctx.Value(decodedKey{}).(*decodedCall); ok && d.name == t.name {
 				args = d.args
 			} else {
-				args, res = t.decode(rawArguments(req))
+				args, res = t.decode(rawArguments(req), nil)
 			}
 		}
 		if res == nil {
@@ -227,24 +217,9 @@ func (s *Server) handlerOf(t *tool) server.ToolHandlerFunc {
 		}
 		s.countCall(t.name, args, res, err)
 		s.endToolSpan(ctx, span, t.name, args, res, err)
-		s.order.await(ctx)
+		s.order.Await(ctx)
 		return res, err
 	}
-}
-
-// grantKey is the context key of the scopes a caller's token carries, set
-// by the HTTP transport when it checks scopes.
-type grantKey struct{}
-
-type grant struct {
-	scopes  Scopes
-	granted []string
-}
-
-// withGrant returns ctx carrying the scope names in force and those the
-// caller's token carries.
-func withGrant(ctx context.Context, sc Scopes, granted []string) context.Context {
-	return context.WithValue(ctx, grantKey{}, grant{scopes: sc, granted: granted})
 }
 
 // requireScope refuses a call whose caller lacks the scope need, when the
@@ -252,15 +227,11 @@ func withGrant(ctx context.Context, sc Scopes, granted []string) context.Context
 // before a call runs; this check, on the arguments the handler runs with,
 // is what makes that answer true.
 func (s *Server) requireScope(ctx context.Context, need Scope) *ErrorObject {
-	g, ok := ctx.Value(grantKey{}).(grant)
-	if !ok || !g.scopes.enabled() {
+	name := inauth.MissingFrom(ctx, need)
+	if name == "" {
 		return nil
 	}
-	name := g.scopes.name(need)
-	if name == "" || g.scopes.has(g.granted, name) {
-		return nil
-	}
-	s.metrics.refused("insufficient_scope")
+	s.metrics.Refused("insufficient_scope")
 	return &ErrorObject{Code: CodeAuthError, Message: "this call needs the scope " + name,
 		Hint: "Your token does not carry " + name + "; ask for a token that does."}
 }

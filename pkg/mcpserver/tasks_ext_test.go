@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // extMeta declares the 2026-07-28 tasks extension in a request's own
@@ -22,7 +24,7 @@ func TestTasksExtensionIsARun(t *testing.T) {
 	served := scriptBenchServe(t, scriptBenchMemoryBase)
 	synctest.Test(t, func(t *testing.T) {
 		srv, up := longFixture(t, served, nil)
-		h := srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
+		h := serve.NewHandler(srv, serve.Options{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
 		start := time.Now()
 		raw, msg := taskRPC(t, h, "tok-ada", "tools/call", map[string]any{"name": "run_script",
 			"arguments": map[string]any{"code": threeLookups}, "_meta": extMeta})

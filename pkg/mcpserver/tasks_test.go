@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // taskRPC posts one JSON-RPC request to h as token's holder, in memory,
@@ -65,7 +67,7 @@ func TestHTTPTasksBelongToTheirPrincipal(t *testing.T) {
 	served := scriptBenchServe(t, scriptBenchMemoryBase)
 	synctest.Test(t, func(t *testing.T) {
 		srv, up := longFixture(t, served, nil)
-		h := srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
+		h := serve.NewHandler(srv, serve.Options{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
 		start := time.Now()
 		created, msg := taskRPC(t, h, "tok-ada", "tools/call", map[string]any{"name": "run_script",
 			"arguments": map[string]any{"code": threeLookups}, "task": map[string]any{"ttl": 60000}})
@@ -126,7 +128,7 @@ func TestHTTPTaskCancel(t *testing.T) {
 	served := scriptBenchServe(t, scriptBenchMemoryBase)
 	synctest.Test(t, func(t *testing.T) {
 		srv, up := longFixture(t, served, nil)
-		h := srv.HTTPHandlerWith(HTTPOptions{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
+		h := serve.NewHandler(srv, serve.Options{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}})
 		created, _ := taskRPC(t, h, "tok-ada", "tools/call", map[string]any{"name": "run_script",
 			"arguments": map[string]any{"code": threeLookups}, "task": map[string]any{}})
 		var c struct{ Task mcp.Task }
@@ -242,7 +244,7 @@ func TestStdioTasksAreRuns(t *testing.T) {
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(t.Context())
 	ended := make(chan error, 1)
-	go func() { ended <- srv.ServeStdio(ctx, inR, outW) }()
+	go func() { ended <- serve.Stdio(ctx, srv, inR, outW) }()
 	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-ended })
 	lines := bufio.NewScanner(outR)
 	lines.Buffer(nil, 1<<20)

@@ -6,6 +6,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/specgate/specgate/pkg/serve"
 )
 
 // Over streamable HTTP, a W3C traceparent header with no _meta one is the
@@ -13,7 +15,7 @@ import (
 func TestTracingParentFromHeader(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	f := newHTTPFixtureOn(t, HTTPOptions{}, 0, nil, func(o *Options) { o.Tracer = tp.Tracer("test") })
+	f := newHTTPFixtureOn(t, serve.Options{}, 0, nil, func(o *Options) { o.Tracer = tp.Tracer("test") })
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	body := toolsCall(1, "invoke", map[string]any{"endpointId": "petstore.getPetById", "parameters": map[string]any{"petId": 1}})

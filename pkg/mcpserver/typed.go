@@ -1,17 +1,12 @@
 package mcpserver
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"reflect"
-	"slices"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/specgate/specgate/pkg/spec"
+	"github.com/specgate/specgate/pkg/toolargs"
 )
 
 // Each tool's arguments are a Go struct: decodeArgs decodes them strictly
@@ -104,92 +99,21 @@ type EndTaskArgs struct {
 }
 
 // decodeArgs decodes a call's raw arguments into dst, a pointer to an
-// arguments struct: the one decode of a tool call. Every key must be one
-// of dst's JSON names exactly (encoding/json alone would also take
-// "EndpointID" for endpointId), no key may appear twice at any depth, and
-// free-form values keep their numbers as json.Number, so large integers
-// reach the upstream exactly. The problem it returns names the argument
-// and what it must be, or lists the arguments the tool takes.
+// arguments struct: the one decode of a tool call (toolargs.Decode); the
+// problem is a validation_failed result naming the argument and what it
+// must be, or listing the arguments the tool takes.
 func decodeArgs(tool string, raw json.RawMessage, dst any) *mcp.CallToolResult {
-	raw = unwrapArguments(raw)
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		raw = []byte("{}")
-	} else if t[0] != '{' {
-		return argError("arguments must be a JSON object")
-	}
-	keys, err := checkKeys(raw, levelArguments)
-	if err != nil {
-		var kp *keyProblem
-		if errors.As(err, &kp) {
-			return argError("%s", kp.msg)
-		}
-		return argError("arguments must be a JSON object")
-	}
-	names := argNames(dst)
-	for _, k := range keys {
-		if !slices.Contains(names, k) {
-			for _, n := range names {
-				if strings.EqualFold(n, k) {
-					return argError("unknown argument %s: did you mean %s? %s takes %s", quoteKey(k), n, tool, strings.Join(names, ", "))
-				}
-			}
-			return argError("unknown argument %s: %s takes %s", clip(k, 64), tool, strings.Join(names, ", "))
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	err = dec.Decode(dst)
-	if err == nil {
-		return nil
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		field := te.Field
-		if i := strings.IndexByte(field, '.'); i >= 0 {
-			field = field[:i]
-		}
-		return argError("%s must be %s", clip(field, 64), argKind(dst, field))
-	}
-	return argError("arguments could not be read: %s", clip(strings.TrimPrefix(err.Error(), "json: "), 200))
+	return decodeArgsRead(tool, raw, nil, dst)
 }
 
-// argNames lists the JSON names of an arguments struct, in order.
-func argNames(dst any) []string {
-	t := reflect.TypeOf(dst).Elem()
-	names := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		names = append(names, name)
+// decodeArgsRead is decodeArgs for arguments whose keys read, when not
+// nil, holds as the transport's one reading of the message found and
+// checked them: the arguments are not walked a second time.
+func decodeArgsRead(tool string, raw json.RawMessage, read *toolargs.Keys, dst any) *mcp.CallToolResult {
+	if err := toolargs.Decode(tool, raw, read, dst); err != nil {
+		return argError("%s", err.Error())
 	}
-	return names
-}
-
-// argKind says what the named argument must be, in words.
-func argKind(dst any, name string) string {
-	t := reflect.TypeOf(dst).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n != name {
-			continue
-		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		switch ft.Kind() {
-		case reflect.String:
-			return "a string"
-		case reflect.Float64, reflect.Int:
-			return "a number"
-		case reflect.Map:
-			if ft.Elem().Kind() == reflect.String {
-				return "an object of string values by name"
-			}
-			return "an object of values by name"
-		}
-	}
-	return "a JSON value of another type"
+	return nil
 }
 
 // requireString checks a required string argument is present and not blank.
@@ -205,112 +129,15 @@ func requireString(name, v string) *mcp.CallToolResult {
 
 // inputSchema generates a tool's input schema from its arguments struct.
 func inputSchema[T any]() mcp.ToolOption {
-	raw := schemaOf[T](false)
+	raw := toolargs.InputSchema[T]()
 	return func(t *mcp.Tool) {
 		t.InputSchema = mcp.ToolInputSchema{} // NewTool's default; the raw one replaces it
 		t.RawInputSchema = raw
 	}
 }
 
-// outputSchema generates a tool's output schema from its result struct.
-// Every field is optional and an "error" object is allowed beside them, so
-// that clients that validate structuredContent against it (the TypeScript
-// SDK does, error results included) accept both the answer and the error
-// envelope.
+// outputSchema generates a tool's output schema from its result struct
+// (toolargs.OutputSchema).
 func outputSchema[T any]() mcp.ToolOption {
-	return mcp.WithRawOutputSchema(schemaOf[T](true))
-}
-
-// errorSchema is the error envelope's object, kept lean: the tool
-// descriptions name the fields, and every tools/list pays for it.
-var errorSchema = &jsonschema.Schema{
-	Type:     "object",
-	Required: []string{"code", "message"},
-	Properties: map[string]*jsonschema.Schema{
-		"code":    {Type: "string"},
-		"message": {Type: "string"},
-	},
-}
-
-func schemaOf[T any](output bool) json.RawMessage {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{
-		IgnoreInvalidTypes: true,
-		// A rendered schema in inspect's contract is recursive: described
-		// as any object, not unrolled.
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[spec.Schema](): {Type: "object"}},
-	})
-	if err != nil {
-		// The argument and result types are ours: a type the generator
-		// cannot describe is a programming error caught by the tests.
-		panic("mcpserver: no JSON schema for " + reflect.TypeFor[T]().String() + ": " + err.Error())
-	}
-	if !output {
-		// An optional argument is a pointer field, which the generator
-		// writes as ["null", T]: a model sends T or leaves it out, and the
-		// shorter form costs every tools/list less.
-		for _, p := range s.Properties {
-			if len(p.Types) == 2 && p.Types[0] == "null" {
-				p.Type, p.Types = p.Types[1], nil
-			}
-		}
-		// Unknown arguments are refused by name with the list of those the
-		// tool takes (decodeArgs): saying so in every schema costs every
-		// tools/list and tells the model less.
-		s.AdditionalProperties = nil
-	}
-	if output {
-		// Every tools/list pays for these: the top level is checked field by
-		// field, nested values by their JSON type only.
-		s.Required = nil
-		if s.Properties == nil {
-			s.Properties = map[string]*jsonschema.Schema{}
-		}
-		for name, p := range s.Properties {
-			s.Properties[name] = &jsonschema.Schema{Type: p.Type, Types: p.Types}
-		}
-		s.Properties["error"] = errorSchema
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
-	}
-	// An any-typed field's schema is the boolean true, which JSON Schema
-	// allows but MCP clients (the TypeScript SDK) refuse as a property:
-	// write it as the empty object, which means the same.
-	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
-		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
-	}
-	if m, ok := tree.(map[string]any); ok {
-		if r, ok := m["required"].([]any); ok && len(r) == 0 {
-			delete(m, "required") // nothing required says nothing
-		}
-	}
-	b, _ = json.Marshal(noBooleanSchemas(tree))
-	return b
-}
-
-func noBooleanSchemas(v any) any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return v
-	}
-	for k, x := range m {
-		if props, ok := x.(map[string]any); ok && (k == "properties") {
-			for name, p := range props {
-				if b, ok := p.(bool); ok && b {
-					props[name] = map[string]any{}
-				} else {
-					props[name] = noBooleanSchemas(p)
-				}
-			}
-			continue
-		}
-		if b, ok := x.(bool); ok && b && (k == "items" || k == "additionalProperties") {
-			m[k] = map[string]any{}
-			continue
-		}
-		m[k] = noBooleanSchemas(x)
-	}
-	return m
+	return mcp.WithRawOutputSchema(toolargs.OutputSchema[T]())
 }

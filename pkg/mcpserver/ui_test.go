@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
 	"github.com/specgate/specgate/pkg/ui"
 )
@@ -48,19 +50,19 @@ func TestUIStateAgreesWithRateLimitStatus(t *testing.T) {
 }
 
 func TestUISignIn(t *testing.T) {
-	opts := HTTPOptions{
+	opts := serve.Options{
 		Tokens: map[string]Principal{
 			"admin-tok":  {Subject: "ada", Scopes: []string{"specgate:admin"}},
 			"reader-tok": {Subject: "bob", Scopes: []string{"specgate:read"}},
 		},
-		Scopes:              Scopes{Read: "specgate:read", Admin: "specgate:admin"},
+		Scopes:              inauth.Scopes{Read: "specgate:read", Admin: "specgate:admin"},
 		MetricsToken:        "metrics-tok",
 		FailedAuthPerWindow: 2,
 		Now:                 func() time.Time { return t0 },
 	}
 	f := newHTTPFixture(t, opts, 0)
-	opts.Windows = NewWindows(nil, 0)
-	verify := f.srv.UISignIn(opts)
+	opts.Windows = serve.NewWindows(nil, 0)
+	verify := serve.UISignIn(f.srv, opts)
 	tests := []struct {
 		name, token, who string
 		err              func(error) bool
@@ -95,13 +97,13 @@ func TestUISignIn(t *testing.T) {
 // public host (where /mcp refuses browser origins) and shows nothing
 // before sign-in.
 func TestUIMountedOnTheHTTPHandler(t *testing.T) {
-	opts := HTTPOptions{Tokens: map[string]Principal{"admin-tok": {Subject: "ada"}}}
+	opts := serve.Options{Tokens: map[string]Principal{"admin-tok": {Subject: "ada"}}}
 	var page http.Handler
 	opts.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { page.ServeHTTP(w, r) })
 	f := newHTTPFixture(t, opts, 0)
 	hub := ui.NewHub(f.srv.UISource(), ui.HubOptions{})
 	hub.Tick(t.Context())
-	page = ui.New(ui.Options{Hub: hub, Verify: f.srv.UISignIn(opts)})
+	page = ui.New(ui.Options{Hub: hub, Verify: serve.UISignIn(f.srv, opts)})
 
 	get := func(path string, hd ...string) *http.Response {
 		t.Helper()
@@ -195,12 +197,12 @@ func TestPrincipalStatsAreBounded(t *testing.T) {
 // The event stream reaches a viewer through the HTTP handler a frame a
 // tick, as it is written (nothing on the way buffers it).
 func TestUIEventsStreamThroughTheHTTPHandler(t *testing.T) {
-	opts := HTTPOptions{Tokens: map[string]Principal{"admin-tok": {Subject: "ada"}}}
+	opts := serve.Options{Tokens: map[string]Principal{"admin-tok": {Subject: "ada"}}}
 	var page http.Handler
 	opts.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { page.ServeHTTP(w, r) })
 	f := newHTTPFixture(t, opts, 0)
 	hub := ui.NewHub(f.srv.UISource(), ui.HubOptions{})
-	page = ui.New(ui.Options{Hub: hub, Verify: f.srv.UISignIn(opts)})
+	page = ui.New(ui.Options{Hub: hub, Verify: serve.UISignIn(f.srv, opts)})
 
 	req, _ := http.NewRequest("POST", f.ts.URL+"/ui/api/signin", nil)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
