@@ -380,11 +380,16 @@ func (s *Server) handleScriptResult(ctx context.Context, _ mcp.CallToolRequest, 
 	return s.runAnswer(rec, nil), nil
 }
 
-// runStatuses are the caller's runs in flight in this process, for
-// rate_limit_status.
+// runStatuses are the caller's runs in flight, on this replica or any
+// other sharing the store, for rate_limit_status. When the store cannot be
+// read they are this replica's.
 func (s *Server) runStatuses(ctx context.Context) []RunState {
 	var out []RunState
-	for _, rec := range s.runs.Running(principalOf(ctx)) {
+	recs, err := s.runs.List(ctx, principalOf(ctx), runs.MaxListed)
+	if err != nil {
+		s.log.Warn("runs of other replicas not listed", "err", err)
+	}
+	for _, rec := range recs {
 		if rec.Status != runs.Running {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,94 @@ func TestRunsOnRedisAHandEditedRecordIsNotTrusted(t *testing.T) {
 		if got, err := m.Get(t.Context(), "ada", r.ID()); err == nil {
 			t.Errorf("edited record %s read as %+v", blob, got)
 		}
+	}
+}
+
+func TestRunsOnRedisAnotherReplicaListsTheRunNeverForAnotherPrincipal(t *testing.T) {
+	for name, store := range testRunStores(t) {
+		t.Run(name, func(t *testing.T) {
+			a, b := runManager(store), runManager(store)
+			release := make(chan struct{})
+			block := func(ctx context.Context, r *runs.Run) runs.Outcome {
+				<-release
+				return runs.Outcome{Answer: json.RawMessage(`{"status":"done"}`)}
+			}
+			ada, err := a.Start(t.Context(), "ada", time.Minute, block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, err := a.Start(t.Context(), "bob", time.Minute, block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.List(t.Context(), "ada", runs.MaxListed)
+			if err != nil || len(got) != 1 || got[0].ID != ada.ID() || got[0].Status != runs.Running {
+				t.Errorf("replica b lists ada's %+v, %v; want her run, running", got, err)
+			}
+			got, err = b.List(t.Context(), "bob", runs.MaxListed)
+			if err != nil || len(got) != 1 || got[0].ID != bob.ID() {
+				t.Errorf("replica b lists bob's %+v, %v; want his run only", got, err)
+			}
+			if got, _ := b.List(t.Context(), "carol", runs.MaxListed); len(got) != 0 {
+				t.Errorf("replica b lists carol's %+v, want none", got)
+			}
+			close(release)
+			<-ada.Done()
+			<-bob.Done()
+			got, err = b.List(t.Context(), "ada", runs.MaxListed)
+			if err != nil || len(got) != 1 || got[0].Status != runs.Done {
+				t.Errorf("replica b lists ada's %+v, %v; want her run done", got, err)
+			}
+		})
+	}
+}
+
+func TestRunsOnRedisListIsBoundedAndExpiresWithItsRecords(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := Dial(srv.URL(), false, testPrefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	store := NewRuns(c)
+	start := time.Now()
+	var newest []string
+	for i := range runs.MaxListed + 3 {
+		rec := &runs.Record{ID: runs.NewID(), Principal: "ada", Status: runs.Done, Started: start.Add(time.Duration(i) * time.Millisecond)}
+		// The oldest record the list keeps is kept an hour, the later ones
+		// a minute: their saves must not cut the list under it.
+		keep := time.Minute
+		if i == 3 {
+			keep = time.Hour
+		}
+		if err := store.Save(t.Context(), rec, []byte(`{}`), time.Minute, keep); err != nil {
+			t.Fatal(err)
+		}
+		newest = append([]string{rec.ID}, newest...)
+	}
+	l := store.list("ada")
+	if n := c.rdb.ZCard(t.Context(), l).Val(); n != runs.MaxListed {
+		t.Errorf("the list holds %d ids, want %d", n, runs.MaxListed)
+	}
+	if ttl := c.rdb.PTTL(t.Context(), l).Val(); ttl < 59*time.Minute {
+		t.Errorf("the list's TTL is %v, want that of its longest kept record (1h)", ttl)
+	}
+	keys, err := c.rdb.Keys(t.Context(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, testPrefix(t)) || c.rdb.PTTL(t.Context(), k).Val() <= 0 {
+			t.Errorf("key %q lacks the prefix or a TTL", k)
+		}
+	}
+	// A record gone by expiry leaves the list when listed.
+	c.rdb.Del(t.Context(), store.base("ada", newest[1]))
+	got, err := store.List(t.Context(), "ada", 3)
+	if err != nil || len(got) != 2 || got[0].ID != newest[0] || got[1].ID != newest[2] {
+		t.Errorf("List(3) = %+v, %v; want the newest two still kept", got, err)
+	}
+	if n := c.rdb.ZCard(t.Context(), l).Val(); n != runs.MaxListed-1 {
+		t.Errorf("after listing, the list holds %d ids, want %d", n, runs.MaxListed-1)
 	}
 }

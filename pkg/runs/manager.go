@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -438,6 +440,45 @@ func (m *Manager) Running(principal string) []Record {
 		out = append(out, r.Record())
 	}
 	return out
+}
+
+// List returns principal's runs, newest started first, at most limit (and
+// at most MaxListed): those in this process as they stand, and those the
+// store keeps, which other replicas run or ran; a running record that is
+// not alive reads as Lost. When the store cannot be read, List returns the
+// runs in this process and the error.
+func (m *Manager) List(ctx context.Context, principal string, limit int) ([]Record, error) {
+	limit = min(max(limit, 0), MaxListed)
+	out := m.Running(principal)
+	seen := make(map[string]bool, len(out))
+	for _, rec := range out {
+		seen[rec.ID] = true
+	}
+	stored, err := m.o.Store.List(ctx, principal, limit)
+	for _, st := range stored {
+		if seen[st.ID] || !ValidID(st.ID) {
+			continue
+		}
+		rec, derr := Decode(st.Blob, principal, st.ID)
+		if derr != nil {
+			if !errors.Is(derr, ErrNotFound) {
+				m.o.Logger.Warn("run record not listed", "run", st.ID, "err", derr)
+			}
+			continue
+		}
+		if rec.Status == Running && !st.Alive {
+			rec.Status = Lost
+		}
+		seen[rec.ID] = true
+		out = append(out, *rec)
+	}
+	slices.SortFunc(out, func(a, b Record) int {
+		if c := b.Started.Compare(a.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(len(out), limit)], err
 }
 
 // All returns every run in this process, whoever started it, for the

@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,6 +22,22 @@ type Store interface {
 	RequestCancel(ctx context.Context, principal, id string, keep time.Duration) error
 	// CancelRequested reports whether RequestCancel was called for the run.
 	CancelRequested(ctx context.Context, principal, id string) (bool, error)
+	// List returns the stored forms of principal's runs still kept,
+	// newest started first, at most limit (and at most MaxListed) of them.
+	// Never another principal's.
+	List(ctx context.Context, principal string, limit int) ([]Stored, error)
+}
+
+// MaxListed bounds the runs a listing holds: a store keeps in its index of
+// a principal's runs at most this many of the newest.
+const MaxListed = 100
+
+// Stored is one run as a Store lists it: its id, its stored form, and
+// whether it is alive.
+type Stored struct {
+	ID    string
+	Blob  []byte
+	Alive bool
 }
 
 // MemoryStoreOptions configure a MemoryStore. The zero value is usable.
@@ -46,6 +64,7 @@ type memKey struct{ principal, id string }
 
 type memRecord struct {
 	blob       []byte
+	started    time.Time
 	aliveUntil time.Time
 	expires    time.Time
 	cancel     bool
@@ -76,7 +95,7 @@ func (s *MemoryStore) Save(_ context.Context, r *Record, blob []byte, alive, kee
 		e = &memRecord{}
 		s.records[k] = e
 	}
-	e.blob = blob
+	e.blob, e.started = blob, r.Started
 	e.expires = now.Add(keep)
 	e.aliveUntil = time.Time{}
 	if r.Status == Running {
@@ -146,4 +165,32 @@ func (s *MemoryStore) CancelRequested(_ context.Context, principal, id string) (
 	defer s.mu.Unlock()
 	e := s.records[memKey{principal, id}]
 	return e != nil && e.cancel, nil
+}
+
+// List implements Store.
+func (s *MemoryStore) List(_ context.Context, principal string, limit int) ([]Stored, error) {
+	now := s.now()
+	s.mu.Lock()
+	type listed struct {
+		Stored
+		started time.Time
+	}
+	var all []listed
+	for k, e := range s.records {
+		if k.principal == principal && !now.After(e.expires) {
+			all = append(all, listed{Stored{k.id, e.blob, now.Before(e.aliveUntil)}, e.started})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b listed) int {
+		if c := b.started.Compare(a.started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	out := make([]Stored, 0, min(len(all), max(limit, 0), MaxListed))
+	for _, l := range all[:cap(out)] {
+		out = append(out, l.Stored)
+	}
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -102,12 +101,16 @@ func (t *Runs) answer(ctx context.Context, m *request, reply func(any), fail fun
 		return
 	}
 	if m.Method == string(mcp.MethodTasksList) {
-		recs := t.Runs.Running(principal)
+		// Every replica's runs of the caller, newest first: behind a
+		// load balancer the caller's runs may run anywhere.
+		recs, err := t.Runs.List(ctx, principal, runs.MaxListed)
+		if err != nil {
+			t.logger().Warn("runs of other replicas not listed", "err", err)
+		}
 		tasks := make([]mcp.Task, 0, len(recs))
 		for i := range recs {
 			tasks = append(tasks, t.taskOf(&recs[i]))
 		}
-		slices.SortFunc(tasks, func(a, b mcp.Task) int { return strings.Compare(a.TaskId, b.TaskId) })
 		reply(map[string]any{"tasks": tasks})
 		return
 	}
