@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/serve"
 )
 
@@ -153,6 +154,48 @@ func TestHTTPTaskCancel(t *testing.T) {
 		}
 		if _, msg := taskRPC(t, h, "tok-ada", "tasks/get", map[string]any{"taskId": "0f0e-not-a-run"}); msg != "task not found" {
 			t.Errorf("an unknown task id: %q", msg)
+		}
+	})
+}
+
+// TestHTTPTasksListShowsRunsOfAnotherReplica: behind a load balancer ada's
+// run started on replica a is in her tasks/list and rate_limit_status on
+// replica b, which share the run store; never in bob's.
+func TestHTTPTasksListShowsRunsOfAnotherReplica(t *testing.T) {
+	served := scriptBenchServe(t, scriptBenchMemoryBase)
+	synctest.Test(t, func(t *testing.T) {
+		store := runs.NewMemoryStore(runs.MemoryStoreOptions{})
+		tokens := serve.Options{Tokens: map[string]Principal{"tok-ada": {Subject: "ada"}, "tok-bob": {Subject: "bob"}}}
+		srvA, _ := longFixture(t, served, store)
+		srvB, _ := longFixture(t, served, store)
+		a, b := serve.NewHandler(srvA, tokens), serve.NewHandler(srvB, tokens)
+		created, msg := taskRPC(t, a, "tok-ada", "tools/call", map[string]any{"name": "run_script",
+			"arguments": map[string]any{"code": threeLookups}, "task": map[string]any{}})
+		if msg != "" {
+			t.Fatalf("creating the task on replica a: %s", msg)
+		}
+		var c struct{ Task mcp.Task }
+		_ = json.Unmarshal(created, &c)
+		id := c.Task.TaskId
+		time.Sleep(time.Second)
+		list, _ := taskRPC(t, b, "tok-ada", "tasks/list", map[string]any{})
+		if !strings.Contains(string(list), id) {
+			t.Errorf("ada's tasks/list on replica b: %s, want %s", list, id)
+		}
+		status, _ := taskRPC(t, b, "tok-ada", "tools/call", map[string]any{"name": "rate_limit_status", "arguments": map[string]any{}})
+		if !strings.Contains(string(status), id) {
+			t.Errorf("ada's rate_limit_status on replica b: %s, want %s in its runs", status, id)
+		}
+		for _, h := range []http.Handler{a, b} {
+			list, _ := taskRPC(t, h, "tok-bob", "tasks/list", map[string]any{})
+			status, _ := taskRPC(t, h, "tok-bob", "tools/call", map[string]any{"name": "rate_limit_status", "arguments": map[string]any{}})
+			if strings.Contains(string(list), id) || strings.Contains(string(status), id) {
+				t.Errorf("bob sees ada's run: %s %s", list, status)
+			}
+		}
+		got, msg := taskRPC(t, b, "tok-ada", "tasks/cancel", map[string]any{"taskId": id})
+		if task := taskOfResult(t, got); msg != "" || task.Status != mcp.TaskStatusCancelled {
+			t.Fatalf("ada's cancel on replica b: %+v %s", task, msg)
 		}
 	})
 }
