@@ -138,6 +138,10 @@ func (s *Runs) List(ctx context.Context, principal string, limit int) ([]runs.St
 			gone = append(gone, id)
 			continue
 		}
+		if err == nil {
+			// a failed EXISTS must not make a running run read as lost
+			err = alive[i].Err()
+		}
 		if err != nil {
 			return nil, err
 		}
