@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -397,12 +395,6 @@ func (s *Server) scriptError(err error, runID string, maxBytes int) *ErrorObject
 		obj.Logs, obj.LogsDropped = fitLogs(se.Result.Logs, maxBytes/2)
 	}
 	return obj
-}
-
-func newRunID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "run-" + hex.EncodeToString(b[:])
 }
 
 // scriptCaller makes a run's calls: each through the invoke tool's door
