@@ -47,6 +47,8 @@ type app struct {
 	// approvals are the writes waiting for a person on the page; nil when
 	// no page is served.
 	approvals *ui.Approvals
+	// cat is the loaded catalog, set before a.loaded says nil.
+	cat *spec.Catalog
 }
 
 func (c *common) cacheDir() string {
@@ -276,6 +278,14 @@ func inProcess(ctx context.Context, c *common) (*client.Client, *app, error) {
 	}
 	if err := <-a.loaded; err != nil {
 		return nil, nil, err
+	}
+	c.noServer = func(id string) bool {
+		ep, ok := a.cat.Lookup(id)
+		if !ok {
+			return false
+		}
+		_, err := invoke.BaseURL(ep)
+		return err != nil
 	}
 	cl, err := client.NewInProcessClient(a.srv.MCP())
 	if err != nil {

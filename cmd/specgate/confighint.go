@@ -17,8 +17,7 @@ import (
 // model that cannot tell which the operator used. It reports whether it
 // changed e.
 func (c *common) configFix(e *mcpserver.ErrorObject, endpointID string) bool {
-	if e.Code != mcpserver.CodeUnreachable || e.Retryable || c.cfg == nil ||
-		!strings.Contains(e.Message, "names no server") && !strings.Contains(e.Message, "no usable absolute http(s) base URL") {
+	if e.Code != mcpserver.CodeUnreachable || e.Retryable || c.cfg == nil || c.noServer == nil || !c.noServer(endpointID) {
 		return false
 	}
 	i, sc := c.specOf(endpointID)

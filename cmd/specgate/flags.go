@@ -213,6 +213,9 @@ type common struct {
 	explicitSet map[string]bool
 	// adjust, if set, changes the loaded config before it is validated.
 	adjust func(*config.Config)
+	// noServer, set by inProcess, reports whether an endpoint's spec has
+	// no base URL a call can go to (invoke.BaseURL's rule).
+	noServer func(endpointID string) bool
 	// keepAnswers makes start keep the upstream answers readable in
 	// answers, for a command that prints them whole (invoke --raw).
 	keepAnswers bool

@@ -155,6 +155,7 @@ func (a *app) load(ctx context.Context, cacheDir string, upstream func(*spec.End
 		a.loaded <- err
 		return
 	}
+	a.cat = l.cat
 	srv.Publish(l.cat, l.ix, l.failures)
 	log.Info("ready", "specs", len(l.cat.Specs()), "endpoints", l.cat.Len())
 	a.loaded <- nil

@@ -117,7 +117,7 @@ func (c *Client) Prepare(ctx context.Context, e *spec.Endpoint, args Args) (*Cal
 	p.declared()
 	authErr := p.credentials(ctx)
 	p.required()
-	base, err := baseURL(e)
+	base, err := BaseURL(e)
 	if err != nil {
 		return nil, err
 	}
@@ -581,8 +581,9 @@ func lookupParam(params []param, key string) *param {
 	return nil
 }
 
-// baseURL parses e's base URL; it must be absolute http(s).
-func baseURL(e *spec.Endpoint) (*url.URL, error) {
+// BaseURL parses e's base URL; it must be absolute http(s). Its error says
+// what to set when there is none.
+func BaseURL(e *spec.Endpoint) (*url.URL, error) {
 	if e.BaseURL == "" {
 		return nil, &UnreachableError{Host: "(none)", Reason: "spec " + e.Spec + " names no server; set base_url for it in the config",
 			Fix: "Give the API's address as --base-url, or as specs[" + e.Spec + "].base_url in the config."}
