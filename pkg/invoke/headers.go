@@ -27,12 +27,12 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	if s := e.Owner(); s != nil {
 		for _, sch := range s.Schemes {
 			if sch.Kind() == spec.SchemeAPIKey && sch.In == "header" && sch.Name != "" {
-				keyHeaders[http.CanonicalHeaderKey(sch.Name)] = true
+				keyHeaders[guardName(sch.Name)] = true
 			}
 		}
 	}
 	for name := range c.specOptions(e.Spec).Headers {
-		keyHeaders[http.CanonicalHeaderKey(name)] = true
+		keyHeaders[guardName(name)] = true
 	}
 	names := make([]string, 0, len(hs))
 	for k := range hs {
@@ -55,21 +55,25 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
+		// The checks below read the name as a CGI, WSGI or Rack server
+		// reads it: "X_HTTP_METHOD_OVERRIDE" and "X-HTTP-Method-Override"
+		// are both HTTP_X_HTTP_METHOD_OVERRIDE there.
+		as := guardName(name)
 		if bad := serialize.BadHeaderValue(v); bad != "" {
 			problems = append(problems, label+": "+bad)
 			continue
 		}
 		switch {
-		case hopHeaders[canon]:
+		case hopHeaders[as]:
 			problems = append(problems, label+": set by specgate, not by the caller")
 			continue
-		case canon == "Content-Type":
+		case as == "Content-Type":
 			problems = append(problems, label+": use the contentType argument instead")
 			continue
-		case reserved.headers[canon]:
+		case reserved.headers[as]:
 			problems = append(problems, label+": set from the config; leave it out")
 			continue
-		case (credentialHeaders[canon] || keyHeaders[canon]) && !allowCred:
+		case (credentialHeaders[as] || keyHeaders[as]) && !allowCred:
 			problems = append(problems, label+": credentials come from the config, not from arguments")
 			continue
 		}
@@ -95,6 +99,14 @@ var overrideHeaders = map[string]bool{
 	"X-Real-Ip": true, "Forwarded": true,
 }
 
+// guardName is the canonical form a header name is checked under: with
+// "_" read as "-", as servers that put headers in an environment
+// (CGI, WSGI, Rack, PHP) read it, so that "X_Forwarded_For" is refused
+// as "X-Forwarded-For" is. The name sent is unchanged.
+func guardName(name string) string {
+	return http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
+}
+
 // reservedNames are the names the config fills on a call (the chosen
 // credentials and the spec's static headers): the model may set none of
 // them, by any route.
@@ -113,11 +125,11 @@ func (c *Client) reservedFor(e *spec.Endpoint, plan authPlan) reservedNames {
 		case cookie != "":
 			r.cookies = append(r.cookies, cookie)
 		default:
-			r.headers[header] = true
+			r.headers[guardName(header)] = true
 		}
 	}
 	for name := range c.specOptions(e.Spec).Headers {
-		r.headers[http.CanonicalHeaderKey(name)] = true
+		r.headers[guardName(name)] = true
 	}
 	return r
 }
@@ -161,7 +173,7 @@ func (r reservedNames) cookiePair(kv string) (string, bool) {
 // or "": a Cookie header naming a cookie the config fills, or an override
 // header unless allowed.
 func (r reservedNames) header(name, v string, allowOverride bool) string {
-	canon := http.CanonicalHeaderKey(name)
+	canon := guardName(name)
 	if overrideHeaders[canon] && !allowOverride {
 		return "changes how the upstream reads the request; only the config can allow it (allow_override_headers)"
 	}

@@ -577,3 +577,43 @@ func TestPreparationUnderTheCallDeadline(t *testing.T) {
 		t.Error("the call was sent")
 	}
 }
+
+// TestOverrideHeadersRefusedWhenSpelledWithUnderscores: "X_HTTP_METHOD_OVERRIDE"
+// and "X_Forwarded_For" went upstream from the headers argument, and a CGI,
+// WSGI, Rack or PHP server reads them as the very headers the deny-list
+// refuses (HTTP_X_HTTP_METHOD_OVERRIDE): a read-only token's GET could be
+// run as a DELETE. The checks read "_" as "-"; credentials too.
+func TestOverrideHeadersRefusedWhenSpelledWithUnderscores(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "rn", reservedDoc, up.URL)
+	c := reservedClient(false)
+	for name, want := range map[string]string{
+		"X_HTTP_METHOD_OVERRIDE": "changes how the upstream reads the request",
+		"x_http_method":          "changes how the upstream reads the request",
+		"X_Forwarded_For":        "changes how the upstream reads the request",
+		"X_REAL_IP":              "changes how the upstream reads the request",
+		"PROXY_AUTHORIZATION":    "credentials come from the config",
+		"Transfer_Encoding":      "set by specgate",
+		"Content_Type":           "use the contentType argument",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.Prepare(t.Context(), endpoint(t, s, "q"), Args{Headers: map[string]string{name: "DELETE"}})
+			ae := asArgError(t, err)
+			if !strings.Contains(strings.Join(ae.Problems, "; "), want) {
+				t.Errorf("problems %q, want %q", ae.Problems, want)
+			}
+		})
+	}
+	t.Run("an ordinary header with underscores still goes", func(t *testing.T) {
+		call, err := c.Prepare(t.Context(), endpoint(t, s, "q"), Args{Headers: map[string]string{"X_Trace_Id": "abc"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := call.Do(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := up.last(t).Header.Get("X_trace_id"); got != "abc" {
+			t.Errorf("X_Trace_Id = %q, want abc", got)
+		}
+	})
+}
