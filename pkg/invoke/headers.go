@@ -41,6 +41,7 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 	slices.Sort(names)
 	var out []serialize.Pair
 	var problems []string
+	seen := make(map[string]string, len(names)) // a header as the upstream reads it: the name that gave it
 	for _, name := range names {
 		v := hs[name]
 		label := "header " + quoteName(name)
@@ -48,6 +49,13 @@ func (c *Client) checkHeaders(e *spec.Endpoint, params []param, hs map[string]st
 			problems = append(problems, label+": not a valid header name")
 			continue
 		}
+		if first, twice := seen[guardName(name)]; twice {
+			// "X-Foo" beside "x-foo" or "X_Foo": the upstream would read
+			// both values as one header
+			problems = append(problems, label+": the same header as "+quoteName(first)+"; give it once")
+			continue
+		}
+		seen[guardName(name)] = name
 		if p := findHeaderParam(params, name); p != nil {
 			if _, set := values[p.In+"\x00"+p.Name]; !set {
 				values[p.In+"\x00"+p.Name] = v

@@ -617,3 +617,30 @@ func TestOverrideHeadersRefusedWhenSpelledWithUnderscores(t *testing.T) {
 		}
 	})
 }
+
+// TestOneNameGivenTwiceIsRefused: a parameter named both bare and by its
+// place ("filter" beside "query.filter"), or a header in two spellings
+// ("X-Trace" beside "x_trace"), went out with one of the values silently
+// winning, or with both. Neither is sent: the model is told to give it once.
+func TestOneNameGivenTwiceIsRefused(t *testing.T) {
+	up := newRecorder(t, nil)
+	s := parseSpec(t, "rn", reservedDoc, up.URL)
+	c := reservedClient(false)
+	for name, args := range map[string]Args{
+		"a parameter bare and by its place": {Parameters: map[string]any{
+			"filter": map[string]any{"a": "1"}, "query.filter": map[string]any{"a": "2"}}},
+		"a header in two cases":       {Headers: map[string]string{"X-Trace": "a", "x-trace": "b"}},
+		"a header with an underscore": {Headers: map[string]string{"X-Trace": "a", "X_Trace": "b"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.Prepare(t.Context(), endpoint(t, s, "q"), args)
+			ae := asArgError(t, err)
+			if got := strings.Join(ae.Problems, "; "); !strings.Contains(got, "give it once") {
+				t.Errorf("problems %q, want the name given twice", ae.Problems)
+			}
+		})
+	}
+	if n := up.count(); n != 0 {
+		t.Errorf("the upstream got %d requests, want none", n)
+	}
+}

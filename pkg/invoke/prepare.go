@@ -497,6 +497,7 @@ func matchParams(params []param, args Args) (values map[string]any, unknown, pro
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	named := make(map[string]string, len(keys)) // a parameter's key: the name that gave it
 	for _, k := range keys {
 		v := args.Parameters[k]
 		p := lookupParam(params, k)
@@ -504,7 +505,15 @@ func matchParams(params []param, args Args) (values map[string]any, unknown, pro
 			unknown = append(unknown, k)
 			continue
 		}
-		values[p.In+"\x00"+p.Name] = v
+		key := p.In + "\x00" + p.Name
+		if first, twice := named[key]; twice {
+			// "id" beside "path.id", or a header in two cases: one would
+			// silently win, so neither is sent
+			problems = append(problems, "parameter "+quoteName(p.Name)+" is given twice, as "+quoteName(first)+" and "+quoteName(k)+": give it once")
+			continue
+		}
+		named[key] = k
+		values[key] = v
 	}
 	if len(unknown) > 0 {
 		word := "parameter"
