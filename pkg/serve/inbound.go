@@ -55,7 +55,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (inauth.P
 			w.Header().Set("Retry-After", retryAfterHeader(wait))
 			w.Header().Set("Cache-Control", "no-store")
 			inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
-				"too many failed authentication attempts from this address", retrySeconds(wait))
+				"too many failed authentication attempts from this address", ratelimit.WaitSeconds(wait))
 			return inauth.Principal{}, false
 		}
 	}
@@ -109,7 +109,7 @@ func (h *handler) chargeRequest(w http.ResponseWriter, r *http.Request, p inauth
 	wait := reset.Sub(now)
 	hd.Set("Retry-After", retryAfterHeader(wait))
 	hd.Set("Cache-Control", "no-store")
-	inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", msg, retrySeconds(wait))
+	inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", msg, ratelimit.WaitSeconds(wait))
 	return false
 }
 
@@ -218,9 +218,6 @@ func retryAfterHeader(d time.Duration) string {
 	}
 	return strconv.FormatInt(s, 10)
 }
-
-// retrySeconds is a wait as the seconds an answer gives.
-func retrySeconds(d time.Duration) float64 { return ratelimit.WaitSeconds(d) }
 
 // statusWriter remembers the status code for metrics. It passes Flush on,
 // which SSE responses need.
