@@ -12,6 +12,16 @@ import (
 	"github.com/specgate/specgate/pkg/config"
 )
 
+// checkMaxBytes refuses a --max-bytes, as invoke and run-script take it,
+// that the tools would refuse: 0 (result_bytes) or a budget within
+// answer's bounds.
+func (c *common) checkMaxBytes(n int) error {
+	if n != 0 && (n < answer.MinResultBytes || n > answer.MaxResultBytes) {
+		return c.usageError("--max-bytes: %d is out of range: write a number of bytes from %d to %d", n, answer.MinResultBytes, answer.MaxResultBytes)
+	}
+	return nil
+}
+
 func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := oneShot("invoke", stdout, stderr, true)
 	var params, body, contentType, jq string
@@ -30,8 +40,8 @@ func cmdInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) != 1 {
 		return c.usageError("one ENDPOINT_ID is needed")
 	}
-	if maxBytes != 0 && (maxBytes < answer.MinResultBytes || maxBytes > answer.MaxResultBytes) {
-		return c.usageError("--max-bytes: %d is out of range: write a number of bytes from %d to %d", maxBytes, answer.MinResultBytes, answer.MaxResultBytes)
+	if err := c.checkMaxBytes(maxBytes); err != nil {
+		return err
 	}
 	call := map[string]any{"endpointId": rest[0]}
 	if params != "" {
@@ -99,8 +109,8 @@ func cmdRunScript(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if len(rest) != 1 {
 		return c.usageError("one FILE.js is needed (- reads stdin)")
 	}
-	if maxBytes != 0 && (maxBytes < answer.MinResultBytes || maxBytes > answer.MaxResultBytes) {
-		return c.usageError("--max-bytes: %d is out of range: write a number of bytes from %d to %d", maxBytes, answer.MinResultBytes, answer.MaxResultBytes)
+	if err := c.checkMaxBytes(maxBytes); err != nil {
+		return err
 	}
 	var code []byte
 	if rest[0] == "-" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/ratelimit"
+	"github.com/specgate/specgate/pkg/telemetry"
 )
 
 // authenticate finds the caller's principal, or answers 401 or 429.
@@ -48,18 +49,13 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (inauth.P
 		}
 	}
 	if h.opts.FailedAuthPerWindow > 0 {
-		ok, _, reset, err := h.opts.Windows.Take(r.Context(), keyFailedAuth+inauth.IPKey(inauth.ClientIP(r, h.opts.TrustedProxies)),
-			h.opts.FailedAuthPerWindow, h.opts.Window, now)
-		if err != nil && !errors.Is(err, ErrTooManyKeys) {
-			h.metrics.ObserveStoreError("inbound")
-		}
-		if !ok {
+		if ok, reset := takeFailedAuth(r, &h.opts, h.metrics, now); !ok {
 			h.metrics.Refused("failed_auth")
 			wait := reset.Sub(now)
 			w.Header().Set("Retry-After", retryAfterHeader(wait))
 			w.Header().Set("Cache-Control", "no-store")
 			inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
-				"too many failed authentication attempts from this address", retrySeconds(wait))
+				"too many failed authentication attempts from this address", ratelimit.WaitSeconds(wait))
 			return inauth.Principal{}, false
 		}
 	}
@@ -67,6 +63,19 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (inauth.P
 	h.meta.Challenge(w, r, "invalid_token", "")
 	inauth.WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "the bearer token is not valid", 0)
 	return inauth.Principal{}, false
+}
+
+// takeFailedAuth counts a refused token against its client address's
+// failed-auth window: the one key /mcp and the governance page's sign-in
+// (UISignIn) share, so a wrong token costs the same on either. ok is false,
+// until reset, once the window is spent.
+func takeFailedAuth(r *http.Request, opts *Options, m *telemetry.Metrics, now time.Time) (ok bool, reset time.Time) {
+	ok, _, reset, err := opts.Windows.Take(r.Context(), keyFailedAuth+inauth.IPKey(inauth.ClientIP(r, opts.TrustedProxies)),
+		opts.FailedAuthPerWindow, opts.Window, now)
+	if err != nil && !errors.Is(err, ErrTooManyKeys) {
+		m.ObserveStoreError("inbound")
+	}
+	return ok, reset
 }
 
 // chargeRequest counts the request in the principal's budget and sets the
@@ -100,7 +109,7 @@ func (h *handler) chargeRequest(w http.ResponseWriter, r *http.Request, p inauth
 	wait := reset.Sub(now)
 	hd.Set("Retry-After", retryAfterHeader(wait))
 	hd.Set("Cache-Control", "no-store")
-	inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", msg, retrySeconds(wait))
+	inauth.WriteError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", msg, ratelimit.WaitSeconds(wait))
 	return false
 }
 
@@ -209,9 +218,6 @@ func retryAfterHeader(d time.Duration) string {
 	}
 	return strconv.FormatInt(s, 10)
 }
-
-// retrySeconds is a wait as the seconds an answer gives.
-func retrySeconds(d time.Duration) float64 { return ratelimit.WaitSeconds(d) }
 
 // statusWriter remembers the status code for metrics. It passes Flush on,
 // which SSE responses need.

@@ -54,12 +54,7 @@ func UISignIn(b Backend, opts Options) func(r *http.Request, token string) (stri
 			return p.String(), nil
 		}
 		if opts.FailedAuthPerWindow > 0 {
-			ok, _, reset, err := opts.Windows.Take(r.Context(), keyFailedAuth+inauth.IPKey(inauth.ClientIP(r, opts.TrustedProxies)),
-				opts.FailedAuthPerWindow, opts.Window, at)
-			if err != nil && !errors.Is(err, ErrTooManyKeys) {
-				m.ObserveStoreError("inbound")
-			}
-			if !ok {
+			if ok, reset := takeFailedAuth(r, &opts, m, at); !ok {
 				return "", &ui.ThrottledError{RetryAfter: reset.Sub(at)}
 			}
 		}
