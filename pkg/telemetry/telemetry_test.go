@@ -85,7 +85,9 @@ func TestMetricsReadTheLimiterAndTheStoreWhenScraped(t *testing.T) {
 # TYPE specgate_store_degraded gauge
 specgate_store_degraded %d
 `
-	gauge := func(v int) *strings.Reader { return strings.NewReader(strings.ReplaceAll(degraded, "%d", string(rune('0'+v)))) }
+	gauge := func(v int) *strings.Reader {
+		return strings.NewReader(strings.ReplaceAll(degraded, "%d", string(rune('0'+v))))
+	}
 	if err := testutil.GatherAndCompare(m.Registry(), gauge(0), "specgate_store_degraded"); err != nil {
 		t.Errorf("without a store: %v", err)
 	}
