@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/config"
 	"github.com/specgate/specgate/pkg/mcpserver"
 )
@@ -17,7 +18,7 @@ import (
 // model that cannot tell which the operator used. It reports whether it
 // changed e.
 func (c *common) configFix(e *mcpserver.ErrorObject, endpointID string) bool {
-	if e.Code != mcpserver.CodeUnreachable || e.Retryable || c.cfg == nil || c.noServer == nil || !c.noServer(endpointID) {
+	if e.Code != codes.Unreachable || e.Retryable || c.cfg == nil || c.noServer == nil || !c.noServer(endpointID) {
 		return false
 	}
 	i, sc := c.specOf(endpointID)

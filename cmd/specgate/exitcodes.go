@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/specgate/specgate/pkg/mcpserver"
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // Exit codes by class, so that a shell script can tell a limit from a
@@ -21,11 +21,11 @@ const (
 // exitCodeFor is the exit code of a tool error code.
 func exitCodeFor(code string) int {
 	switch code {
-	case mcpserver.CodeRateLimit, mcpserver.CodeUpstreamRateLimit, mcpserver.CodeQueueFull, mcpserver.CodeQueueTimeout:
+	case codes.RateLimit, codes.UpstreamRateLimit, codes.QueueFull, codes.QueueTimeout:
 		return exitLimited
-	case mcpserver.CodeHTTPError, mcpserver.CodeUnreachable, mcpserver.CodeTimeout, mcpserver.CodeAuthError:
+	case codes.HTTPError, codes.Unreachable, codes.Timeout, codes.AuthError:
 		return exitUpstream
-	case mcpserver.CodeValidationFailed, mcpserver.CodeNotFound, mcpserver.CodeNotApproved:
+	case codes.ValidationFailed, codes.NotFound, codes.NotApproved:
 		return exitRefused
 	}
 	return exitOther

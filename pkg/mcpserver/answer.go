@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/rpcmsg"
 )
@@ -123,7 +124,7 @@ func (s *Server) handleReadResponse(ctx context.Context, req mcp.CallToolRequest
 		return argError("give either jq or offset/limit, not both"), nil
 	}
 	if s.answers == nil {
-		return errorResult(&ErrorObject{Code: CodeNotFound, Message: "answers are not stored by this specgate"}), nil
+		return errorResult(&ErrorObject{Code: codes.NotFound, Message: "answers are not stored by this specgate"}), nil
 	}
 	ans, err := s.answers.Get(ctx, principalOf(ctx), id)
 	if err != nil {

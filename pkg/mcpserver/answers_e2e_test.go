@@ -22,6 +22,7 @@ import (
 
 	"github.com/specgate/specgate/internal/upstreamtest"
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/serve"
@@ -397,7 +398,7 @@ func TestE2EPagesRefusedBeforeSending(t *testing.T) {
 		{"fraction", withArgs(listPulls, "pages", 1.5)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			callText(t, f.client, "invoke", tt.args).code(t, CodeValidationFailed)
+			callText(t, f.client, "invoke", tt.args).code(t, codes.ValidationFailed)
 		})
 	}
 	if got := len(f.pages.Requests()); got != 0 {
@@ -483,8 +484,8 @@ func TestE2EAnswersBelongToTheirPrincipal(t *testing.T) {
 	id := a.m["responseId"].(string)
 	callText(t, ca, "read_response", map[string]any{"responseId": id, "jq": "length"}).ok(t)
 
-	other := callText(t, cb, "read_response", map[string]any{"responseId": id}).code(t, CodeNotFound)
-	random := callText(t, cb, "read_response", map[string]any{"responseId": "r_" + base64.RawURLEncoding.EncodeToString([]byte("0123456789abcdef"))}).code(t, CodeNotFound)
+	other := callText(t, cb, "read_response", map[string]any{"responseId": id}).code(t, codes.NotFound)
+	random := callText(t, cb, "read_response", map[string]any{"responseId": "r_" + base64.RawURLEncoding.EncodeToString([]byte("0123456789abcdef"))}).code(t, codes.NotFound)
 	if other["message"] != random["message"] || other["hint"] != random["hint"] {
 		t.Errorf("another principal's id answers differently from an unknown one:\n%v\n%v", other, random)
 	}
@@ -509,7 +510,7 @@ func TestE2EEvictedAnswerSaysSo(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	e := callText(t, f.client, "read_response", map[string]any{"responseId": ids[0]}).code(t, CodeNotFound)
+	e := callText(t, f.client, "read_response", map[string]any{"responseId": ids[0]}).code(t, codes.NotFound)
 	if msg, _ := e["message"].(string); !strings.Contains(msg, "evicted") {
 		t.Errorf("message %q does not say evicted", msg)
 	}
@@ -531,7 +532,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"maxBytes string", withArgs(listPulls, "maxBytes", "16384")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			callText(t, f.client, "invoke", tt.args).code(t, CodeValidationFailed)
+			callText(t, f.client, "invoke", tt.args).code(t, codes.ValidationFailed)
 		})
 	}
 	// 10,000 unknown parameters gave a 516 KB error naming each, a 100 KB
@@ -553,7 +554,7 @@ func TestE2EBadInput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := callText(t, f.client, "invoke", tt.args)
-			e := a.code(t, CodeValidationFailed)
+			e := a.code(t, codes.ValidationFailed)
 			if len(a.text) > 2048 {
 				t.Errorf("the error is %d bytes: %.300s", len(a.text), a.text)
 			}
@@ -572,7 +573,7 @@ func TestE2EBadInput(t *testing.T) {
 	} {
 		t.Run("read "+tt.name, func(t *testing.T) {
 			a := callText(t, f.client, "read_response", map[string]any{"responseId": tt.id})
-			a.code(t, CodeNotFound)
+			a.code(t, codes.NotFound)
 			if len(a.text) > 2048 {
 				t.Errorf("not_found for a %d-byte id is %d bytes", len(tt.id), len(a.text))
 			}
@@ -580,8 +581,8 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	t.Run("read_response jq not allowed", func(t *testing.T) {
 		a := callText(t, f.client, "invoke", withArgs(listPulls, "jq", "length")).ok(t)
-		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "jq": "def f: .; f"}).code(t, CodeValidationFailed)
-		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "maxBytes": 1e9}).code(t, CodeValidationFailed)
+		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "jq": "def f: .; f"}).code(t, codes.ValidationFailed)
+		callText(t, f.client, "read_response", map[string]any{"responseId": a.m["responseId"], "maxBytes": 1e9}).code(t, codes.ValidationFailed)
 	})
 }
 
@@ -846,7 +847,7 @@ func TestE2ECacheKeysOnPrincipal(t *testing.T) {
 	if a.m["responseId"] == b.m["responseId"] {
 		t.Error("bob was given ada's stored answer")
 	}
-	callText(t, cb, "read_response", map[string]any{"responseId": a.m["responseId"]}).code(t, CodeNotFound)
+	callText(t, cb, "read_response", map[string]any{"responseId": a.m["responseId"]}).code(t, codes.NotFound)
 }
 
 // petstoreWithKey serves the petstore at upURL with secret as its api_key
@@ -924,7 +925,7 @@ func TestE2EPagesUnderGovernance(t *testing.T) {
 	if sh := a.shaped(t); sh["pages"] != float64(3) {
 		t.Errorf("shaped %v, want 3 pages", sh)
 	}
-	e := callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+	e := callText(t, f.client, "invoke", listPulls).code(t, codes.RateLimit)
 	if lim, _ := e["limit"].(map[string]any); lim["kind"] != string(ratelimit.KindCooldown) {
 		t.Errorf("refusal %v, want the cooldown", e)
 	}
@@ -934,7 +935,7 @@ func TestE2EPagesUnderGovernance(t *testing.T) {
 		t.Errorf("upstream saw %d requests, want 5", got)
 	}
 	note, _ := b.m["note"].(string)
-	if !strings.Contains(note, "stopped after 2 pages") || !strings.Contains(note, CodeRateLimit) {
+	if !strings.Contains(note, "stopped after 2 pages") || !strings.Contains(note, codes.RateLimit) {
 		t.Errorf("note %q does not say the budget stopped the walk", note)
 	}
 	if next := b.nextPage(); next["starting_after"] != "cus_00000020" {
@@ -1086,7 +1087,7 @@ func TestE2EExpiredAnswerSaysSo(t *testing.T) {
 	advance(10 * time.Minute)
 	callText(t, f.client, "read_response", map[string]any{"responseId": read, "jq": "length"}).ok(t)
 	advance(10 * time.Minute)
-	e := callText(t, f.client, "read_response", map[string]any{"responseId": idle}).code(t, CodeNotFound)
+	e := callText(t, f.client, "read_response", map[string]any{"responseId": idle}).code(t, codes.NotFound)
 	if msg, _ := e["message"].(string); !strings.Contains(msg, "expired") {
 		t.Errorf("message %q does not say expired", msg)
 	}
@@ -1103,9 +1104,9 @@ func TestE2EJQRunTimeFailureKeepsTheAnswer(t *testing.T) {
 	for i, tt := range []struct {
 		jq, says, readCode string
 	}{
-		{`.[0].title | error`, "error", CodeValidationFailed},
-		{slow, "50ms", CodeTimeout},
-		{`.[0] | tojson | test("[a-z]{0,1000}x")`, "too costly", CodeValidationFailed},
+		{`.[0].title | error`, "error", codes.ValidationFailed},
+		{slow, "50ms", codes.Timeout},
+		{`.[0] | tojson | test("[a-z]{0,1000}x")`, "too costly", codes.ValidationFailed},
 	} {
 		args := withArgs(listPulls, "jq", tt.jq, "parameters", map[string]any{"owner": "rails", "repo": "rails", "page": i + 1})
 		a := callText(t, f.client, "invoke", args).ok(t)

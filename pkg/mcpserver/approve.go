@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
@@ -271,7 +272,7 @@ func (s *Server) needsApproval(e *spec.Endpoint) bool {
 
 // notApproved is the refusal the model reads; why says what happened.
 func notApproved(e *spec.Endpoint, why string) *ErrorObject {
-	return &ErrorObject{Code: CodeNotApproved, Retryable: false,
+	return &ErrorObject{Code: codes.NotApproved, Retryable: false,
 		Message: fmt.Sprintf("%s needs the user's approval and %s; nothing was sent", e.ID, why),
 		Hint:    "Only the user can approve it, through a client that supports MCP elicitation. Tell the user what you meant to send, or leave it."}
 }
@@ -292,7 +293,7 @@ func (s *Server) approveCall(ctx context.Context, req *mcp.CallToolRequest, e *s
 	want := approvalState{Principal: principalDigest(principalOf(ctx)), Endpoint: e.ID, Args: d.args}
 	rec := auditRecord{Endpoint: e.ID, RunID: runID, Digest: d.short}
 	refuse := func(why string) (*mcp.CallToolResult, *ErrorObject) {
-		rec.Outcome, rec.Approval = CodeNotApproved, why
+		rec.Outcome, rec.Approval = codes.NotApproved, why
 		s.audit(ctx, rec)
 		return nil, notApproved(e, why)
 	}

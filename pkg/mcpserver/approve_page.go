@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/spec"
@@ -32,7 +33,7 @@ const pageProgressEvery = 5 * time.Second
 // progress names the approval while it waits (markWaiting).
 func (s *Server) askPage(ctx context.Context, req *mcp.CallToolRequest, e *spec.Endpoint, d approvalDigest, rec auditRecord) (*mcp.CallToolResult, *ErrorObject) {
 	refuse := func(why string) (*mcp.CallToolResult, *ErrorObject) {
-		rec.Outcome, rec.Approval = CodeNotApproved, why
+		rec.Outcome, rec.Approval = codes.NotApproved, why
 		s.audit(ctx, rec)
 		return nil, notApprovedOnPage(e, why)
 	}

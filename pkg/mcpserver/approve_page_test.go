@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -112,7 +113,7 @@ func TestPageApproval(t *testing.T) {
 				t.Errorf("upstream received %d, want %d: %v", got, tt.sent, a.res)
 			}
 			if tt.why != "" {
-				if e := errorOf(t, a.res); e["code"] != CodeNotApproved || !strings.Contains(e["message"].(string), tt.why) {
+				if e := errorOf(t, a.res); e["code"] != codes.NotApproved || !strings.Contains(e["message"].(string), tt.why) {
 					t.Errorf("error %v, want not_approved saying %q", e, tt.why)
 				}
 			}
@@ -137,7 +138,7 @@ func TestPageApprovalChannels(t *testing.T) {
 		f, room := newPageApprovalFixture(t, ChannelElicit, time.Minute)
 		c := connectEra(t, f.srv, true, nil)
 		res, _ := callTool(t, c, "invoke", addPetArgs)
-		if e := errorOf(t, res); e["code"] != CodeNotApproved || !strings.Contains(e["message"].(string), "cannot ask") {
+		if e := errorOf(t, res); e["code"] != codes.NotApproved || !strings.Contains(e["message"].(string), "cannot ask") {
 			t.Errorf("error %v", e)
 		}
 		if _, n := room.Pending(); n != 0 || f.upstream.count() != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -179,7 +180,7 @@ func TestApproveWrites(t *testing.T) {
 						}
 					} else {
 						e := errorOf(t, res)
-						if e["code"] != CodeNotApproved || e["retryable"] != false || !strings.Contains(e["message"].(string), tt.why) ||
+						if e["code"] != codes.NotApproved || e["retryable"] != false || !strings.Contains(e["message"].(string), tt.why) ||
 							!strings.Contains(e["message"].(string), "nothing was sent") || e["hint"] == "" {
 							t.Errorf("error = %v, want not_approved saying %q", e, tt.why)
 						}
@@ -218,7 +219,7 @@ func TestApproveWrites(t *testing.T) {
 				user := &answerer{action: mcp.ElicitationResponseActionAccept, value: true}
 				c := connectEra(t, f.srv, era.legacy, user)
 				res, _ := callTool(t, c, "invoke", map[string]any{"endpointId": "petstore.addPet", "requestBody": map[string]any{"name": 7}})
-				if e := errorOf(t, res); e["code"] != CodeValidationFailed || len(user.questions()) != 0 || f.upstream.count() != 0 {
+				if e := errorOf(t, res); e["code"] != codes.ValidationFailed || len(user.questions()) != 0 || f.upstream.count() != 0 {
 					t.Errorf("error %v, asked %q, sent %d: want validation_failed before asking", e, user.questions(), f.upstream.count())
 				}
 			})
@@ -230,7 +231,7 @@ func TestApproveWrites(t *testing.T) {
 					args[k] = v
 				}
 				res, _ := callTool(t, c, "invoke", args)
-				if e := errorOf(t, res); e["code"] != CodeValidationFailed || f.upstream.count() != 0 {
+				if e := errorOf(t, res); e["code"] != codes.ValidationFailed || f.upstream.count() != 0 {
 					t.Errorf("error %v, sent %d: want validation_failed", e, f.upstream.count())
 				}
 			})
@@ -335,7 +336,7 @@ func TestApprovalRequestStateBindsTheCall(t *testing.T) {
 		switch l["outcome"] {
 		case "approval_asked":
 			asked++
-		case CodeNotApproved:
+		case codes.NotApproved:
 			refused++
 			if l["approval"] == nil || l["principal"] == nil {
 				t.Errorf("refusal audit line %v names no reason or principal", l)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/serve"
 )
 
@@ -127,9 +128,9 @@ func TestDecodeArgsRefusesKeysTwoReadersDisagreeOn(t *testing.T) {
 // TestEveryToolNamesKnownCodes: the codes a table entry lists are codes of
 // the closed set the model is told about.
 func TestEveryToolNamesKnownCodes(t *testing.T) {
-	known := map[string]bool{CodeRateLimit: true, CodeUpstreamRateLimit: true, CodeQueueFull: true, CodeQueueTimeout: true,
-		CodeTimeout: true, CodeCancelled: true, CodeValidationFailed: true, CodeNotFound: true, CodeHTTPError: true,
-		CodeUnreachable: true, CodeAuthError: true, CodeScriptError: true, CodeInternal: true}
+	known := map[string]bool{codes.RateLimit: true, codes.UpstreamRateLimit: true, codes.QueueFull: true, codes.QueueTimeout: true,
+		codes.Timeout: true, codes.Cancelled: true, codes.ValidationFailed: true, codes.NotFound: true, codes.HTTPError: true,
+		codes.Unreachable: true, codes.AuthError: true, codes.ScriptError: true, codes.Internal: true}
 	s := New(Options{AllowRuntimeTuning: true})
 	for _, tl := range s.tools() {
 		for _, c := range tl.codes {

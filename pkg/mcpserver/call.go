@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
@@ -79,7 +80,7 @@ func (s *Server) callEndpoint(ctx context.Context, st *state, c callRequest) cal
 		return refuse(obj)
 	}
 	if s.call.Client == nil {
-		return refuse(&ErrorObject{Code: CodeUnreachable, Message: "calls are disabled in this specgate"})
+		return refuse(&ErrorObject{Code: codes.Unreachable, Message: "calls are disabled in this specgate"})
 	}
 	opt := callOptions{call: invoke.CallOptions{Pages: pages}, suggest: c.run == nil}
 	if c.run != nil {
@@ -127,7 +128,7 @@ func (s *Server) approveAndCall(ctx context.Context, st *state, e *spec.Endpoint
 
 // argObject is a validation_failed error object.
 func argObject(format string, args ...any) *ErrorObject {
-	return &ErrorObject{Code: CodeValidationFailed, Message: fmt.Sprintf(format, args...)}
+	return &ErrorObject{Code: codes.ValidationFailed, Message: fmt.Sprintf(format, args...)}
 }
 
 // callOptions are what differs between a direct invoke and a script's call.
@@ -173,7 +174,7 @@ func (s *Server) invokeCall(ctx context.Context, st *state, e *spec.Endpoint, in
 			rec.Limit = obj.Limit.Kind
 		}
 		s.audit(ctx, rec)
-		if opt.suggest && obj.Retryable && (obj.Code == CodeRateLimit || obj.Code == CodeUpstreamRateLimit || obj.Code == CodeQueueFull || obj.Code == CodeQueueTimeout) {
+		if opt.suggest && obj.Retryable && (obj.Code == codes.RateLimit || obj.Code == codes.UpstreamRateLimit || obj.Code == codes.QueueFull || obj.Code == codes.QueueTimeout) {
 			whole := obj.Limit == nil || obj.Limit.Kind != string(ratelimit.KindCooldown)
 			obj.Suggestions = s.suggestions(st, e, whole)
 			if len(obj.Suggestions) > 0 {

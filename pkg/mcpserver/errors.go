@@ -19,27 +19,6 @@ import (
 	"github.com/specgate/specgate/pkg/script"
 )
 
-// Error codes the model reads: a closed set, named in the tool descriptions
-// and defined in package codes only. The packages below return typed
-// errors (a limit's scope, a queue's reason), and this file turns them
-// into codes.
-const (
-	CodeRateLimit         = codes.RateLimit
-	CodeUpstreamRateLimit = codes.UpstreamRateLimit
-	CodeQueueFull         = codes.QueueFull
-	CodeQueueTimeout      = codes.QueueTimeout
-	CodeTimeout           = codes.Timeout
-	CodeCancelled         = codes.Cancelled
-	CodeValidationFailed  = codes.ValidationFailed
-	CodeNotFound          = codes.NotFound
-	CodeHTTPError         = codes.HTTPError
-	CodeUnreachable       = codes.Unreachable
-	CodeAuthError         = codes.AuthError
-	CodeNotApproved       = codes.NotApproved
-	CodeInternal          = codes.Internal
-	CodeScriptError       = codes.ScriptError
-)
-
 // ErrorObject is the error a tool result carries, as DESIGN.md lays it out.
 type ErrorObject struct {
 	Code              string       `json:"code"`
@@ -103,7 +82,7 @@ func jsonResult(v any) *mcp.CallToolResult {
 	text, err := json.Marshal(v)
 	if err != nil {
 		// specgate's own failure: the upstream answered, its answer is stored
-		return errorResult(&ErrorObject{Code: CodeInternal, Message: "the result cannot be encoded as JSON"})
+		return errorResult(&ErrorObject{Code: codes.Internal, Message: "the result cannot be encoded as JSON"})
 	}
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 }
@@ -116,9 +95,9 @@ func retrySeconds(d time.Duration) float64 { return ratelimit.WaitSeconds(d) }
 // specgate's own limits, upstream_rate_limit for what the upstream said.
 func limitCode(s ratelimit.Scope) string {
 	if s == ratelimit.ScopeUpstream {
-		return CodeUpstreamRateLimit
+		return codes.UpstreamRateLimit
 	}
-	return CodeRateLimit
+	return codes.RateLimit
 }
 
 // queueCode is the code of a call the wait queue could not hold: one the
@@ -126,18 +105,18 @@ func limitCode(s ratelimit.Scope) string {
 // nowhere), its message and hint saying why.
 func queueCode(r ratelimit.QueueReason) string {
 	if r == ratelimit.QueueFull || r == ratelimit.QueueShutdown {
-		return CodeQueueFull
+		return codes.QueueFull
 	}
-	return CodeQueueTimeout
+	return codes.QueueTimeout
 }
 
 // jqCode is timeout for a filter that ran too long, else validation_failed:
 // the filter is the model's to fix.
 func jqCode(e *answer.JQError) string {
 	if e.Kind == answer.JQTimeout {
-		return CodeTimeout
+		return codes.Timeout
 	}
-	return CodeValidationFailed
+	return codes.ValidationFailed
 }
 
 // errorKinds are the errors the packages return for the model to read,
@@ -156,10 +135,10 @@ var errorKinds = []errorKind{
 		}
 	}),
 	typed(func(e *ratelimit.QueueError) string { return queueCode(e.Reason) }, nil),
-	typed(func(*invoke.ArgError) string { return CodeValidationFailed }, func(e *invoke.ArgError, obj *ErrorObject) {
+	typed(func(*invoke.ArgError) string { return codes.ValidationFailed }, func(e *invoke.ArgError, obj *ErrorObject) {
 		obj.Problems = boundProblems(e.Problems)
 	}),
-	typed(func(*answer.ArgError) string { return CodeValidationFailed }, func(e *answer.ArgError, obj *ErrorObject) {
+	typed(func(*answer.ArgError) string { return codes.ValidationFailed }, func(e *answer.ArgError, obj *ErrorObject) {
 		obj.Problems = boundProblems(e.Problems)
 	}),
 	typed(jqCode, func(e *answer.JQError, obj *ErrorObject) {
@@ -168,18 +147,18 @@ var errorKinds = []errorKind{
 			obj.Problems = []string{clip(e.Msg, 300)}
 		}
 	}),
-	typed(func(*answer.AnswerNotFoundError) string { return CodeNotFound }, nil),
-	typed(func(*invoke.UpstreamRateLimitError) string { return CodeUpstreamRateLimit }, func(e *invoke.UpstreamRateLimitError, obj *ErrorObject) {
+	typed(func(*answer.AnswerNotFoundError) string { return codes.NotFound }, nil),
+	typed(func(*invoke.UpstreamRateLimitError) string { return codes.UpstreamRateLimit }, func(e *invoke.UpstreamRateLimitError, obj *ErrorObject) {
 		obj.Status, obj.Limit = e.StatusCode, &LimitInfo{Kind: string(ratelimit.KindLearned)}
 	}),
-	typed(func(*invoke.AuthError) string { return CodeAuthError }, nil),
-	typed(func(*invoke.HTTPError) string { return CodeHTTPError }, func(e *invoke.HTTPError, obj *ErrorObject) {
+	typed(func(*invoke.AuthError) string { return codes.AuthError }, nil),
+	typed(func(*invoke.HTTPError) string { return codes.HTTPError }, func(e *invoke.HTTPError, obj *ErrorObject) {
 		obj.Status, obj.Body = e.StatusCode, e.Body
 	}),
-	typed(func(*invoke.UnreachableError) string { return CodeUnreachable }, nil),
-	typed(func(*invoke.TimeoutError) string { return CodeTimeout }, nil),
-	sentinel(context.DeadlineExceeded, &ErrorObject{Code: CodeTimeout, Message: "the call ran past its deadline", Retryable: true}),
-	sentinel(context.Canceled, &ErrorObject{Code: CodeCancelled, Message: "the call was cancelled"}),
+	typed(func(*invoke.UnreachableError) string { return codes.Unreachable }, nil),
+	typed(func(*invoke.TimeoutError) string { return codes.Timeout }, nil),
+	sentinel(context.DeadlineExceeded, &ErrorObject{Code: codes.Timeout, Message: "the call ran past its deadline", Retryable: true}),
+	sentinel(context.Canceled, &ErrorObject{Code: codes.Cancelled, Message: "the call was cancelled"}),
 }
 
 // errorKind is the error object of err when err is of the kind, else nil.
@@ -307,13 +286,13 @@ func codeOf(err error) string {
 	if obj := knownError(err, time.Time{}); obj != nil {
 		return obj.Code
 	}
-	return CodeInternal
+	return codes.Internal
 }
 
 // internalError is the answer to a failure of specgate's own, logged under
 // request id id.
 func internalError(id string) *ErrorObject {
-	return &ErrorObject{Code: CodeInternal, Message: "specgate failed on this call; the server log has request id " + id,
+	return &ErrorObject{Code: codes.Internal, Message: "specgate failed on this call; the server log has request id " + id,
 		Hint: "The fault is specgate's, not the call's: tell the user the requestId, which names it in the server log.", RequestID: id}
 }
 

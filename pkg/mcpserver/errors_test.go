@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/script"
@@ -47,7 +48,7 @@ func logLines(t *testing.T, out string) []map[string]any {
 // error line with that id and the whole goText.
 func checkInternal(t *testing.T, obj *ErrorObject, log, goText string) {
 	t.Helper()
-	if obj.Code != CodeInternal || !requestIDRE.MatchString(obj.RequestID) || obj.Retryable {
+	if obj.Code != codes.Internal || !requestIDRE.MatchString(obj.RequestID) || obj.Retryable {
 		t.Fatalf("got code %q, requestId %q, retryable %v; want internal, req-<12 hex>, false", obj.Code, obj.RequestID, obj.Retryable)
 	}
 	if want := "specgate failed on this call; the server log has request id " + obj.RequestID; obj.Message != want {
@@ -96,19 +97,19 @@ func TestMapErrorKnownKindsLogNothing(t *testing.T) {
 		err  error
 		code string
 	}{
-		{fmt.Errorf("page 2: %w", &invoke.HTTPError{StatusCode: 503}), CodeHTTPError},
-		{&answer.JQError{Kind: answer.JQTimeout, Msg: "the filter ran past 1s"}, CodeTimeout},
-		{&answer.JQError{Kind: answer.JQInvalid, Msg: "input is not allowed"}, CodeValidationFailed},
-		{&ratelimit.QueueError{Reason: ratelimit.QueueShutdown, Upstream: "api.example.com:443", RetryAfter: time.Second}, CodeQueueFull},
-		{fmt.Errorf("call: %w", context.DeadlineExceeded), CodeTimeout},
-		{errors.New("boom"), CodeInternal},
+		{fmt.Errorf("page 2: %w", &invoke.HTTPError{StatusCode: 503}), codes.HTTPError},
+		{&answer.JQError{Kind: answer.JQTimeout, Msg: "the filter ran past 1s"}, codes.Timeout},
+		{&answer.JQError{Kind: answer.JQInvalid, Msg: "input is not allowed"}, codes.ValidationFailed},
+		{&ratelimit.QueueError{Reason: ratelimit.QueueShutdown, Upstream: "api.example.com:443", RetryAfter: time.Second}, codes.QueueFull},
+		{fmt.Errorf("call: %w", context.DeadlineExceeded), codes.Timeout},
+		{errors.New("boom"), codes.Internal},
 	} {
 		var log syncBuffer
 		obj := mapError(slog.New(slog.NewJSONHandler(&log, nil)), c.err, now)
 		if obj.Code != c.code || codeOf(c.err) != c.code {
 			t.Errorf("%v: mapError %s, codeOf %s, want %s", c.err, obj.Code, codeOf(c.err), c.code)
 		}
-		if logged := log.String() != ""; logged != (c.code == CodeInternal) {
+		if logged := log.String() != ""; logged != (c.code == codes.Internal) {
 			t.Errorf("%v: logged %v: %s", c.err, logged, log.String())
 		}
 	}

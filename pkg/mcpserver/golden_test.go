@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
@@ -144,21 +145,21 @@ func TestGoldenErrorResults(t *testing.T) {
 		code string
 		err  error
 	}{
-		{CodeRateLimit, &ratelimit.LimitError{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindRequests, Key: "api.example.com:443",
+		{codes.RateLimit, &ratelimit.LimitError{Scope: ratelimit.ScopeProxy, Kind: ratelimit.KindRequests, Key: "api.example.com:443",
 			Limit: 30, Window: time.Minute, RetryAfter: 12345678 * time.Microsecond}},
-		{CodeUpstreamRateLimit, &ratelimit.LimitError{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "api.example.com:443",
+		{codes.UpstreamRateLimit, &ratelimit.LimitError{Scope: ratelimit.ScopeUpstream, Kind: ratelimit.KindLearned, Key: "api.example.com:443",
 			Source: "retry-after", RetryAfter: 30 * time.Second}},
-		{CodeQueueFull, &ratelimit.QueueError{Reason: ratelimit.QueueFull, Upstream: "api.example.com:443", Depth: 16,
+		{codes.QueueFull, &ratelimit.QueueError{Reason: ratelimit.QueueFull, Upstream: "api.example.com:443", Depth: 16,
 			Timeout: 30 * time.Second, RetryAfter: 1500 * time.Millisecond}},
-		{CodeQueueTimeout, &ratelimit.QueueError{Reason: ratelimit.QueueTimeout, Upstream: "api.example.com:443", Depth: 16,
+		{codes.QueueTimeout, &ratelimit.QueueError{Reason: ratelimit.QueueTimeout, Upstream: "api.example.com:443", Depth: 16,
 			Timeout: 30 * time.Second, Waited: 30 * time.Second, RetryAfter: 4200 * time.Microsecond}},
-		{CodeTimeout, &invoke.TimeoutError{Timeout: 30 * time.Second}},
-		{CodeCancelled, context.Canceled},
-		{CodeHTTPError, &invoke.HTTPError{StatusCode: 404, Body: `{"message":"Pet not found"}`}},
-		{CodeUnreachable, &invoke.UnreachableError{Host: "api.example.com:443", Reason: "connection refused"}},
-		{CodeAuthError, &invoke.AuthError{Spec: "petstore", Scheme: "api_key", Key: "specs[petstore].auth.api_key.value",
+		{codes.Timeout, &invoke.TimeoutError{Timeout: 30 * time.Second}},
+		{codes.Cancelled, context.Canceled},
+		{codes.HTTPError, &invoke.HTTPError{StatusCode: 404, Body: `{"message":"Pet not found"}`}},
+		{codes.Unreachable, &invoke.UnreachableError{Host: "api.example.com:443", Reason: "connection refused"}},
+		{codes.AuthError, &invoke.AuthError{Spec: "petstore", Scheme: "api_key", Key: "specs[petstore].auth.api_key.value",
 			EnvVars: []string{"PETSTORE_KEY"}}},
-		{CodeInternal, errors.New("open /var/lib/specgate/answers.db: permission denied")},
+		{codes.Internal, errors.New("open /var/lib/specgate/answers.db: permission denied")},
 	}
 	c, _ := goldenClient(t)
 	called := []struct {
@@ -166,8 +167,8 @@ func TestGoldenErrorResults(t *testing.T) {
 		tool string
 		args map[string]any
 	}{
-		{CodeValidationFailed, "invoke", map[string]any{"endpointId": "petstore.getOrderById", "parameters": map[string]any{"orderID": 1, "color": "red"}}},
-		{CodeNotFound, "inspect", map[string]any{"endpointId": "petstore.getPetByID"}},
+		{codes.ValidationFailed, "invoke", map[string]any{"endpointId": "petstore.getOrderById", "parameters": map[string]any{"orderID": 1, "color": "red"}}},
+		{codes.NotFound, "inspect", map[string]any{"endpointId": "petstore.getPetByID"}},
 	}
 	seen := map[string]bool{}
 	for _, m := range mapped {
@@ -196,8 +197,8 @@ func TestGoldenErrorResults(t *testing.T) {
 		})
 		seen[cc.code] = true
 	}
-	for _, code := range []string{CodeRateLimit, CodeUpstreamRateLimit, CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled,
-		CodeValidationFailed, CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal} {
+	for _, code := range []string{codes.RateLimit, codes.UpstreamRateLimit, codes.QueueFull, codes.QueueTimeout, codes.Timeout, codes.Cancelled,
+		codes.ValidationFailed, codes.NotFound, codes.HTTPError, codes.Unreachable, codes.AuthError, codes.Internal} {
 		if !seen[code] {
 			t.Errorf("no golden result for %s", code)
 		}

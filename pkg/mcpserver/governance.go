@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -189,7 +190,7 @@ func (st *stats) refused(principal string, err error) {
 	case errors.As(err, &qe):
 		code = queueCode(qe.Reason)
 	case errors.As(err, &ue):
-		code, scope = CodeUpstreamRateLimit, "upstream"
+		code, scope = codes.UpstreamRateLimit, "upstream"
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -122,7 +123,7 @@ func runGovernanceScenario(b *testing.B, headers upstreamtest.Headers, budget bo
 	var (
 		next, modelErrors, noRetryAfter, failed atomic.Int64
 		mu                                      sync.Mutex
-		codes                                   = map[string]int{}
+		byCode                                  = map[string]int{}
 		firstFailure                            string
 	)
 	fail := func(why string) {
@@ -161,15 +162,15 @@ func runGovernanceScenario(b *testing.B, headers upstreamtest.Headers, budget bo
 					code, _ := e["code"].(string)
 					status, _ := e["status"].(float64)
 					mu.Lock()
-					codes[code]++
+					byCode[code]++
 					mu.Unlock()
 					secs, hasWait := e["retryAfterSeconds"].(float64)
 					switch code {
-					case CodeRateLimit, CodeUpstreamRateLimit, CodeQueueFull, CodeQueueTimeout:
+					case codes.RateLimit, codes.UpstreamRateLimit, codes.QueueFull, codes.QueueTimeout:
 						if !hasWait || secs <= 0 {
 							noRetryAfter.Add(1)
 						}
-					case CodeHTTPError:
+					case codes.HTTPError:
 						if status == 429 {
 							noRetryAfter.Add(1) // a raw 429
 						}
@@ -195,7 +196,7 @@ func runGovernanceScenario(b *testing.B, headers upstreamtest.Headers, budget bo
 	}
 	wg.Wait()
 	r := benchRun{total: time.Since(start), modelErrors: modelErrors.Load(), noRetryAfter: noRetryAfter.Load(),
-		failed: failed.Load(), firstFailure: firstFailure, codes: codes, limited: f.up.Limited()}
+		failed: failed.Load(), firstFailure: firstFailure, codes: byCode, limited: f.up.Limited()}
 
 	quota := float64(benchLimit) / benchWindow.Seconds()
 	admits := f.up.Admissions()

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/serve"
 	"github.com/specgate/specgate/pkg/spec"
@@ -213,18 +214,18 @@ func TestE2ENextPageOfFollowsTheStoredCursor(t *testing.T) {
 		t.Errorf("after pages 2, nextPageOf sent cursor %.20q…, want page 3's", got)
 	}
 
-	unknown := callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", "r_AAAAAAAAAAAAAAAAAAAAAA")).code(t, CodeNotFound)
-	other := callText(t, bob, "invoke", withArgs(listItems, "nextPageOf", id)).code(t, CodeNotFound)
+	unknown := callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", "r_AAAAAAAAAAAAAAAAAAAAAA")).code(t, codes.NotFound)
+	other := callText(t, bob, "invoke", withArgs(listItems, "nextPageOf", id)).code(t, codes.NotFound)
 	if other["message"] != unknown["message"] || other["hint"] != unknown["hint"] {
 		t.Errorf("another principal's id answers differently from an unknown one:\n%v\n%v", other, unknown)
 	}
-	callText(t, ada, "invoke", map[string]any{"endpointId": "hostile.listOther", "nextPageOf": id}).code(t, CodeValidationFailed)
-	long := callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", strings.Repeat("r", 1<<20))).code(t, CodeNotFound)
+	callText(t, ada, "invoke", map[string]any{"endpointId": "hostile.listOther", "nextPageOf": id}).code(t, codes.ValidationFailed)
+	long := callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", strings.Repeat("r", 1<<20))).code(t, codes.NotFound)
 	if len(mustJSON(long)) > 2048 {
 		t.Errorf("a 1 MB nextPageOf comes back in a %d-byte error", len(mustJSON(long)))
 	}
 	before := len(u.cursors)
-	callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", id3(t, third))).code(t, CodeValidationFailed)
+	callText(t, ada, "invoke", withArgs(listItems, "nextPageOf", id3(t, third))).code(t, codes.ValidationFailed)
 	if len(u.cursors) != before {
 		t.Errorf("a refused nextPageOf reached the upstream")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/serve"
 )
 
@@ -107,7 +108,7 @@ func TestHTTPSessionsAskLegacyClients(t *testing.T) {
 			}
 			if tt.why != "" {
 				e := errorOf(t, res)
-				if msg, _ := e["message"].(string); e["code"] != CodeNotApproved || !strings.Contains(msg, tt.why) || !strings.Contains(msg, "nothing was sent") {
+				if msg, _ := e["message"].(string); e["code"] != codes.NotApproved || !strings.Contains(msg, tt.why) || !strings.Contains(msg, "nothing was sent") {
 					t.Errorf("error %v, want not_approved saying %q", e, tt.why)
 				}
 			}
@@ -209,7 +210,7 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 		t.Fatalf("sessionless call: %d %v", r.StatusCode, err)
 	}
 	e, _ := out.Result.StructuredContent["error"].(map[string]any)
-	if msg, _ := e["message"].(string); e["code"] != CodeNotApproved || !strings.Contains(msg, "without a session cannot ask the user") || f.upstream.count() != 0 {
+	if msg, _ := e["message"].(string); e["code"] != codes.NotApproved || !strings.Contains(msg, "without a session cannot ask the user") || f.upstream.count() != 0 {
 		t.Errorf("sessionless legacy write = %v, sent %d: want not_approved saying it has no session", out.Result.StructuredContent, f.upstream.count())
 	}
 
@@ -310,7 +311,7 @@ func TestHTTPElicitationAnswerWithDuplicateKeysIsRefused(t *testing.T) {
 	r.Body.Close()
 	out := next()
 	text, _ := json.Marshal(out)
-	if !strings.Contains(string(text), CodeNotApproved) || !strings.Contains(string(text), "the user declined") || f.upstream.count() != 0 {
+	if !strings.Contains(string(text), codes.NotApproved) || !strings.Contains(string(text), "the user declined") || f.upstream.count() != 0 {
 		t.Errorf("after the decline: %s, sent %d; want not_approved, the user declined, nothing sent", text, f.upstream.count())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/serve"
@@ -314,7 +315,7 @@ func TestHTTPToolCallBudget(t *testing.T) {
 	if !isErr {
 		t.Fatalf("second invoke passed its cooldown: %v", res)
 	}
-	if e := errorOf(t, res); e["code"] != CodeRateLimit || e["limit"].(map[string]any)["kind"] != "cooldown" {
+	if e := errorOf(t, res); e["code"] != codes.RateLimit || e["limit"].(map[string]any)["kind"] != "cooldown" {
 		t.Fatalf("second invoke: %v", e)
 	}
 	// The budget of two is spent: the third call, of any tool, is refused
@@ -325,7 +326,7 @@ func TestHTTPToolCallBudget(t *testing.T) {
 	}
 	e := errorOf(t, res)
 	limit, _ := e["limit"].(map[string]any)
-	if e["code"] != CodeRateLimit || e["scope"] != "proxy" || limit["kind"] != "principal" || limit["key"] != "carol@acme" ||
+	if e["code"] != codes.RateLimit || e["scope"] != "proxy" || limit["kind"] != "principal" || limit["key"] != "carol@acme" ||
 		e["retryAfterSeconds"] != 60.0 || e["retryable"] != true || e["hint"] == "" {
 		t.Errorf("refusal %v", e)
 	}

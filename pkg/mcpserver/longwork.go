@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/script"
 )
@@ -54,6 +55,16 @@ func progressOf(rec *runs.Record, now time.Time) RunProgress {
 		_ = json.Unmarshal(rec.Progress, &p)
 	}
 	return p.sinceReckoned(now)
+}
+
+// soonestEnd is the seconds (at least 1) until principal's first run here ends by its ETA; 0 without one.
+func (s *Server) soonestEnd(principal string, now time.Time) (soonest float64) {
+	for _, rec := range s.runs.Running(principal) {
+		if p := progressOf(&rec, now); p.ETASeconds != nil && (soonest == 0 || *p.ETASeconds < soonest) {
+			soonest = max(*p.ETASeconds, 1)
+		}
+	}
+	return soonest
 }
 
 // sinceReckoned returns p as of now: its ETA less the time passed since it
@@ -367,7 +378,7 @@ func (s *Server) handleScriptResult(ctx context.Context, _ mcp.CallToolRequest, 
 	}
 	switch {
 	case errors.Is(err, runs.ErrNotFound):
-		return errorResult(&ErrorObject{Code: CodeNotFound,
+		return errorResult(&ErrorObject{Code: codes.NotFound,
 			Message: fmt.Sprintf("no run %s of yours: it never started here, its record expired, or it is another caller's", in.RunID),
 			Hint:    "Run the script again with run_script."}), nil
 	case err != nil:

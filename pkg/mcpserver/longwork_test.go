@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/runs"
@@ -171,15 +172,15 @@ func TestScriptResultBadInput(t *testing.T) {
 			args map[string]any
 			code string
 		}{
-			{"no runId", map[string]any{}, CodeValidationFailed},
-			{"malformed", map[string]any{"runId": "run-<script>"}, CodeValidationFailed},
-			{"1 MB", map[string]any{"runId": "run-" + strings.Repeat("a", 1<<20)}, CodeValidationFailed},
-			{"unknown", map[string]any{"runId": "run-0123456789abcdef01234567"}, CodeNotFound},
-			{"waitSeconds -1", map[string]any{"runId": "run-0123456789ab", "waitSeconds": -1}, CodeValidationFailed},
-			{"waitSeconds 31", map[string]any{"runId": "run-0123456789ab", "waitSeconds": 31}, CodeValidationFailed},
-			{"waitSeconds 1e9", map[string]any{"runId": "run-0123456789ab", "waitSeconds": 1e9}, CodeValidationFailed},
-			{"waitSeconds as a string", map[string]any{"runId": "run-0123456789ab", "waitSeconds": "20"}, CodeValidationFailed},
-			{"cancel as a string", map[string]any{"runId": "run-0123456789ab", "cancel": "yes"}, CodeValidationFailed},
+			{"no runId", map[string]any{}, codes.ValidationFailed},
+			{"malformed", map[string]any{"runId": "run-<script>"}, codes.ValidationFailed},
+			{"1 MB", map[string]any{"runId": "run-" + strings.Repeat("a", 1<<20)}, codes.ValidationFailed},
+			{"unknown", map[string]any{"runId": "run-0123456789abcdef01234567"}, codes.NotFound},
+			{"waitSeconds -1", map[string]any{"runId": "run-0123456789ab", "waitSeconds": -1}, codes.ValidationFailed},
+			{"waitSeconds 31", map[string]any{"runId": "run-0123456789ab", "waitSeconds": 31}, codes.ValidationFailed},
+			{"waitSeconds 1e9", map[string]any{"runId": "run-0123456789ab", "waitSeconds": 1e9}, codes.ValidationFailed},
+			{"waitSeconds as a string", map[string]any{"runId": "run-0123456789ab", "waitSeconds": "20"}, codes.ValidationFailed},
+			{"cancel as a string", map[string]any{"runId": "run-0123456789ab", "cancel": "yes"}, codes.ValidationFailed},
 		} {
 			start := time.Now()
 			res := callRaw(t, c, "script_result", tc.args)
@@ -216,8 +217,15 @@ func TestRunsInTheBackgroundCountAgainstPerPrincipal(t *testing.T) {
 			ids = append(ids, out["runId"].(string))
 		}
 		res := callRaw(t, c, "run_script", map[string]any{"code": threeLookups})
-		if got := errorCode(t, res); got != CodeRateLimit {
+		if got := errorCode(t, res); got != codes.RateLimit {
 			t.Fatalf("a third run: %s", got)
+		}
+		// the refusal says when a place is expected to free: the running
+		// runs' soonest ETA, as script_result reports it
+		eobj, _ := structuredOf(t, res)["error"].(map[string]any)
+		eta, _ := structuredOf(t, callRaw(t, c, "script_result", map[string]any{"runId": ids[0], "waitSeconds": 0}))["progress"].(map[string]any)["etaSeconds"].(float64)
+		if after, _ := eobj["retryAfterSeconds"].(float64); after < 1 || eta == 0 || after > eta+1 || eobj["retryAt"] == nil {
+			t.Errorf("a third run's refusal: retryAfterSeconds %v, retryAt %v; the runs' ETA %v", eobj["retryAfterSeconds"], eobj["retryAt"], eta)
 		}
 		callRaw(t, c, "script_result", map[string]any{"runId": ids[0], "cancel": true})
 		if out := structuredOf(t, callRaw(t, c, "run_script", map[string]any{"code": "return 1"})); out["status"] != "done" {
@@ -316,7 +324,7 @@ func TestABackgroundRunsApprovalIsRefusedNotHeld(t *testing.T) {
 			t.Fatalf("run_script: %v", out)
 		}
 		out = structuredOf(t, callRaw(t, c, "script_result", map[string]any{"runId": out["runId"], "waitSeconds": 30}))
-		if out["status"] != "done" || out["result"] != CodeNotApproved {
+		if out["status"] != "done" || out["result"] != codes.NotApproved {
 			t.Fatalf("the run's answer: %v", out)
 		}
 		if took := time.Since(start); took != 40*time.Second {

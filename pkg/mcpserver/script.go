@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/runs"
 	"github.com/specgate/specgate/pkg/script"
@@ -206,10 +207,14 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	}
 	principal := principalOf(ctx)
 	if !s.scripts.take(principal, o.perPrincipal()) {
-		return errorResult(&ErrorObject{Code: CodeRateLimit, Scope: "proxy", Retryable: true,
+		obj := &ErrorObject{Code: codes.RateLimit, Scope: "proxy", Retryable: true,
 			Message: fmt.Sprintf("%d of your scripts are already running (scripts.per_principal), in the background too", o.perPrincipal()),
 			Hint:    "Wait for one of them to end (script_result), or cancel one, then run this one.",
-			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}), nil
+			Limit:   &LimitInfo{Kind: "scripts", Key: "scripts.per_principal", Limit: int64(o.perPrincipal())}}
+		if eta := s.soonestEnd(principal, time.Now()); eta > 0 { // the runs' own estimate, not a promise
+			obj.RetryAfterSeconds, obj.RetryAt = eta, time.Now().Add(time.Duration(eta*float64(time.Second))).UTC().Format(time.RFC3339Nano)
+		}
+		return errorResult(obj), nil
 	}
 	t := &runTracker{s: s, started: time.Now(), notify: s.progressSender(ctx, req)}
 	t.setLive(true)
@@ -220,7 +225,7 @@ func (s *Server) handleRunScript(ctx context.Context, req mcp.CallToolRequest, i
 	})
 	if err != nil {
 		s.scripts.release(principal)
-		return errorResult(&ErrorObject{Code: CodeUnreachable, Retryable: true, Message: "this specgate is shutting down and takes no new runs",
+		return errorResult(&ErrorObject{Code: codes.Unreachable, Retryable: true, Message: "this specgate is shutting down and takes no new runs",
 			Hint: "Run it again: another replica (or this one, once restarted) will take it."}), nil
 	}
 	if ts, ok := ctx.Value(taskStartKey{}).(*taskStart); ok {
@@ -332,7 +337,7 @@ func (s *Server) scriptResult(ctx context.Context, principal string, res *script
 	}
 	view, err := answer.NewView(ctx, ans, answer.RenderOptions{ResponseID: id, JQLimits: s.jqLimits(ctx)})
 	if err != nil {
-		return errorResult(&ErrorObject{Code: CodeScriptError, Message: "the script's return value could not be rendered"})
+		return errorResult(&ErrorObject{Code: codes.ScriptError, Message: "the script's return value could not be rendered"})
 	}
 	out.ResponseID = id
 	text, _ := view.Fit(maxBytes, func(r *answer.Reply) []byte {
@@ -377,13 +382,13 @@ func (s *Server) scriptError(err error, runID string, maxBytes int) *ErrorObject
 		sent = "; the calls counted already went out."
 	}
 	switch se.Code {
-	case CodeTimeout:
+	case codes.Timeout:
 		obj.Retryable = true
 		obj.Hint = "Make the script do less (fewer calls, or pages), or give it a longer timeoutSeconds" + sent
-	case CodeCancelled:
+	case codes.Cancelled:
 		obj.Hint = "The run was cancelled" + sent
 	default:
-		obj.Code = CodeScriptError
+		obj.Code = codes.ScriptError
 		obj.Hint = "Fix the script, then run it again" + sent
 	}
 	if se.Result != nil {
@@ -467,7 +472,7 @@ func (c *scriptCaller) Search(ctx context.Context, q string, limit int) (any, er
 	}
 	out, err := c.s.searchEndpoints(ctx, c.st, q, nil, limit)
 	if err != nil {
-		return nil, &script.CallError{Code: CodeValidationFailed, Message: "query not understood: " + clip(err.Error(), 200)}
+		return nil, &script.CallError{Code: codes.ValidationFailed, Message: "query not understood: " + clip(err.Error(), 200)}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/serve"
 )
@@ -163,7 +164,7 @@ while (true) {}`}
 	default:
 	}
 	a := <-looped
-	e := a.code(t, CodeTimeout)
+	e := a.code(t, codes.Timeout)
 	if calls, _ := e["calls"].(map[string]any); calls["total"] != float64(1) {
 		t.Errorf("calls %v, want the one call the run made", e["calls"])
 	}
@@ -214,7 +215,7 @@ return out;`
 // logging 1 MB lines gets back at most 4 KiB of logs, marked cut.
 func TestRunScriptBoundsItsInputAndLogs(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{})
-	e := callText(t, f.client, "run_script", map[string]any{"code": strings.Repeat("1;\n", 10<<20/3)}).code(t, CodeValidationFailed)
+	e := callText(t, f.client, "run_script", map[string]any{"code": strings.Repeat("1;\n", 10<<20/3)}).code(t, codes.ValidationFailed)
 	if msg, _ := e["message"].(string); !strings.Contains(msg, "a script may be at most 1048576") {
 		t.Errorf("message %q, want the code's bound", msg)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // console.log() with no text cost nothing of the 4 KiB log bound, and the
@@ -43,7 +44,7 @@ func TestRunScriptLogsCountAgainstMaxBytes(t *testing.T) {
 func TestRunScriptFailureLogsCountAgainstMaxBytes(t *testing.T) {
 	f := newPagingFixture(t, pagingOptions{})
 	a := callText(t, f.client, "run_script", map[string]any{"code": `for (let i = 0; i < 100; i++) console.log("line", i, "of forty bytes or so"); throw new Error("no");`,
-		"maxBytes": answer.MinResultBytes}).code(t, CodeScriptError)
+		"maxBytes": answer.MinResultBytes}).code(t, codes.ScriptError)
 	if len(a) == 0 {
 		t.Fatal("no error object")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/serve"
@@ -123,7 +124,7 @@ func TestRunScriptPerPrincipal(t *testing.T) {
 		t.Fatalf("ada's third run: %s, want an error", text(third.res))
 	}
 	e := refused.Error
-	if e.Code != CodeRateLimit || e.Scope != "proxy" || !e.Retryable || e.Limit == nil || e.Limit.Key != "scripts.per_principal" || e.Limit.Limit != 2 ||
+	if e.Code != codes.RateLimit || e.Scope != "proxy" || !e.Retryable || e.Limit == nil || e.Limit.Key != "scripts.per_principal" || e.Limit.Limit != 2 ||
 		!strings.Contains(e.Message, "scripts.per_principal") {
 		t.Errorf("ada's third run: %s, want rate_limit naming scripts.per_principal (2)", text(third.res))
 	}

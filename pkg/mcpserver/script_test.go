@@ -13,6 +13,7 @@ import (
 
 	"github.com/specgate/specgate/internal/redistest"
 	"github.com/specgate/specgate/internal/upstreamtest"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/redisstore"
 )
@@ -88,7 +89,7 @@ func TestRunScriptPagesAListAndLoopsGoverned(t *testing.T) {
 	// A direct invoke keeps the endpoint's own cooldown, which the
 	// script's calls did not charge.
 	callText(t, f.client, "invoke", listPulls).ok(t)
-	callText(t, f.client, "invoke", listPulls).code(t, CodeRateLimit)
+	callText(t, f.client, "invoke", listPulls).code(t, codes.RateLimit)
 }
 
 // TestRunScriptCooldownByArgumentsOnRedis is the script of
@@ -146,7 +147,7 @@ func TestRunScriptWritesNeedAllowWrites(t *testing.T) {
 try { await api.invoke("petstore.addPet", {requestBody: {name: "doggie", photoUrls: []}}); }
 catch (e) { return {code: e.code, message: e.message}; }`}).ok(t)
 	res := a.m["result"].(map[string]any)
-	if res["code"] != CodeValidationFailed || !strings.Contains(res["message"].(string), "scripts.allow_writes") {
+	if res["code"] != codes.ValidationFailed || !strings.Contains(res["message"].(string), "scripts.allow_writes") {
 		t.Errorf("result %v, want validation_failed naming scripts.allow_writes", res)
 	}
 	if n := len(f.pages.Requests()); n != 0 {
@@ -164,14 +165,14 @@ func TestRunScriptFailures(t *testing.T) {
 		calls                 float64
 		args                  map[string]any
 	}{
-		{"syntax error", "const a = 1;\nconst = 2;", CodeScriptError, "line 2", 2, 0, nil},
+		{"syntax error", "const a = 1;\nconst = 2;", codes.ScriptError, "line 2", 2, 0, nil},
 		{"uncaught throw after a call", `await api.invoke("paging.listPulls", {parameters: {owner: "a", repo: "b"}});
 console.log("one call made");
-throw new Error("boom");`, CodeScriptError, "boom", 3, 1, nil},
-		{"endless loop", `console.log("looping"); while (true) {}`, CodeTimeout, "deadline", 0, 0, map[string]any{"timeoutSeconds": 1}},
-		{"bad endpoint id", "const a = 1;\nawait api.invoke(\"nope.nothing\", {});", CodeScriptError, "uncaught: not_found: no endpoint \"nope.nothing\": use api.search", 2, 1, nil},
-		{"unserialisable return", `const a = {}; a.a = a; return a;`, CodeScriptError, "serialised", 0, 0, nil},
-		{"thrown non-Error", `throw 42;`, CodeScriptError, "42", 0, 0, nil},
+throw new Error("boom");`, codes.ScriptError, "boom", 3, 1, nil},
+		{"endless loop", `console.log("looping"); while (true) {}`, codes.Timeout, "deadline", 0, 0, map[string]any{"timeoutSeconds": 1}},
+		{"bad endpoint id", "const a = 1;\nawait api.invoke(\"nope.nothing\", {});", codes.ScriptError, "uncaught: not_found: no endpoint \"nope.nothing\": use api.search", 2, 1, nil},
+		{"unserialisable return", `const a = {}; a.a = a; return a;`, codes.ScriptError, "serialised", 0, 0, nil},
+		{"thrown non-Error", `throw 42;`, codes.ScriptError, "42", 0, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,7 +206,7 @@ throw new Error("boom");`, CodeScriptError, "boom", 3, 1, nil},
 			}
 		})
 	}
-	callText(t, f.client, "run_script", map[string]any{"code": "return 1", "timeoutSeconds": 3600}).code(t, CodeValidationFailed)
+	callText(t, f.client, "run_script", map[string]any{"code": "return 1", "timeoutSeconds": 3600}).code(t, codes.ValidationFailed)
 }
 
 // TestRunScriptLargeResultIsStored: a result over the budget comes back

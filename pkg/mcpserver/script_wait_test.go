@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/specgate/specgate/pkg/answer"
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
@@ -134,7 +135,7 @@ func TestScriptCallWaitsPastCallTimeout(t *testing.T) {
 			}
 			e := out["error"].(map[string]any)
 			secs, _ := e["retryAfterSeconds"].(float64)
-			if e["code"] != CodeRateLimit || e["scope"] != "proxy" || secs < 39 || secs > 40.5 {
+			if e["code"] != codes.RateLimit || e["scope"] != "proxy" || secs < 39 || secs > 40.5 {
 				t.Errorf("error = %v, want rate_limit, scope proxy, retry after about 40s", e)
 			}
 			if took := time.Since(start); took != 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/spec"
@@ -42,7 +43,7 @@ func TestSearchAlternatives(t *testing.T) {
 				t.Fatalf("search succeeded: %v", res)
 			}
 			e := errorOf(t, res)
-			if e["code"] != CodeValidationFailed || !strings.Contains(e["message"].(string), c.want) {
+			if e["code"] != codes.ValidationFailed || !strings.Contains(e["message"].(string), c.want) {
 				t.Errorf("error = %v, want validation_failed naming %q", e, c.want)
 			}
 		})

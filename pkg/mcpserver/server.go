@@ -298,3 +298,12 @@ func instructions(specs []string) string {
 func (s *Server) upstreamOf(e *spec.Endpoint) string {
 	return s.call.Upstream(e)
 }
+
+// readOnlyNote is the sentence the instructions end with when every spec is
+// served read-only, so the model does not plan writes it cannot make.
+func readOnlyNote(readOnly bool) string {
+	if !readOnly {
+		return ""
+	}
+	return "\nThis server is read-only: only GET, HEAD and OPTIONS endpoints are served; nothing you call here changes data."
+}

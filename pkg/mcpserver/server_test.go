@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/invoke"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
@@ -302,7 +303,7 @@ func TestUndeclaredArgumentHintNamesTheDeclared(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res, isErr := f.call(t, "invoke", map[string]any{"endpointId": "petstore.getOrderById", "parameters": tt.params})
 			e := errorOf(t, res)
-			if !isErr || e["code"] != CodeValidationFailed || e["hint"] != tt.hint {
+			if !isErr || e["code"] != codes.ValidationFailed || e["hint"] != tt.hint {
 				t.Errorf("error = %v, want validation_failed with hint %q", e, tt.hint)
 			}
 		})

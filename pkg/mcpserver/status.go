@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
 )
@@ -107,7 +108,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 		match = func(id string) bool { return id == endpointID }
 	case specName != "":
 		if _, ok := st.cat.Spec(specName); !ok {
-			return errorResult(&ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no spec %q", specName),
+			return errorResult(&ErrorObject{Code: codes.NotFound, Message: fmt.Sprintf("no spec %q", specName),
 				Hint: "Loaded specs: " + strings.Join(st.cat.SpecNames(), ", ")}), nil
 		}
 		match = func(id string) bool { return strings.HasPrefix(id, specName+".") }

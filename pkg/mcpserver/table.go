@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/spec"
 	"github.com/specgate/specgate/pkg/toolargs"
@@ -103,47 +104,47 @@ func (s *Server) tools() []tool {
 		newTool("search", "Find API endpoints by plain-language intent (\"list open pull requests\"); "+
 			"filters may be mixed in: method:GET tag:issues spec:github path:/repos. Use the API's nouns (customer, pod); "+
 			"unsure, add alternatives: other phrasings (\"refund a charge\" / \"give the money back\").",
-			[]string{CodeValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
+			[]string{codes.ValidationFailed}, ScopeRead, nil, (*Server).handleSearch,
 			inputSchema[SearchArgs](), outputSchema[SearchResult](), hints(true, false, true, false)),
 
 		newTool("inspect", "An endpoint's contract: parameters, body, responses, base URL, auth, rate limit. Read it before invoke.",
-			[]string{CodeNotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
+			[]string{codes.NotFound + " (use search)"}, ScopeRead, nil, (*Server).handleInspect,
 			inputSchema[InspectArgs](), outputSchema[inspectResult](), hints(true, false, true, false)),
 
 		newTool("invoke", "Call an endpoint: {statusCode, headers, body, rateLimit}. A body over budget is previewed "+
 			"with a responseId for read_response; nextPage holds the next page's arguments. Use jq to pick fields.",
-			[]string{CodeRateLimit, CodeUpstreamRateLimit,
-				CodeQueueFull, CodeQueueTimeout, CodeTimeout, CodeCancelled, CodeValidationFailed + " (costs no rate limit)",
-				CodeNotFound, CodeHTTPError, CodeUnreachable, CodeAuthError, CodeInternal},
+			[]string{codes.RateLimit, codes.UpstreamRateLimit,
+				codes.QueueFull, codes.QueueTimeout, codes.Timeout, codes.Cancelled, codes.ValidationFailed + " (costs no rate limit)",
+				codes.NotFound, codes.HTTPError, codes.Unreachable, codes.AuthError, codes.Internal},
 			ScopeNone, (*Server).invokeScope, (*Server).handleInvoke,
 			inputSchema[InvokeArgs](), outputSchema[InvokeResult](), hints(false, true, false, true)),
 
 		newTool("read_response", "Read a stored invoke answer again (no upstream call): filter it with jq, "+
 			"or page its main array or text with offset and limit.",
-			[]string{CodeNotFound, CodeValidationFailed, CodeTimeout},
+			[]string{codes.NotFound, codes.ValidationFailed, codes.Timeout},
 			ScopeRead, nil, (*Server).handleReadResponse,
 			inputSchema[ReadResponseArgs](), outputSchema[ReadResult](), hints(true, false, true, false)),
 
 		newTool("run_script", runScriptDescription(s.opts.Scripts),
-			[]string{CodeScriptError, CodeTimeout, CodeCancelled, CodeValidationFailed, CodeRateLimit, CodeInternal},
+			[]string{codes.ScriptError, codes.Timeout, codes.Cancelled, codes.ValidationFailed, codes.RateLimit, codes.Internal},
 			ScopeRead, nil, (*Server).handleRunScript,
 			inputSchema[RunScriptArgs](), outputSchema[runOutput](), hints(false, true, false, true),
 			// A client may run it as an MCP task: the task id is the run id.
 			mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 
 		newTool("script_result", scriptResultDescription,
-			[]string{CodeNotFound, CodeValidationFailed},
+			[]string{codes.NotFound, codes.ValidationFailed},
 			ScopeRead, nil, (*Server).handleScriptResult,
 			inputSchema[ScriptResultArgs](), outputSchema[runOutput](), hints(false, false, true, false)),
 
 		newTool("rate_limit_status", "Show rate governance now per upstream and endpoint: limits, used and remaining, next allowed time, "+
 			"what the upstream said, queue, refusals by scope, 429s; your runs.",
-			[]string{CodeNotFound}, ScopeRead, nil, (*Server).handleStatus,
+			[]string{codes.NotFound}, ScopeRead, nil, (*Server).handleStatus,
 			inputSchema[StatusArgs](), outputSchema[StatusResult](), hints(true, false, true, false)),
 
 		withEnabled(newTool("set_rate_limit", "Change a limit now, until restart: an endpoint's cooldown (endpointId + rateLimitInterval, e.g. \"5s\", \"0s\" for none) "+
 			"or an upstream's budget (upstream + any of requestsPerWindow, window, minInterval, maxConcurrent).",
-			[]string{CodeValidationFailed, CodeNotFound}, ScopeAdmin, nil, (*Server).handleSetRateLimit,
+			[]string{codes.ValidationFailed, codes.NotFound}, ScopeAdmin, nil, (*Server).handleSetRateLimit,
 			inputSchema[SetRateLimitArgs](), outputSchema[SetRateLimitResult](), hints(false, false, true, false)),
 			func(s *Server) bool { return s.opts.AllowRuntimeTuning && s.call.Limiter != nil }),
 
@@ -152,7 +153,7 @@ func (s *Server) tools() []tool {
 			inputSchema[BeginTaskArgs](), outputSchema[TaskStarted](), hints(false, false, false, false)),
 
 		newTool("end_task", "Review a task from begin_task: times, calls, refusals, and when a concurrency would hit each limit.",
-			[]string{CodeNotFound, CodeValidationFailed}, ScopeRead, nil, (*Server).handleEndTask,
+			[]string{codes.NotFound, codes.ValidationFailed}, ScopeRead, nil, (*Server).handleEndTask,
 			inputSchema[EndTaskArgs](), outputSchema[TaskReview](), hints(false, false, false, false)),
 	}
 }
@@ -232,6 +233,6 @@ func (s *Server) requireScope(ctx context.Context, need Scope) *ErrorObject {
 		return nil
 	}
 	s.metrics.Refused("insufficient_scope")
-	return &ErrorObject{Code: CodeAuthError, Message: "this call needs the scope " + name,
+	return &ErrorObject{Code: codes.AuthError, Message: "this call needs the scope " + name,
 		Hint: "Your token does not carry " + name + "; ask for a token that does."}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/specgate/specgate/pkg/codes"
 )
 
 // Open tasks are bounded per principal, so one cannot take them all from
@@ -76,7 +78,7 @@ func (s *Server) handleEndTask(ctx context.Context, req mcp.CallToolRequest, a *
 	}
 	s.stats.mu.Unlock()
 	if !ok {
-		return errorResult(&ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no open task %q", id), Hint: "Start one with begin_task."}), nil
+		return errorResult(&ErrorObject{Code: codes.NotFound, Message: fmt.Sprintf("no open task %q", id), Hint: "Start one with begin_task."}), nil
 	}
 	wall := s.now().Sub(t.start)
 	r := TaskReview{TaskID: id, Name: t.name, WallSeconds: wall.Seconds(), UpstreamSeconds: t.upstream.Seconds(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -25,7 +26,7 @@ func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolOption {
 // argError is a validation_failed error about the tool's own arguments.
 func argError(format string, a ...any) *mcp.CallToolResult {
 	msg := fmt.Sprintf(format, a...)
-	return errorResult(&ErrorObject{Code: CodeValidationFailed, Message: msg, Problems: []string{msg}, Hint: "Fix the arguments, then call again."})
+	return errorResult(&ErrorObject{Code: codes.ValidationFailed, Message: msg, Problems: []string{msg}, Hint: "Fix the arguments, then call again."})
 }
 
 // notReady answers a tool call made while the catalog is unavailable.
@@ -33,7 +34,7 @@ func (s *Server) notReady(err error) *mcp.CallToolResult {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errorResult(s.mapError(err))
 	}
-	return errorResult(&ErrorObject{Code: CodeNotFound, Message: err.Error(), // Fail's error says what failed
+	return errorResult(&ErrorObject{Code: codes.NotFound, Message: err.Error(), // Fail's error says what failed
 		Hint: "The operator must fix the specs in specgate's config."})
 }
 
@@ -172,7 +173,7 @@ func (s *Server) notFound(st *state, id string) *mcp.CallToolResult {
 // at load. A script reads no hint or suggestions: for it, an unknown id's
 // message names the next step.
 func (s *Server) notFoundError(st *state, id string, forScript bool) *ErrorObject {
-	obj := &ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %q", clip(id, 200)),
+	obj := &ErrorObject{Code: codes.NotFound, Message: fmt.Sprintf("no endpoint %q", clip(id, 200)),
 		Hint: "Use search to find endpoint ids; ids look like <spec>.<operationId>."}
 	if why, ok := st.cat.Excluded(id); ok {
 		obj.Message, obj.Hint = excludedMessage(id, why)
@@ -257,4 +258,13 @@ func containsSuggestion(list []Suggestion, id string) bool {
 		}
 	}
 	return false
+}
+
+// excludedMessage is the not_found message and hint for an endpoint the
+// spec has but the config leaves out: searching again would not find it,
+// so the hint says so instead of sending the model back to search for it.
+func excludedMessage(id, why string) (message, hint string) {
+	return fmt.Sprintf("endpoint %q is excluded by the server's config: %s", id, why),
+		"It exists in the spec but this server does not serve it, so it cannot be inspected or invoked; " +
+			"use search to find an endpoint that is served, or ask the operator to change include/exclude/read_only."
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/inauth"
 	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/rpcmsg"
@@ -130,7 +131,7 @@ func (s *Server) chargeToolCall(ctx context.Context) *mcp.CallToolResult {
 	}
 	secs := retrySeconds(r.RetryAfter)
 	return errorResult(&ErrorObject{
-		Code:              CodeRateLimit,
+		Code:              codes.RateLimit,
 		Message:           r.Message,
 		Hint:              "Your tool-call budget on this specgate is spent (search and inspect count too). Wait, then call again.",
 		Retryable:         true,

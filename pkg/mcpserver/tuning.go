@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/specgate/specgate/pkg/codes"
 	"github.com/specgate/specgate/pkg/ratelimit"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) setBudget(st *state, a *SetRateLimitArgs) *mcp.CallToolResult {
 			}
 		}
 		if !known {
-			return errorResult(&ErrorObject{Code: CodeNotFound, Message: fmt.Sprintf("no upstream %q", up),
+			return errorResult(&ErrorObject{Code: codes.NotFound, Message: fmt.Sprintf("no upstream %q", up),
 				Hint: "rate_limit_status lists the upstreams (host:port or group names)."})
 		}
 		b = ratelimit.Budget{Match: up}
