@@ -1,0 +1,282 @@
+package search
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/specgate/specgate/pkg/spec"
+)
+
+// fixtureCatalog loads one spec of the repository's testdata.
+func fixtureCatalog(t testing.TB, file string) *spec.Catalog {
+	t.Helper()
+	s, err := spec.Load(t.Context(), filepath.Join("../../testdata", file), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// newIndex is New that fails the test on an error and closes the index
+// at its end.
+func newIndex(t testing.TB, cat *spec.Catalog, opts Options) *Index {
+	t.Helper()
+	ix, err := New(cat, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+// cacheQueries are the queries answers are compared on: every intent of
+// the eval sets (most name no endpoint of a fixture, which still ranks
+// something), and filters.
+func cacheQueries(t testing.TB) []string {
+	var qs []string
+	for _, file := range []string{"eval.json", "holdout.json", "honest.json"} {
+		for _, q := range loadSet(t, file).Queries {
+			qs = append(qs, q.Query)
+		}
+	}
+	return append(qs, "method:GET", "method:DELETE pet", "tag:pets list", "path:/repos pull requests",
+		"list all pets", "create a user", "get the authenticated user", "delete a thing by id")
+}
+
+// answers is every answer of ix to qs, and the similar endpoints of its
+// first endpoints.
+func answers(t testing.TB, ix *Index, qs []string) map[string][]Hit {
+	t.Helper()
+	out := map[string][]Hit{}
+	for _, q := range qs {
+		hits, err := ix.Search(q, 20)
+		if err != nil {
+			t.Fatalf("%q: %v", q, err)
+		}
+		out[q] = hits
+	}
+	for _, e := range ix.entries[:min(len(ix.entries), 20)] {
+		out["similar "+e.hit.ID] = ix.Similar(e.hit.ID, 10)
+	}
+	return out
+}
+
+func fromCache(t testing.TB, ix *Index) bool {
+	t.Helper()
+	ok, err := ix.FromCache()
+	if err != nil {
+		t.Errorf("cache problem: %v", err)
+	}
+	return ok
+}
+
+// TestIndexCacheSameAnswers builds each catalog's index afresh, caches
+// it, reads it back, and compares the answers to many queries: the index
+// read from the cache answers exactly as the one built, scores included.
+func TestIndexCacheSameAnswers(t *testing.T) {
+	cats := map[string]func(testing.TB) *spec.Catalog{}
+	for _, f := range []string{"petstore-v3.yaml", "petstore-v2.json", "uber-v2.json", "paging.yaml", "auth-kinds.yaml"} {
+		cats[f] = func(t testing.TB) *spec.Catalog { return fixtureCatalog(t, f) }
+	}
+	shared := []string{"k8s.json", "discord.json"}
+	if !testing.Short() && !raceDetector {
+		shared = append(shared, "github-full.json", "openai.yaml")
+	}
+	for _, f := range shared {
+		cats[f] = func(t testing.TB) *spec.Catalog { return sharedCatalog(t, f, strings.TrimSuffix(f, filepath.Ext(f))) }
+	}
+	qs := cacheQueries(t)
+	for name, load := range cats {
+		t.Run(name, func(t *testing.T) {
+			cat := load(t)
+			dir := t.TempDir()
+			fresh := newIndex(t, cat, Options{})
+			built := newIndex(t, cat, Options{CacheDir: dir})
+			if fromCache(t, built) {
+				t.Fatal("first index came from an empty cache")
+			}
+			cached := newIndex(t, cat, Options{CacheDir: dir})
+			if !fromCache(t, cached) {
+				t.Fatal("second index was built again")
+			}
+			want := answers(t, built, qs)
+			if diff := cmp.Diff(want, answers(t, cached, qs)); diff != "" {
+				t.Errorf("cached index answers differently (-built +cached):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, answers(t, fresh, qs)); diff != "" {
+				t.Errorf("an index built without the cache answers differently (-cached +fresh):\n%s", diff)
+			}
+		})
+	}
+}
+
+// cacheFiles lists the index cache files of dir.
+func cacheFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "index", "*.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestIndexCacheInvalidation: another catalog, or options that shape the
+// build, is another file, never the cached index of the first.
+func TestIndexCacheInvalidation(t *testing.T) {
+	dir := t.TempDir()
+	cat := fixtureCatalog(t, "petstore-v3.yaml")
+	newIndex(t, cat, Options{CacheDir: dir})
+	changed := strings.Replace(petsSpec, "List all pets", "List every pet", 1)
+	s, err := spec.Parse(t.Context(), "pets.json", []byte(changed), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pets, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := petsIndex(t, Options{CacheDir: dir})
+	for _, tc := range []struct {
+		name string
+		cat  *spec.Catalog
+		opts Options
+	}{
+		{"description length", cat, Options{CacheDir: dir, DescriptionLen: 40}},
+		{"summary length", cat, Options{CacheDir: dir, SummaryLen: 20}},
+		{"changed summary", pets, Options{CacheDir: dir}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := newIndex(t, tc.cat, tc.opts)
+			if fromCache(t, ix) {
+				t.Fatal("read the cached index of another catalog or options")
+			}
+			if !fromCache(t, newIndex(t, tc.cat, tc.opts)) {
+				t.Error("not cached for the next start")
+			}
+		})
+	}
+	hits, err := newIndex(t, pets, Options{CacheDir: dir}).Search("list every pet", 1)
+	if err != nil || len(hits) == 0 || hits[0].Summary != "List every pet" {
+		t.Errorf("changed catalog answers %v, %v", hits, err)
+	}
+	if again := petsIndex(t, Options{CacheDir: dir}); !fromCache(t, again) || fromCache(t, orig) {
+		t.Error("the first catalog's index is not read back from its own file")
+	}
+	if got := len(cacheFiles(t, dir)); got != 5 {
+		t.Errorf("%d cache files, want 5", got)
+	}
+}
+
+// TestIndexCacheCorrupt: a truncated file, a flipped byte anywhere, a
+// file of another catalog under this one's name, or garbage, is reported,
+// rebuilt and rewritten, and the answers are the ones of a sound cache.
+func TestIndexCacheCorrupt(t *testing.T) {
+	cat := fixtureCatalog(t, "uber-v2.json")
+	other := fixtureCatalog(t, "petstore-v3.yaml")
+	qs := cacheQueries(t)
+	dir := t.TempDir()
+	want := answers(t, newIndex(t, cat, Options{CacheDir: dir}), qs)
+	files := cacheFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	file := files[0]
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherDir := t.TempDir()
+	newIndex(t, other, Options{CacheDir: otherDir})
+	foreign, err := os.ReadFile(cacheFiles(t, otherDir)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(at int) []byte {
+		b := append([]byte(nil), good...)
+		b[at] ^= 0x10
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"truncated header", good[:10]},
+		{"truncated", good[:len(good)/2]},
+		{"last byte cut", good[:len(good)-1]},
+		{"flipped magic", flip(0)},
+		{"flipped checksum", flip(len(indexMagic) + 3)},
+		{"flipped payload", flip(len(good) / 3)},
+		{"flipped segment", flip(len(good) - 100)},
+		{"flipped last byte", flip(len(good) - 1)},
+		{"another catalog's", foreign},
+		{"garbage", []byte(strings.Repeat("not an index ", 100))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(file, tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ix := newIndex(t, cat, Options{CacheDir: dir})
+			if ok, err := ix.FromCache(); ok || err == nil {
+				t.Fatalf("FromCache() = %v, %v; want false and the reason", ok, err)
+			}
+			if diff := cmp.Diff(want, answers(t, ix, qs)); diff != "" {
+				t.Errorf("rebuilt index answers differently:\n%s", diff)
+			}
+			if !fromCache(t, newIndex(t, cat, Options{CacheDir: dir})) {
+				t.Error("the rebuilt index was not cached again")
+			}
+		})
+	}
+}
+
+// TestIndexCacheUnwritable: a cache directory that cannot be made only
+// means no cache.
+func TestIndexCacheUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		ix := petsIndex(t, Options{CacheDir: filepath.Join(file, "cache")})
+		if ok, err := ix.FromCache(); ok || err == nil {
+			t.Fatalf("FromCache() = %v, %v; want false and why nothing was written", ok, err)
+		}
+		if hits, err := ix.Search("list pets", 1); err != nil || len(hits) == 0 || hits[0].ID != "pets.listPets" {
+			t.Errorf("search: %v, %v", hits, err)
+		}
+	}
+}
+
+// TestIndexCacheSemantic: semantic search works on an index read from the
+// cache, with the answers of the index it was cached from.
+func TestIndexCacheSemantic(t *testing.T) {
+	cat := fixtureCatalog(t, "uber-v2.json")
+	dir := t.TempDir()
+	sem := SemanticOptions{Embedder: standInEmbedder{}, Model: "stand-in", Weight: 0.5}
+	built := newIndex(t, cat, Options{CacheDir: dir})
+	cached := newIndex(t, cat, Options{CacheDir: dir})
+	if !fromCache(t, cached) {
+		t.Fatal("second index was built again")
+	}
+	for _, ix := range []*Index{built, cached} {
+		if err := ix.EnableSemantic(t.Context(), cat, sem); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := cached.Semantic(); st.Endpoints != cat.Len() {
+		t.Fatalf("semantic status %+v, want %d endpoints", st, cat.Len())
+	}
+	qs := cacheQueries(t)
+	if diff := cmp.Diff(answers(t, built, qs), answers(t, cached, qs)); diff != "" {
+		t.Errorf("semantic answers differ (-built +cached):\n%s", diff)
+	}
+}
