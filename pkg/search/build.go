@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -130,7 +131,9 @@ func readIndex(file string, eps []*spec.Endpoint, opts Options) (*Index, error) 
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	slot := &segmentSlot{cached: zap}
+	// The segment keeps its bytes for the index's life; the rest of the
+	// file is garbage once decoded.
+	slot := &segmentSlot{cached: bytes.Clone(zap)}
 	if ix.bi, err = openBleve(slot); err != nil {
 		return nil, err
 	}
