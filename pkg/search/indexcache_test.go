@@ -1,8 +1,12 @@
 package search
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,5 +282,64 @@ func TestIndexCacheSemantic(t *testing.T) {
 	qs := cacheQueries(t)
 	if diff := cmp.Diff(answers(t, built, qs), answers(t, cached, qs)); diff != "" {
 		t.Errorf("semantic answers differ (-built +cached):\n%s", diff)
+	}
+}
+
+// buildDigestWant pins what New derives from buildFixture. The index cache
+// trusts a file whose key matches, and the key covers the endpoints, the
+// options, the thesaurus tables and the libraries, but not this package's
+// code: when a change to the build (splitting, stemming, field bits, idf)
+// makes this test fail, bump indexFormat, so that no start reads an index
+// the old code built, and set buildDigestWant to the new digest.
+const buildDigestWant = "39a0a732017ece39"
+
+// buildFixture is a small catalog built by hand, so that only this
+// package's code shapes its index.
+func buildFixture(t testing.TB) *spec.Catalog {
+	t.Helper()
+	long := "Lists the pull requests of a repository, open ones first. " + strings.Repeat("Draft pull requests are listed too, with their reviewers and labels; archived repositories answer with an empty list. ", 3) +
+		"Mergeability is computed lazily by a background job."
+	s := &spec.Spec{Name: "fixture", Endpoints: []*spec.Endpoint{
+		{ID: "fixture.pulls/list", Spec: "fixture", Method: "GET", Path: "/repos/{owner}/{repo}/pulls", OperationID: "pulls/list",
+			Description: long, Tags: []string{"pulls"}, Params: []spec.Param{{Name: "owner", In: "path"}, {Name: "per_page", In: "query"}}},
+		{ID: "fixture.deletePet", Spec: "fixture", Method: "DELETE", Path: "/pets/{petId}", OperationID: "deletePet",
+			Summary: "Delete a pet", Tags: []string{"pets"}, Params: []spec.Param{{Name: "petId", In: "path"}}},
+		{ID: "fixture.listPets", Spec: "fixture", Method: "GET", Path: "/pets", OperationID: "listPets",
+			Summary: "List all pets in the store", Description: "Returns every pet, paged.", Tags: []string{"pets"}},
+		{ID: "fixture.users/get-authenticated", Spec: "fixture", Method: "GET", Path: "/user", OperationID: "users/get-authenticated",
+			Summary: "Get the authenticated user", Tags: []string{"users"}},
+		{ID: "fixture.createRepoWebhook", Spec: "fixture", Method: "POST", Path: "/repos/{owner}/{repo}/hooks", OperationID: "createRepoWebhook",
+			Summary: "Create a repository webhook", Description: "Webhooks notify a URL of events; configuration takes a secret."},
+	}}
+	cat, err := spec.NewCatalog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// TestIndexFormatPinned: see buildDigestWant.
+func TestIndexFormatPinned(t *testing.T) {
+	ix := newIndex(t, buildFixture(t), Options{})
+	if !slices.Contains(ix.ownOnly, true) {
+		t.Error("the fixture has no word only the rest of a description has")
+	}
+	h := sha256.New()
+	stems := make([]string, len(ix.terms))
+	for st, id := range ix.terms {
+		stems[id] = st
+	}
+	for id, st := range stems {
+		// idf to 9 digits: a fused multiply-add on some CPUs may move
+		// the last bit.
+		fmt.Fprintf(h, "%s %.9g %t %d\n", st, ix.idf[id], ix.ownOnly[id], ix.inBleve[id])
+	}
+	for _, e := range ix.entries {
+		fields := slices.Clone(e.fields)
+		slices.SortFunc(fields, func(a, b termField) int { return int(a.id - b.id) })
+		fmt.Fprintf(h, "%+v %v %d %t %t %v\n", e.hit, e.name, e.act, e.item, e.plainSum, fields)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)[:8]); got != buildDigestWant {
+		t.Errorf("the index build derives something else from the same endpoints (digest %s, want %s): bump indexFormat and set buildDigestWant", got, buildDigestWant)
 	}
 }
