@@ -40,7 +40,8 @@ import (
 // indexFormat changes whenever the cached layout or the way New derives an
 // index from a catalog changes (text splitting, stemming, field bits, idf):
 // the thesaurus tables and the libraries' versions are hashed into the key
-// on their own (buildDigest), the code that reads them is not.
+// on their own (buildDigest), the code that reads them is not, and
+// TestIndexFormatPinned fails when what it derives changes.
 const indexFormat = "specgate-index-v1"
 
 var indexMagic = []byte("SGIDXv1\n")
