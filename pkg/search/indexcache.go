@@ -406,6 +406,9 @@ func decodeEntries(d *decoder, ix *Index, eps []*spec.Endpoint) {
 		e.fields = make([]termField, d.count(2))
 		for i := range e.fields {
 			id := d.id(nt)
+			if d.err != nil {
+				return
+			}
 			e.fields[i] = termField{id, field(d.uvarint())}
 			perTerm[id]++
 		}

@@ -361,3 +361,30 @@ func TestIndexFormatPinned(t *testing.T) {
 		t.Errorf("the index build derives something else from the same endpoints (digest %s, want %s): bump indexFormat and set buildDigestWant", got, buildDigestWant)
 	}
 }
+
+// FuzzDecodeIndex: a payload that passed its checksum is still decoded
+// with every count and term id checked, so no payload panics.
+func FuzzDecodeIndex(f *testing.F) {
+	cat := buildFixture(f)
+	dir := f.TempDir()
+	ix, err := New(cat, Options{CacheDir: dir})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ix.Close()
+	file := cacheFiles(f, dir)[0]
+	payload, err := readIndexFile(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload)
+	f.Add(payload[:len(payload)/2])
+	f.Add([]byte{})
+	name := filepath.Base(file)
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		ix := &Index{opts: Options{SummaryLen: 90}}
+		if _, err := decodeIndex(ix, payload, name, cat.Endpoints()); err == nil && len(ix.entries) != cat.Len() {
+			t.Errorf("decoded %d entries of %d", len(ix.entries), cat.Len())
+		}
+	})
+}
