@@ -111,7 +111,17 @@ func (c Cache) fileKey(location string, opts Options, now time.Time) (string, bo
 	}
 	// Not even opened unless regular: a pipe (<(curl ...)) can be read
 	// once only, by Read.
-	fi, err := os.Stat(location)
+	if fi, err := os.Stat(location); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	f, err := os.Open(location)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	// The stat of the open file: opening makes a network file system
+	// (NFS) check its cached attributes with the server.
+	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
 		return "", false
 	}
@@ -122,11 +132,6 @@ func (c Cache) fileKey(location string, opts Options, now time.Time) (string, bo
 			return key, true
 		}
 	}
-	f, err := os.Open(location)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
 	h := keyHash(location, opts)
 	n, err := io.Copy(h, io.LimitReader(f, max+1))
 	if err != nil || n > max {
