@@ -16,7 +16,7 @@ import (
 // beside the key they were hashed to, and trusts the key when the file's
 // device, inode, size, modification and status-change times (to the
 // nanosecond) are all the same. The status-change time cannot be set back
-// by a program (touch, cp -p, tar and rsync keep the modification time,
+// by a program (touch, cp -p, tar and rsync set the modification time,
 // not it), so an edit in place, a copy over the file or a rename onto its
 // path all make the record stale. A file changed within settleTime of
 // being hashed is not recorded: a second edit within the file system's
