@@ -603,7 +603,7 @@ func checkSemantic(ctx context.Context, stdout io.Writer, e *config.Embeddings, 
 	cat, err := spec.NewCatalog(specs...)
 	if err == nil {
 		var ix *search.Index
-		if ix, err = search.New(cat, search.Options{}); err == nil {
+		if ix, err = search.New(cat, search.Options{CacheDir: cacheDir}); err == nil {
 			defer ix.Close()
 			start := time.Now()
 			if err = ix.EnableSemantic(ctx, cat, semanticOptions(e, cacheDir, nil, nil)); err == nil {

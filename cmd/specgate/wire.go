@@ -109,8 +109,14 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 		o := semanticOptions(e, cacheDir, log, gate)
 		sem = &o
 	}
-	if out.ix, err = search.Build(ctx, out.cat, search.Options{}, sem); err != nil {
+	// The index is cached beside the catalogs it is built from.
+	if out.ix, err = search.Build(ctx, out.cat, search.Options{CacheDir: cacheDir}, sem); err != nil {
 		return nil, err
+	}
+	if cached, err := out.ix.FromCache(); err != nil {
+		log.Warn("search index cache", "reason", err.Error())
+	} else if cacheDir != "" {
+		log.Info("search index ready", "endpoints", out.ix.Len(), "cached", cached)
 	}
 	// Loading a large spec leaves garbage behind; give it back now rather
 	// than at the next GC cycle.

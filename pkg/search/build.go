@@ -1,8 +1,11 @@
 package search
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	zapv17 "github.com/blevesearch/zapx/v17"
 
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -61,7 +65,9 @@ func newMapping() (mapping.IndexMapping, error) {
 	return im, nil
 }
 
-// New indexes every endpoint of cat.
+// New indexes every endpoint of cat; with opts.CacheDir, it reads the
+// index from there when an index of the same endpoints under the same
+// options was cached, and caches the one it builds otherwise.
 func New(cat *spec.Catalog, opts Options) (*Index, error) {
 	if opts.SummaryLen <= 0 {
 		opts.SummaryLen = 90
@@ -75,22 +81,92 @@ func New(cat *spec.Catalog, opts Options) (*Index, error) {
 	if opts.DescriptionLen <= 0 {
 		opts.DescriptionLen = 300
 	}
+	eps := cat.Endpoints()
+	slot := &segmentSlot{}
+	if opts.CacheDir == "" || len(eps) == 0 {
+		return build(eps, opts, slot)
+	}
+	file := indexFile(opts.CacheDir, eps, opts)
+	ix, err := readIndex(file, eps, opts)
+	if err == nil {
+		return ix, nil
+	}
+	cerr := cacheError(file, err)
+	if ix, err = build(eps, opts, slot); err != nil {
+		return nil, err
+	}
+	ix.cacheErr = cerr
+	if err := writeIndex(file, ix, slot.built); err != nil && cerr == nil {
+		ix.cacheErr = fmt.Errorf("index cache not written: %w", err)
+	}
+	return ix, nil
+}
+
+// openBleve makes an empty in-memory bleve index whose first segment goes
+// through slot.
+func openBleve(slot *segmentSlot) (bleve.Index, error) {
 	im, err := newMapping()
 	if err != nil {
 		return nil, fmt.Errorf("search mapping: %w", err)
 	}
-	bi, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, nil)
+	bi, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, map[string]interface{}{
+		"forceSegmentType":    segmentType,
+		"forceSegmentVersion": int(zapv17.Version),
+		"segmentConfig":       map[string]interface{}{slotKey: slot},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
+	}
+	return bi, nil
+}
+
+// readIndex reads the index of eps cached in file.
+func readIndex(file string, eps []*spec.Endpoint, opts Options) (*Index, error) {
+	payload, err := readIndexFile(file)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{opts: opts, fromCache: true}
+	zap, err := decodeIndex(ix, payload, filepath.Base(file), eps)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	// The segment keeps its bytes for the index's life; the rest of the
+	// file is garbage once decoded.
+	slot := &segmentSlot{cached: bytes.Clone(zap)}
+	if ix.bi, err = openBleve(slot); err != nil {
+		return nil, err
+	}
+	// The segment plugin hands bleve the cached segment for a batch of
+	// any documents: one empty one.
+	batch := ix.bi.NewBatch()
+	err = batch.Index(docKey(0), bleveDoc{})
+	if err == nil {
+		err = ix.bi.Batch(batch)
+	}
+	if err == nil && (slot.built == nil || slot.built.Count() != uint64(len(eps))) {
+		err = errors.New("segment does not hold every endpoint")
+	}
+	if err != nil {
+		ix.bi.Close()
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	return ix, nil
+}
+
+// build indexes eps; slot receives bleve's segment.
+func build(eps []*spec.Endpoint, opts Options, slot *segmentSlot) (*Index, error) {
+	bi, err := openBleve(slot)
+	if err != nil {
+		return nil, err
 	}
 	ix := &Index{
 		bi:    bi,
 		opts:  opts,
-		byID:  make(map[string]int, cat.Len()),
+		byID:  make(map[string]int, len(eps)),
 		terms: map[string]int32{},
 	}
 	b := &builder{ix: ix, memo: map[string]string{}, fields: map[int32]field{}}
-	eps := cat.Endpoints()
 	ix.entries = make([]*entry, 0, len(eps))
 	docs := make([]bleveDoc, 0, len(eps))
 	owns := make([]string, 0, len(eps)) // own words' stems, by entry

@@ -67,6 +67,13 @@ type Options struct {
 	// bytes; the opening of a description says what the operation does,
 	// the rest is detail that only adds noise. If 0, 300 is used.
 	DescriptionLen int
+	// CacheDir keeps built indexes between starts (in its index
+	// directory), so that a start with an unchanged catalog reads its
+	// index rather than building it: the catalog cache's directory
+	// (spec.CatalogOptions.CacheDir) is the place. If "", every index is
+	// built. A directory that cannot be read or written only means no
+	// cache.
+	CacheDir string
 }
 
 // Hit is one endpoint found by a search. Its JSON form is what a model
@@ -103,6 +110,9 @@ type Index struct {
 	post    [][]posting      // by term id: the entries that have it, in order
 	inBleve []uint8          // by term id: the fields of fieldBoost that have it
 	maxIDF  float64
+	// fromCache and cacheErr are what FromCache reports.
+	fromCache bool
+	cacheErr  error
 	// sem is the vector ranking, when EnableSemantic was called.
 	sem atomic.Pointer[semantic]
 }
@@ -179,6 +189,11 @@ var fieldBoost = []struct {
 
 // ownBoost is the own field's boost, for the words only it has.
 const ownBoost = 0.3
+
+// FromCache reports whether New read the index from Options.CacheDir, and
+// the cache problem, if any, that did not stop it from building one (a
+// corrupt file ignored and rebuilt, a directory it could not write).
+func (ix *Index) FromCache() (bool, error) { return ix.fromCache, ix.cacheErr }
 
 // Len returns the number of endpoints indexed.
 func (ix *Index) Len() int { return len(ix.entries) }

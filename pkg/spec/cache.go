@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // cacheFormat changes whenever the cached layout or the way a catalog is
@@ -58,7 +59,7 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 	if c.Dir != "" && !isURL(location) {
 		// A file is hashed as it is read: on a hit, its bytes (13 MB for
 		// GitHub's spec) are never held at once.
-		if key, ok := c.fileKey(location, opts); ok {
+		if key, ok := c.fileKey(location, opts, time.Now()); ok {
 			if s, err := readCache(filepath.Join(c.Dir, key+".gob")); err == nil {
 				return c.hit(s, location, opts), nil
 			}
@@ -99,10 +100,11 @@ func (c Cache) hit(s *Spec, location string, opts Options) LoadResult {
 	return LoadResult{Spec: s, FromCache: true}
 }
 
-// fileKey is key for the regular file at location, streamed through the
-// hash; ok is false when it is not a regular file or cannot be read whole
-// within opts.MaxBytes (Read then says why).
-func (c Cache) fileKey(location string, opts Options) (string, bool) {
+// fileKey is key for the regular file at location, from its stat record
+// when the file is unchanged since it was recorded (cachestat.go), else
+// streamed through the hash; ok is false when it is not a regular file or
+// cannot be read whole within opts.MaxBytes (Read then says why).
+func (c Cache) fileKey(location string, opts Options, now time.Time) (string, bool) {
 	max := opts.MaxBytes
 	if max <= 0 {
 		max = DefaultMaxBytes
@@ -117,12 +119,32 @@ func (c Cache) fileKey(location string, opts Options) (string, bool) {
 		return "", false
 	}
 	defer f.Close()
+	// The stat of the open file: opening makes a network file system
+	// (NFS) check its cached attributes with the server.
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return "", false
+	}
+	st, statOK := statOf(fi)
+	rec, recOK := statFile(c.Dir, location, opts)
+	if statOK && recOK {
+		if key, ok := readStat(rec, st); ok {
+			return key, true
+		}
+	}
 	h := keyHash(location, opts)
 	n, err := io.Copy(h, io.LimitReader(f, max+1))
 	if err != nil || n > max {
 		return "", false
 	}
-	return hex.EncodeToString(h.Sum(nil))[:32], true
+	key := hex.EncodeToString(h.Sum(nil))[:32]
+	// Recorded only if the file stood still while it was hashed.
+	if fi, err := f.Stat(); statOK && recOK && err == nil {
+		if after, ok := statOf(fi); ok && after == st && n == st.size {
+			writeStat(rec, st, key, now)
+		}
+	}
+	return key, true
 }
 
 func (c Cache) key(location string, data []byte, opts Options) string {

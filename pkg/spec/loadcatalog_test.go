@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestLoadCatalog(t *testing.T) {
@@ -97,11 +98,11 @@ func TestCacheFileKeyIsTheContentKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Cache{Dir: t.TempDir()}
-	got, ok := c.fileKey(file, Options{Name: "p"})
+	got, ok := c.fileKey(file, Options{Name: "p"}, time.Now())
 	if want := c.key(file, data, Options{Name: "p"}); !ok || got != want {
 		t.Errorf("fileKey = %q, %t; key of the bytes = %q", got, ok, want)
 	}
-	if _, ok := c.fileKey(file, Options{MaxBytes: 10}); ok {
+	if _, ok := c.fileKey(file, Options{MaxBytes: 10}, time.Now()); ok {
 		t.Error("a file over MaxBytes got a key")
 	}
 }
