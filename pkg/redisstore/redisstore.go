@@ -102,7 +102,8 @@ type Options struct {
 //	{upstream}:blk:{resource}   learned block: until, source
 //	{key}:w:{name}              sorted set of a Window's events for one key
 //
-// When Redis does not answer (also at start) the store is degraded: with one Redis, as a
+// When Redis does not answer (also at start; a call that only timed out, when a ping with
+// a longer deadline gets no answer either) the store is degraded: with one Redis, as a
 // whole; with Redis Cluster, for the slots whose calls failed, so that only the upstreams
 // on them fall back to their share (a failure that names no slot, such as no seed
 // answering, degrades the whole store). A background probe pings what did not answer
