@@ -236,8 +236,10 @@ func (s *Store) probeOnce(ctx context.Context) {
 // Redis. A timeout is not an outage by itself: the part is probed with the longer
 // deadline of ConfirmTimeout (the caller waits for it, within ctx); when the probe
 // answers, the error wraps ratelimit.ErrStoreSlow and the part stays available, else it
-// is unreachable. Any other error (refused, reset) makes it unreachable at once.
-func (s *Store) failed(ctx context.Context, group string, err error) error {
+// is unreachable. Any other error (refused, reset) makes it unreachable at once. A call
+// that does not decide an admission (a release, a settle, a block: what was sent is
+// over) does not wait for the probe.
+func (s *Store) failed(ctx context.Context, group string, decides bool, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
@@ -246,6 +248,9 @@ func (s *Store) failed(ctx context.Context, group string, err error) error {
 		return err
 	}
 	p := s.probeAfter(group, err)
+	if !decides {
+		return err
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

@@ -247,7 +247,8 @@ func (s *Store) key(group, part string) string { return key(s.prefix, group, par
 // run runs a script on group's keys bounded by ctx and the store's timeout. An error
 // marks group's part of the store unreachable as failed says: not when ctx itself ended
 // (the caller gave up, which says nothing of Redis), nor for a timeout when a probe
-// right after it answers (the error then wraps ratelimit.ErrStoreSlow).
+// right after it answers (the error then wraps ratelimit.ErrStoreSlow); decides is
+// passed on to failed.
 //
 // go-redis bounds a call by the context's deadline but does not watch its cancellation,
 // so the script runs on its own goroutine (ended by the timeout at the latest, and waited
@@ -255,7 +256,7 @@ func (s *Store) key(group, part string) string { return key(s.prefix, group, par
 // after that: orphan, when not nil, is handed a reply that came after its caller left,
 // so that it gives back what the script took (a concurrency lease left in Redis would
 // hold a slot of every replica until its TTL).
-func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
+func (s *Store) run(ctx context.Context, group string, decides bool, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
 	type reply struct {
 		v   any
 		err error
@@ -292,7 +293,7 @@ func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []
 	case r = <-done:
 	}
 	if r.err != nil {
-		return nil, s.failed(ctx, group, r.err)
+		return nil, s.failed(ctx, group, decides, r.err)
 	}
 	return r.v, nil
 }
@@ -408,7 +409,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	for _, age := range a.Backlog {
 		args = append(args, micros(age))
 	}
-	v, err := s.run(ctx, g, admitScript, keys, orphan, args...)
+	v, err := s.run(ctx, g, true, admitScript, keys, orphan, args...)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -517,7 +518,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.c.ZRem(cctx, s.key(upstream, "lease"), lease).Err(); err != nil {
-		return s.failed(ctx, upstream, err)
+		return s.failed(ctx, upstream, false, err)
 	}
 	return nil
 }
@@ -525,7 +526,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 // Settle corrects a call's token charge.
 func (s *Store) Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error {
 	sp := micros(span)
-	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")}, nil,
+	_, err := s.run(ctx, upstream, false, settleScript, []string{s.key(upstream, "tok")}, nil,
 		delta, bucket, bucketWidth(sp), sp)
 	return err
 }
@@ -535,14 +536,14 @@ func (s *Store) Block(ctx context.Context, upstream, resource string, d time.Dur
 	if d <= 0 {
 		return nil
 	}
-	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
+	_, err := s.run(ctx, upstream, false, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
 	return err
 }
 
 // CountEvent counts one event of a Window's key.
 func (s *Store) CountEvent(ctx context.Context, e ratelimit.Event) (ratelimit.EventCount, error) {
 	uid := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
-	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
+	v, err := s.run(ctx, e.Key, true, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
 	if err != nil {
 		return ratelimit.EventCount{}, err
 	}
