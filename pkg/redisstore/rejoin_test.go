@@ -129,3 +129,59 @@ func (r *replicas) runOne(i int, stop <-chan struct{}, ep string) {
 		}
 	}()
 }
+
+// TestHandOverKeepsTheShareOfEachReplicaNotBack: after a replica comes back from its
+// fallback share, the requests window keeps the share of each other replica that called
+// the upstream and has not called since, at most ceil(1/share) - 1 of them: floor(0.34 ×
+// 10) = 3 each here. A replica's first call through the store frees its share.
+func TestHandOverKeepsTheShareOfEachReplicaNotBack(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit = 10
+	var sts []*Store
+	for range 3 {
+		sts = append(sts, newTestStore(t, srv, 0.34))
+	}
+	admit := func(i int, rejoin bool) ratelimit.Decision {
+		t.Helper()
+		d, err := sts[i].Admit(t.Context(), &ratelimit.Admission{Endpoint: "s.get", Upstream: "up",
+			Budget: ratelimit.Budget{Requests: limit, Window: time.Minute}, Charge: true, Rejoin: rejoin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for i := range sts {
+		if d := admit(i, false); !d.OK {
+			t.Fatalf("replica %d's first call refused: %+v", i, d)
+		}
+	}
+	// replica 0 comes back from its share: 3 in the window, 2 × 3 kept, 1 left
+	if d := admit(0, true); !d.OK {
+		t.Fatalf("the call that comes back refused: %+v", d)
+	}
+	if d := admit(0, false); d.OK || d.Kind != ratelimit.KindRequests {
+		t.Fatalf("a call into the shares kept for replicas 1 and 2: %+v, want refused by the requests window", d)
+	} else if d.Wait <= 0 || d.Wait > time.Minute {
+		t.Errorf("its wait %v, want until a share is freed or the window has room, within a window", d.Wait)
+	}
+	// replica 1 calls: its share is freed
+	if d := admit(1, false); !d.OK {
+		t.Fatalf("replica 1 back: %+v", d)
+	}
+	for range 2 {
+		if d := admit(0, false); !d.OK {
+			t.Fatalf("replica 0 with replica 1 back: %+v, want admitted up to 7 (one share kept)", d)
+		}
+	}
+	if d := admit(0, false); d.OK {
+		t.Fatalf("replica 0 past the share kept for replica 2: %+v, want refused", d)
+	}
+	// replica 2 calls: nothing is kept
+	if d := admit(2, false); !d.OK || d.Requests != 8 {
+		t.Fatalf("replica 2 back: %+v, want admitted, the 8th in the window", d)
+	}
+	// (replica 0 has taken its part of the hand-over, ceil(7/3) = 3, for this third of it)
+	if d := admit(1, false); !d.OK || d.Requests != 9 {
+		t.Fatalf("replica 1 with every replica back: %+v, want admitted, the 9th in the window", d)
+	}
+}
