@@ -11,7 +11,8 @@ import (
 // do not: cut closes its connections and drops every new one until mended (a Redis gone,
 // for this replica alone); stall swallows each script call (EVALSHA, EVAL) the client
 // sends, so that it gets no answer, while every other command (PING, EXISTS) goes through
-// (a Redis that answers, too slowly for this replica's timeout: its calls time out).
+// (a Redis that answers, too slowly for this replica's timeout: its calls time out); mute
+// swallows everything (a Redis that hangs, its connections open).
 type proxy struct {
 	ln     net.Listener
 	target string
@@ -20,6 +21,7 @@ type proxy struct {
 	conns map[net.Conn]bool
 	cut   bool
 	stall bool
+	mute  bool
 	wg    sync.WaitGroup
 }
 
@@ -86,9 +88,9 @@ func (p *proxy) pipe(dst, src net.Conn, toRedis bool) {
 		if n > 0 {
 			if toRedis {
 				p.mu.Lock()
-				stall := p.stall
+				stall, mute := p.stall, p.mute
 				p.mu.Unlock()
-				if stall && bytes.Contains(bytes.ToLower(buf[:n]), []byte("eval")) {
+				if mute || stall && bytes.Contains(bytes.ToLower(buf[:n]), []byte("eval")) {
 					continue // no answer: the client's timeout ends the call
 				}
 			}
@@ -119,6 +121,13 @@ func (p *proxy) setCut(cut bool) {
 func (p *proxy) setStall(on bool) {
 	p.mu.Lock()
 	p.stall = on
+	p.mu.Unlock()
+}
+
+// setMute swallows everything from now on (on), or passes it again.
+func (p *proxy) setMute(on bool) {
+	p.mu.Lock()
+	p.mute = on
 	p.mu.Unlock()
 }
 

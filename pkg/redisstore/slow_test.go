@@ -1,7 +1,10 @@
 package redisstore
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +89,47 @@ func mostInWindow(times []time.Time, d time.Duration) int {
 		most = max(most, i-j+1)
 	}
 	return most
+}
+
+// TestCallerLeavingWhileTheStoreIsProbedGetsItsContextError: Redis hangs (every command
+// swallowed, the connection open): an admission times out and the probe after it waits
+// for its longer deadline. A caller whose deadline ends meanwhile gets its context's error
+// at once, nothing admitted; the probe, which gets no answer either, then marks the store
+// unreachable, and the next call runs on the fallback share.
+func TestCallerLeavingWhileTheStoreIsProbedGetsItsContextError(t *testing.T) {
+	srv := redistest.Start(t)
+	px := newProxy(t, srv.Addr())
+	const timeout = 100 * time.Millisecond
+	st, err := New(t.Context(), Options{URL: px.URL(), KeyPrefix: testPrefix(t), Timeout: timeout,
+		ProbeInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	l := newLimiter(t, ratelimit.Options{Store: st, Endpoints: []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}},
+		Budgets: []ratelimit.Budget{{Match: "up", Requests: 6, Window: time.Minute}}})
+	if _, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); err != nil {
+		t.Fatal(err)
+	}
+	px.setMute(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*timeout)
+	defer cancel()
+	start := time.Now()
+	_, err = l.Acquire(ctx, ratelimit.Request{Endpoint: "s.a"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire whose deadline ends during the probe: %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 3*timeout+150*time.Millisecond {
+		t.Errorf("Acquire returned %v after its start, want at its deadline %v", d, 3*timeout)
+	}
+	if !st.Available("up") {
+		t.Error("the store is unreachable before its probe's deadline")
+	}
+	waitUntil(t, 2*ConfirmTimeout(timeout), func() bool { return !st.Available("up") })
+	if _, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); err != nil {
+		t.Errorf("Acquire with the store unreachable: %v, want admitted on the fallback share", err)
+	}
+	if down, _, reason := l.Degraded(); !down || !strings.Contains(reason, "a probe after it") {
+		t.Errorf("degraded %v (%s), want degraded naming the timeout and the probe after it", down, reason)
+	}
 }
