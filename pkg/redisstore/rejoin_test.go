@@ -26,7 +26,7 @@ func TestReplicaBackLaterThanTheOthersIsLeftItsShare(t *testing.T) {
 		share  = 0.34
 		limit  = 10
 		window = time.Second
-		probe  = 250 * time.Millisecond
+		probe  = DefaultProbeInterval // a hand-over keeps a share for a window and 4 of these
 	)
 	opts := ratelimit.Options{
 		Endpoints: []ratelimit.Endpoint{{ID: "svc.get", Upstream: "up"}},
@@ -73,7 +73,7 @@ func TestReplicaBackLaterThanTheOthersIsLeftItsShare(t *testing.T) {
 	}
 	back := time.Now()
 	r.runOne(2, stop, "svc.get") // on its share: its link is still down
-	time.Sleep(window + 2*probe) // past the grace of the two that came back
+	time.Sleep(window + probe)   // past the grace of the two that came back
 	links[2].setCut(false)
 	waitUntil(t, 5*time.Second, func() bool { return r.sts[2].Available("up") })
 	late := time.Since(back)
