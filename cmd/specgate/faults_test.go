@@ -338,10 +338,17 @@ func TestReplicasGetAKilledReplicasSlotsBack(t *testing.T) {
 // the cluster's replica takes the slot, and the third, idle meanwhile, calls again as
 // soon as it has. The calls on the shares were never in the cluster, and the promoted
 // replica may lack the last writes its master took: the upstream must see no window over
-// its quota and answer no 429.
+// its quota and answer no 429. Both windows are shorter than the failover (about 2.7 to
+// 3.5 s), so the fallback shares are spent; with 1 s, the replicas that came back spend
+// the shared window while the third may still be on its share.
 func TestReplicasKeepTheBudgetThroughAClusterFailover(t *testing.T) {
+	for _, window := range []time.Duration{replicaWindow, time.Second} {
+		t.Run("window="+window.String(), func(t *testing.T) { keepTheBudgetThroughAClusterFailover(t, window) })
+	}
+}
+
+func keepTheBudgetThroughAClusterFailover(t *testing.T, window time.Duration) {
 	cl := redistest.StartClusterReplicas(t, 3, 1)
-	const window = replicaWindow // shorter than the failover, so the fallback shares are spent
 	up := newCountingUpstreamWindow(t, window)
 	rs := startReplicas(t, replicaCount, up, cl)
 	var agents []*agent

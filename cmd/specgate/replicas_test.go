@@ -41,9 +41,11 @@ const (
 	agentPace      = 10 * time.Millisecond // between an agent's calls: an agent's pace, not a wait for time
 	replicaTimeout = 10 * time.Second      // bound on any wait for a process or a recovery
 	// store.timeout: the machine running the tests may be loaded, and a Redis call past
-	// the 250ms default puts one replica on its fallback share while the others still
-	// spend the shared window (TestReplicasOnRedisCluster/upstream_budget saw 12 calls
-	// reach a budget of 10 so); a dead Redis refuses connections at once all the same
+	// the 250ms default is held (a store refusal) while Redis answers a ping; before a
+	// timeout had to be confirmed so, it put one replica on its fallback share while the
+	// others still spent the shared window (TestReplicasOnRedisCluster/upstream_budget saw
+	// 12 calls reach a budget of 10). 2s keeps these tests' calls from being held; a dead
+	// Redis refuses connections at once all the same
 	replicaStoreTimeout = 2 * time.Second
 )
 

@@ -590,9 +590,10 @@ type Store struct {
 	// is unreachable (cooldowns stretch by its inverse). In (0, 1]. Default
 	// 0.34, so three replicas stay within a budget.
 	FallbackShare float64 `yaml:"fallback_share" json:"fallback_share"`
-	// Timeout bounds one call to Redis; past it, that call runs on the
-	// fallback share and Redis counts as unreachable until it answers a
-	// probe. Default 250ms, at most 3s.
+	// Timeout bounds one call to Redis. Past it, Redis is pinged with a
+	// longer deadline: while it answers the call is held (slow, not down),
+	// and only when it does not does the replica run on the fallback share
+	// until a probe answers. Default 250ms, at most 3s.
 	Timeout Duration `yaml:"timeout" json:"timeout"`
 }
 

@@ -29,6 +29,10 @@ const (
 	KindInterval    Kind = "interval"    // minimum interval between calls to an upstream
 	KindConcurrency Kind = "concurrency" // calls in flight to an upstream
 	KindLearned     Kind = "learned"     // learned from the upstream's answers
+	// KindStore is a call held because the shared Store answered a probe but not the
+	// call within its timeout: it is slow, not unreachable, so the call is neither
+	// admitted on the fallback share nor refused by a limit. RetryAfter is an estimate.
+	KindStore Kind = "store"
 )
 
 // LimitError is a refused admission. RetryAfter is never zero, and for every kind but
@@ -67,6 +71,9 @@ func (e *LimitError) Hint() string {
 	if e.Scope == ScopeUpstream {
 		return "The upstream API set this limit; raising specgate's limits will not help. Wait, then call again."
 	}
+	if e.Kind == KindStore {
+		return "Nothing was sent: the shared limits could not be checked in time. Wait, then call again."
+	}
 	return "Wait for the " + string(e.Kind) + " limit, then call it again."
 }
 
@@ -83,6 +90,8 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("upstream %s allows one call every %s: try again in %s", e.Key, e.Interval, wait)
 	case KindConcurrency:
 		return fmt.Sprintf("upstream %s has %d calls in flight: try again in about %s", e.Key, e.Limit, wait)
+	case KindStore:
+		return fmt.Sprintf("upstream %s: the limits the replicas share could not be checked in time (their store is slow): try again in about %s", e.Key, wait)
 	default:
 		return fmt.Sprintf("upstream %s asked to slow down (%s): try again in %s", e.Key, e.Source, wait)
 	}

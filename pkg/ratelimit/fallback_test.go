@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -19,8 +20,10 @@ type fakeStore struct {
 	tokens int64 // tokens in the shared tokens window
 	admits int   // calls to Admit
 	// slow, when set, makes Admit wait that long and fail, while Available still says
-	// the store answers: a store that is going away
-	slow time.Duration
+	// the store answers: a store that is going away, or with slowUp one that answers a
+	// probe but not the call in time (the error wraps ErrStoreSlow)
+	slow   time.Duration
+	slowUp bool
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -34,6 +37,9 @@ func (f *fakeStore) Admit(_ context.Context, a *Admission) (Decision, error) {
 		f.admits++
 		f.mu.Unlock()
 		time.Sleep(d) // in a synctest bubble: the store's timeout passing
+		if f.slowUp {
+			return Decision{}, fmt.Errorf("%w: %w", ErrStoreSlow, context.DeadlineExceeded)
+		}
 		return Decision{}, errFakeDown
 	}
 	defer f.mu.Unlock()
@@ -409,6 +415,102 @@ func TestQueueWaitCountsAStoreTimeout(t *testing.T) {
 		tk = <-done
 		if waited := time.Since(start); tk.QueueWait != waited || waited < 10*time.Second+1500*time.Millisecond {
 			t.Fatalf("QueueWait %v, but the call waited %v", tk.QueueWait, waited)
+		}
+	})
+}
+
+// setSlow makes every Admit from now on wait d and fail, wrapping ErrStoreSlow when up
+// (the store answers a probe), else as a store going away; zero d: none.
+func (f *fakeStore) setSlow(d time.Duration, up bool) {
+	f.mu.Lock()
+	f.slow, f.slowUp = d, up
+	f.mu.Unlock()
+}
+
+// TestSlowStoreHoldsTheCallOffTheFallbackShare: a replica whose store calls time out
+// while the store still answers a probe (the other replicas reach it and spend the shared
+// window) went to its fallback share and spent its part of what it had last seen left on
+// top of theirs: 11 in a window of 10 here, 12 in a window of 10 through a real Redis.
+// A slow answer is not an outage: the call is asked again, then held (KindStore) within
+// its caller's context and queue timeout, and admitted through the store once it answers;
+// a caller that leaves meanwhile gets its context's error with nothing charged. A store
+// whose probe gets no answer either is an outage, and the fallback share governs.
+func TestSlowStoreHoldsTheCallOffTheFallbackShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const window = 10 * time.Second
+		st := &fakeStore{count: 6}
+		l := newLimiter(t, Options{Store: st, Endpoints: []Endpoint{{ID: "s.a", Upstream: "up"}},
+			Budgets: []Budget{{Match: "up", Requests: 10, Window: window, WindowPad: -1, QueueTimeout: 3 * time.Second}}})
+		if _, err := l.Acquire(t.Context(), Request{Endpoint: "s.a"}); err != nil {
+			t.Fatal(err) // sees 7 of 10 spent
+		}
+		st.mu.Lock()
+		st.count = 10 // the other replicas spend the rest through the store
+		st.mu.Unlock()
+		st.setSlow(300*time.Millisecond, true)
+
+		before := st.calls()
+		_, err := l.AdmitAt(Request{Endpoint: "s.a"}, time.Now())
+		le := limitErr(t, err)
+		if le.Kind != KindStore || !le.Estimated || le.Key != "up" {
+			t.Fatalf("AdmitAt with the store slow: %+v, want an estimated store hold of up", le)
+		}
+		if n := st.calls() - before; n != 2 {
+			t.Errorf("the store was asked %d times, want 2 (the call and once more)", n)
+		}
+		if down, _, _ := l.Degraded(); down {
+			t.Error("degraded on a slow answer")
+		}
+
+		// a caller whose context ends while held: its context's error, nothing charged
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		_, err = l.Acquire(ctx, Request{Endpoint: "s.a"})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire ended by its deadline while held: %v, want context.DeadlineExceeded", err)
+		}
+		// held no longer than the queue timeout
+		start := time.Now()
+		_, err = l.Acquire(t.Context(), Request{Endpoint: "s.a"})
+		var qe *QueueError
+		if !errors.As(err, &qe) || qe.Reason != QueueTimeout {
+			t.Fatalf("Acquire held past the queue timeout: %v, want a QueueError for the timeout", err)
+		}
+		// the queue timeout counts from joining the queue, and the store calls under way
+		// (each pair 600ms here) end before the answer
+		if waited := time.Since(start); waited < 3*time.Second || waited > 3*time.Second+3*600*time.Millisecond {
+			t.Errorf("held %v, want the queue timeout 3s and the store calls around it", waited)
+		}
+
+		// the store answers again, the window's calls have left it: admitted through it
+		st.setSlow(0, false)
+		st.mu.Lock()
+		st.count = 0
+		st.mu.Unlock()
+		tk, err := l.Acquire(t.Context(), Request{Endpoint: "s.a"})
+		if err != nil {
+			t.Fatalf("Acquire with the store answering: %v", err)
+		}
+		tk.Release()
+		st.mu.Lock()
+		shared := st.count
+		st.mu.Unlock()
+		if shared != 1 {
+			t.Errorf("the shared window holds %d calls, want 1: only the call admitted through the store", shared)
+		}
+
+		// the probe got no answer either: an outage, the fallback share governs at once
+		// (its share, 3, less its own two calls still in the window)
+		st.setSlow(300*time.Millisecond, false)
+		for i := range 1 {
+			if _, err := l.AdmitAt(Request{Endpoint: "s.a"}, time.Now()); err != nil {
+				t.Fatalf("call %d with the store down: %v, want admitted on the fallback share", i, err)
+			}
+		}
+		if _, err := l.AdmitAt(Request{Endpoint: "s.a"}, time.Now()); err == nil {
+			t.Error("admitted past the fallback share")
+		} else if le := limitErr(t, err); le.Kind != KindRequests {
+			t.Errorf("past the fallback share: %v, want its requests refusal", err)
 		}
 	})
 }

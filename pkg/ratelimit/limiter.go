@@ -651,7 +651,7 @@ func (r *refusal) err(ep *endpoint, up *upstream, now time.Time) error {
 		Estimated:  r.estimated,
 	}
 	switch {
-	case r.kind == KindCooldown && ep != nil:
+	case r.kind == KindCooldown && ep != nil, up == nil && ep != nil:
 		e.Key = ep.id
 	case up != nil:
 		e.Key = up.name()

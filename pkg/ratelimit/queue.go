@@ -206,6 +206,9 @@ func (l *Limiter) wait(ctx context.Context, up *upstream, ep *endpoint, req Requ
 	up.mu.Unlock()
 	expired := time.NewTimer(timeout)
 	defer expired.Stop()
+	// a wait that took long (a slow store call) is past the timeout even when another
+	// case of the select below is ready before the timer's
+	expiry := time.Now().Add(timeout)
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -224,6 +227,7 @@ func (l *Limiter) wait(ctx context.Context, up *upstream, ep *endpoint, req Requ
 	first := true
 	timedOut := false
 	for {
+		timedOut = timedOut || !time.Now().Before(expiry)
 		o := l.evaluate(ctx, up, ep, req, w, start, deadline, hasDeadline, timedOut, retry)
 		if o.done {
 			return o.t, o.err

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync/atomic"
 	"time"
@@ -13,9 +14,11 @@ import (
 // has the shared implementation on Redis or Redis Cluster. The wait queue always stays
 // local to a replica.
 //
-// A Store answers with its own clock, so waits are relative. Any method that fails makes
-// the Store unavailable until it answers again; meanwhile the Limiter runs on its local
-// state with FallbackShare of each budget, never failing open.
+// A Store answers with its own clock, so waits are relative. A method that fails because
+// the store is unreachable makes it unavailable until it answers again; meanwhile the
+// Limiter runs on its local state with FallbackShare of each budget, never failing open.
+// A call that only timed out while the store still answers a probe is not an outage: the
+// method's error wraps ErrStoreSlow and the store stays available (see ErrStoreSlow).
 //
 // Implementations must be safe for concurrent use.
 type Store interface {
@@ -46,6 +49,20 @@ type Store interface {
 	// unreachable, in (0, 1].
 	FallbackShare() float64
 }
+
+// ErrStoreSlow is wrapped by the error of a Store method whose call got no answer within
+// the store's timeout while the part of the store it went to answered a probe right
+// after: the store is slow, not unreachable, and stays Available. The other replicas
+// most likely still reach it and spend the shared budgets through it, so the Limiter
+// does not run on its fallback share for a slow answer (its share would come on top of
+// what they spend): it asks the store once more, then holds the call (KindStore, an
+// estimated wait), within the caller's context and queue timeout. Only a store that does
+// not answer at all (a refused or reset connection, a probe that times out too: an
+// outage every replica sees) puts the Limiter on its share.
+var ErrStoreSlow = errors.New("store slow: no answer within its timeout, though it answers a probe")
+
+// slowStoreWait is the estimated wait of a call held because the store was slow.
+const slowStoreWait = 250 * time.Millisecond
 
 // Admission is one call to check, and charge, against a Store.
 type Admission struct {
@@ -214,9 +231,19 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 		a.Epoch, a.Rejoin = up.epoch, up.sw.switched() > 0
 	}
 	d, err := st.Admit(ctx, &a)
+	if errors.Is(err, ErrStoreSlow) && ctx.Err() == nil {
+		// slow, not down: once more (a call the store ran after all counts twice there,
+		// on the safe side)
+		d, err = st.Admit(ctx, &a)
+	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return Ticket{}, refusal{ctxErr: ctx.Err()}, false
+		case errors.Is(err, ErrStoreSlow):
+			// the others still spend the shared budgets through the store: this call
+			// waits for it rather than take the fallback share on top
+			return Ticket{}, refusal{kind: KindStore, scope: ScopeProxy, wait: int64(slowStoreWait), estimated: true}, false
 		}
 		sw.switchAt(now)
 		return l.admitFallback(ep, up, req, now, charge)

@@ -70,7 +70,7 @@ type upstream struct {
 	limited      int64 // rate-limited answers seen (429s and rate-limit 403s)
 }
 
-const numKinds = 6
+const numKinds = 7
 
 func kindIndex(k Kind) int {
 	switch k {
@@ -84,12 +84,14 @@ func kindIndex(k Kind) int {
 		return 3
 	case KindConcurrency:
 		return 4
+	case KindStore:
+		return 6
 	default:
 		return 5
 	}
 }
 
-var kinds = [numKinds]Kind{KindCooldown, KindRequests, KindTokens, KindInterval, KindConcurrency, KindLearned}
+var kinds = [numKinds]Kind{KindCooldown, KindRequests, KindTokens, KindInterval, KindConcurrency, KindLearned, KindStore}
 
 func (u *upstream) name() string {
 	u.mu.Lock()

@@ -2,8 +2,8 @@
 -- window, the tokens window, the minimum interval and the calls in flight; it keeps the
 -- longest wait; with charge set and nothing in the way, it charges them all.
 -- KEYS: cooldown, requests, tokens, last admission, leases, block of the whole upstream,
--- block of the endpoint's quota resource, epoch, replicas seen, hand-over; all on one
--- hash tag.
+-- block of the endpoint's quota resource, epoch, replicas seen, hand-over, replicas not
+-- back; all on one hash tag.
 -- Reply: ok, now, kind, wait, source, cooldown refused, token bucket, units in the
 -- requests window (this call's included when charged), wait until that window has room,
 -- tokens in the tokens window (this call's included when charged), epoch.
@@ -20,7 +20,10 @@ local units = tonumber(ARGV[14]) -- what the call charges the requests window, 1
 -- the replica's id, the epoch it last saw (0: none), whether it comes back from its
 -- fallback share, and how many replicas the fallback share stands for
 local me, known, rejoin, least = ARGV[15], tonumber(ARGV[16]), ARGV[17] == '1', tonumber(ARGV[18])
--- ARGV[19..]: ages of the units the replica admitted on its fallback share, written into
+-- a replica's fallback share of the requests window, how long the share of a replica not
+-- back is kept for it, and how long a replica that called is remembered
+local part, hold, memory = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
+-- ARGV[22..]: ages of the units the replica admitted on its fallback share, written into
 -- the requests window before anything is decided
 local best, kind, src, cd, nc, nfree, tsum = 0, '', '', 0, 0, 0, 0
 local function ttl(us) return num(math.ceil(us / 1000) + 1000) end
@@ -49,8 +52,8 @@ if iv > 0 then
   end
 end
 local nb = 0 -- backlog units written
-if hasUp and nreq > 0 and #ARGV >= 19 then
-  for i = 19, #ARGV do
+if hasUp and nreq > 0 and #ARGV >= 22 then
+  for i = 22, #ARGV do
     local at = now - tonumber(ARGV[i])
     if at > now - span then
       redis.call('ZADD', KEYS[2], num(at), num(at) .. '-' .. lease .. '-b' .. i)
@@ -67,20 +70,34 @@ end
 -- last window, at least those the fallback share stands for. Each replica may take
 -- ceil(r / n) of it, and that much more each n-th of the window, so that by the window's
 -- end a replica alone takes what the others leave.
+--
+-- A hand-over also keeps, for hold, the fallback share of each other replica that called
+-- the upstream within memory and has not called since (KEYS[11], by when its share is
+-- freed): it may still run on its share, its calls there written nowhere until it comes
+-- back (a replica whose slot map still names a dead master, a link slower to return), and
+-- the replicas back on the store must leave that much of the window. A replica is back
+-- with its first call through the store, which writes what it admitted on its share; one
+-- that never comes back (killed) holds its share for hold at most. At most least - 1
+-- shares are kept: the budget was shared for that many replicas.
 local ho = false
 local function handover()
   redis.call('ZADD', KEYS[9], num(now), me)
-  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', num(now - span))
-  redis.call('PEXPIRE', KEYS[9], ttl(span))
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', num(now - memory))
+  redis.call('PEXPIRE', KEYS[9], ttl(memory))
   local h = redis.call('HMGET', KEYS[10], 'at', 'r', 'n')
   local at, r, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
   if at and now >= at + span then at = nil end
   if not at then
     if not (rejoin or reset or nb > 0) then return end
-    at, r, n = now, math.max(nreq - nc, 0), math.max(redis.call('ZCARD', KEYS[9]), least, 1)
+    at, r = now, math.max(nreq - nc, 0)
+    n = math.max(redis.call('ZCOUNT', KEYS[9], num(now - span), '+inf'), least, 1)
     redis.call('DEL', KEYS[10])
     redis.call('HSET', KEYS[10], 'at', num(at), 'r', num(r), 'n', num(n))
     redis.call('PEXPIRE', KEYS[10], ttl(span))
+    for _, m in ipairs(redis.call('ZRANGE', KEYS[9], 0, -1)) do
+      if m ~= me then redis.call('ZADD', KEYS[11], num(now + hold), m) end
+    end
+    redis.call('PEXPIRE', KEYS[11], ttl(hold))
   elseif nb > 0 then
     r = tonumber(redis.call('HINCRBY', KEYS[10], 'r', -nb))
   end
@@ -90,6 +107,25 @@ local function handover()
   local allow = math.max(math.ceil(r / n), 1) * (k + 1)
   local mine = tonumber(redis.call('HGET', KEYS[10], 'c:' .. me) or '0')
   if mine + units > allow then consider('requests', at + slice * (k + 1) - now) end
+end
+-- away keeps the fallback shares of the replicas not back since a hand-over began: the
+-- requests window has room for the call only below the limit less those shares, or
+-- once they are freed
+local function away(k)
+  redis.call('ZREM', KEYS[11], me)
+  redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', num(now))
+  local gone = math.min(redis.call('ZCARD', KEYS[11]), least - 1)
+  if gone <= 0 then return end
+  local lim = nreq - gone * part
+  if nc + k <= lim then return end
+  local first = redis.call('ZRANGE', KEYS[11], 0, 0, 'WITHSCORES')
+  local w = tonumber(first[2]) - now
+  local i = nc + k - lim - 1
+  if lim > 0 and i < nc then
+    local e = redis.call('ZRANGE', KEYS[2], i, i, 'WITHSCORES')
+    w = math.min(w, math.max(tonumber(e[2]) + span - now, 1))
+  end
+  consider('requests', w)
 end
 if hasUp then
   for i = 6, 7 do
@@ -102,6 +138,7 @@ if hasUp then
     consider('requests', free(units))
     nfree = free(1)
     handover()
+    away(units)
   end
   if ntok > 0 then
     local h = redis.call('HGETALL', KEYS[3])

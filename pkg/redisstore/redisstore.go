@@ -19,7 +19,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,9 +59,13 @@ type Options struct {
 	// unreachable: floor(share × limit), at least 1; cooldowns and minimum intervals
 	// stretch by 1/share. In (0, 1]. Zero: 0.34, so three replicas stay within a budget.
 	FallbackShare float64
-	// Timeout bounds each call to Redis (the caller's context may end it sooner); past
-	// it, the part of the store the call went to is unreachable until a probe answers.
-	// Zero: 250ms.
+	// Timeout bounds each call to Redis (the caller's context may end it sooner). A call
+	// that gets no answer within it is not yet an outage (a loaded Redis or machine is
+	// slow, and the other replicas may still reach it): the store pings the part the call
+	// went to, with ConfirmTimeout, and only when that gets no answer either is the part
+	// unreachable (the fallback share) until a probe answers; when it answers, the call's
+	// error wraps ratelimit.ErrStoreSlow and the limiter holds the call instead. A refused
+	// or reset connection makes the part unreachable at once. Zero: 250ms.
 	Timeout time.Duration
 	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
 	ProbeInterval time.Duration
@@ -95,10 +98,12 @@ type Options struct {
 //	{upstream}:epoch            when the tag's state was first written (see Decision.Epoch)
 //	{upstream}:who              sorted set of the replicas (stores) that called the upstream, by time
 //	{upstream}:ho               the hand-over of the requests window after the store came back
+//	{upstream}:away             the replicas not back since the hand-over began, by when their share is freed
 //	{upstream}:blk:{resource}   learned block: until, source
 //	{key}:w:{name}              sorted set of a Window's events for one key
 //
-// When Redis does not answer (also at start) the store is degraded: with one Redis, as a
+// When Redis does not answer (also at start; a call that only timed out, when a ping with
+// a longer deadline gets no answer either) the store is degraded: with one Redis, as a
 // whole; with Redis Cluster, for the slots whose calls failed, so that only the upstreams
 // on them fall back to their share (a failure that names no slot, such as no seed
 // answering, degrades the whole store). A background probe pings what did not answer
@@ -110,6 +115,8 @@ type Store struct {
 	prefix   string
 	share    float64
 	timeout  time.Duration
+	confirm  time.Duration // the deadline of a probe: see ConfirmTimeout
+	awayHold time.Duration // how long past a window a hand-over keeps the share of a replica not back
 	leaseTTL time.Duration
 	onError  func()
 	log      *slog.Logger
@@ -118,9 +125,10 @@ type Store struct {
 
 	ndown atomic.Int32 // whole (1) plus the slots in down: zero while everything answers
 
-	mu    sync.Mutex // guards whole and down
-	whole *outage
-	down  map[int]*outage
+	mu      sync.Mutex // guards whole, down and probing
+	whole   *outage
+	down    map[int]*outage
+	probing map[int]*probeCall // by slot (-1: the whole store), the probe after a timeout
 
 	calls sync.WaitGroup // scripts running, see run
 	stop  chan struct{}
@@ -129,14 +137,6 @@ type Store struct {
 	leaseMu sync.Mutex
 	leases  map[string]map[string]bool // by group, the leases of this store's calls in flight
 	renewed chan struct{}              // closed when the renewal ends, see renew
-}
-
-// outage is one part of the store that did not answer: since when, why, and a key of
-// its slot to probe it by.
-type outage struct {
-	since  time.Time
-	reason string
-	key    string
 }
 
 var _ ratelimit.Store = (*Store)(nil)
@@ -154,6 +154,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		log:      opts.Logger,
 		id:       strconv.FormatUint(rand.Uint64(), 36),
 		down:     map[int]*outage{},
+		probing:  map[int]*probeCall{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		leases:   map[string]map[string]bool{},
@@ -177,6 +178,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
+	s.confirm = ConfirmTimeout(s.timeout)
 	if s.leaseTTL <= 0 {
 		s.leaseTTL = DefaultLeaseTTL
 	}
@@ -184,8 +186,13 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if probe <= 0 {
 		probe = DefaultProbeInterval
 	}
+	// a hand-over keeps the share of a replica not back for a window (what a replica
+	// killed on its share admitted there), and the few probe intervals a live one takes
+	// to come back (its slot map reloaded)
+	s.awayHold = 4 * probe
 	if s.c == nil {
-		c, err := dial(opts.URL, opts.Cluster, s.timeout)
+		// every call's context bounds it by Timeout; the sockets allow a probe longer
+		c, err := dial(opts.URL, opts.Cluster, s.confirm)
 		if err != nil {
 			return nil, err
 		}
@@ -221,44 +228,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Available reports whether the part of the store that holds group answered its last
-// call or probe; "" asks whether all of it did.
-func (s *Store) Available(group string) bool {
-	if s.ndown.Load() == 0 {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.whole != nil || group == "" {
-		return false
-	}
-	return s.down[s.slot(group)] == nil
-}
-
-// Degraded reports whether Redis, or part of the cluster, is unreachable, since when and
-// why.
-func (s *Store) Degraded() (bool, time.Time, string) {
-	if s.ndown.Load() == 0 {
-		return false, time.Time{}, ""
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o := s.whole; o != nil {
-		return true, o.since, o.reason
-	}
-	var first *outage
-	for _, o := range s.down {
-		if first == nil || o.since.Before(first.since) {
-			first = o
-		}
-	}
-	if first == nil {
-		return false, time.Time{}, ""
-	}
-	return true, first.since, fmt.Sprintf("redis cluster: %d of %d slots unreachable, the upstreams on them run on the fallback share: %s",
-		len(s.down), numSlots, first.reason)
-}
-
 // FallbackShare is the part of each budget one replica uses while Redis is unreachable.
 func (s *Store) FallbackShare() float64 { return s.share }
 
@@ -275,160 +244,11 @@ func (s *Store) slot(group string) int {
 // key is the key of part in group.
 func (s *Store) key(group, part string) string { return key(s.prefix, group, part) }
 
-// fail marks the part of the store that holds group (all of it for "" or with one
-// Redis) unreachable after err.
-func (s *Store) fail(group string, err error) {
-	if s.onError != nil {
-		s.onError()
-	}
-	reason := describe(err)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if group == "" || s.cluster == nil {
-		if s.whole == nil {
-			s.whole = &outage{since: time.Now(), reason: reason}
-			s.ndown.Add(1)
-			s.logf(slog.LevelWarn, "redis store unreachable: every replica runs on its fallback share until it answers",
-				"reason", reason, "share", s.share)
-		}
-		return
-	}
-	slot := slotOf(s.key(group, ""))
-	if s.down[slot] == nil {
-		s.down[slot] = &outage{since: time.Now(), reason: reason, key: s.key(group, "probe")}
-		s.ndown.Add(1)
-		s.logf(slog.LevelWarn, "redis cluster slot unreachable: the upstreams on it run on the fallback share until it answers",
-			"slot", slot, "group", group, "reason", reason, "share", s.share)
-	}
-}
-
-// describe says what err means for the operator.
-func describe(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "cluster support disabled"):
-		return "redis unreachable: a seed is not a cluster node (use store.backend: redis for a single Redis): " + msg
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout"):
-		return "redis unreachable: no answer within the store timeout: " + msg
-	case strings.HasPrefix(msg, "NOSCRIPT") || strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR") ||
-		strings.HasPrefix(msg, "CROSSSLOT") || strings.HasPrefix(msg, "BUSY"):
-		return "redis refused the script: " + msg
-	}
-	return "redis unreachable: " + msg
-}
-
-func (s *Store) logf(level slog.Level, msg string, args ...any) {
-	if s.log != nil {
-		s.log.Log(context.Background(), level, msg, args...)
-	}
-}
-
-func (s *Store) ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.c.Ping(ctx).Err()
-}
-
-// pingSlot asks the cluster about key, as a script on its slot would go: to the node that
-// serves the slot now (following MOVED and ASK), which must also see the cluster up
-// (a restarted node answers CLUSTERDOWN until it has rejoined).
-func (s *Store) pingSlot(ctx context.Context, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.cluster.Exists(ctx, key).Err()
-}
-
-func (s *Store) probe(every, beat time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case now := <-t.C:
-			if s.ndown.Load() != 0 {
-				s.probeOnce(context.Background())
-				last = now
-			} else if beat > 0 && now.Sub(last) >= beat {
-				s.heartbeat(context.Background())
-				last = now
-			}
-		}
-	}
-}
-
-// heartbeat pings Redis while it answers and marks the store unreachable when it does
-// not. With Redis Cluster that is when no master answers: one node down degrades only
-// its slots, found by the calls that go to them.
-func (s *Store) heartbeat(ctx context.Context) {
-	if s.cluster == nil {
-		if err := s.ping(ctx); err != nil {
-			s.fail("", err)
-		}
-		return
-	}
-	var ok atomic.Bool
-	err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		ctx, cancel := context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-		err := c.Ping(ctx).Err()
-		if err == nil {
-			ok.Store(true)
-		}
-		return err
-	})
-	if err != nil && !ok.Load() {
-		s.fail("", err)
-	}
-}
-
-// probeOnce pings what did not answer, and marks what answers available again.
-func (s *Store) probeOnce(ctx context.Context) {
-	s.mu.Lock()
-	whole := s.whole != nil
-	keys := map[int]string{}
-	for slot, o := range s.down {
-		keys[slot] = o.key
-	}
-	s.mu.Unlock()
-	if whole {
-		if err := s.ping(ctx); err != nil {
-			return
-		}
-		s.mu.Lock()
-		if s.whole != nil {
-			s.logf(slog.LevelInfo, "redis store answers again: back to the shared limits", "down_for", time.Since(s.whole.since).Round(time.Millisecond))
-			s.whole = nil
-			s.ndown.Add(-1)
-		}
-		s.mu.Unlock()
-	}
-	if len(keys) > 0 {
-		// a slot that stopped answering may be served by another node now (a replica
-		// promoted by a failover): ask the cluster for its slot map again rather than wait
-		// for the client's periodic refresh
-		s.cluster.ReloadState(ctx)
-	}
-	for slot, key := range keys {
-		if err := s.pingSlot(ctx, key); err != nil {
-			continue
-		}
-		s.mu.Lock()
-		if o := s.down[slot]; o != nil {
-			s.logf(slog.LevelInfo, "redis cluster slot answers again: back to the shared limits", "slot", slot,
-				"down_for", time.Since(o.since).Round(time.Millisecond))
-			delete(s.down, slot)
-			s.ndown.Add(-1)
-		}
-		s.mu.Unlock()
-	}
-}
-
 // run runs a script on group's keys bounded by ctx and the store's timeout. An error
-// marks group's part of the store unreachable, unless ctx itself ended: the caller gave
-// up, which says nothing of Redis.
+// marks group's part of the store unreachable as failed says: not when ctx itself ended
+// (the caller gave up, which says nothing of Redis), nor for a timeout when a probe
+// right after it answers (the error then wraps ratelimit.ErrStoreSlow); decides is
+// passed on to failed.
 //
 // go-redis bounds a call by the context's deadline but does not watch its cancellation,
 // so the script runs on its own goroutine (ended by the timeout at the latest, and waited
@@ -436,7 +256,7 @@ func (s *Store) probeOnce(ctx context.Context) {
 // after that: orphan, when not nil, is handed a reply that came after its caller left,
 // so that it gives back what the script took (a concurrency lease left in Redis would
 // hold a slot of every replica until its TTL).
-func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
+func (s *Store) run(ctx context.Context, group string, decides bool, sc *redis.Script, keys []string, orphan func(any), args ...any) (any, error) {
 	type reply struct {
 		v   any
 		err error
@@ -473,10 +293,7 @@ func (s *Store) run(ctx context.Context, group string, sc *redis.Script, keys []
 	case r = <-done:
 	}
 	if r.err != nil {
-		if ctx.Err() == nil {
-			s.fail(group, r.err)
-		}
-		return nil, r.err
+		return nil, s.failed(ctx, group, decides, r.err)
 	}
 	return r.v, nil
 }
@@ -559,6 +376,7 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 		s.key(g, "epoch"),
 		s.key(g, "who"),
 		s.key(g, "ho"),
+		s.key(g, "away"),
 	}
 	charge, cooldown := 0, micros(a.Cooldown)
 	if a.Charge {
@@ -586,11 +404,12 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	}
 	args := []any{charge, cooldown, requests, span, tokens, a.Tokens, bucketWidth(span),
 		minIv, maxConc, max(micros(a.CallEstimate), 1000), lease, micros(s.leaseTTL), boolInt(a.Upstream != ""),
-		units, s.id, a.Epoch, boolInt(a.Rejoin), s.replicas()}
+		units, s.id, a.Epoch, boolInt(a.Rejoin), s.replicas(),
+		max(int64(math.Floor(s.share*float64(requests))), 1), micros(b.Span() + s.awayHold), micros(max(b.Span(), whoMemory))}
 	for _, age := range a.Backlog {
 		args = append(args, micros(age))
 	}
-	v, err := s.run(ctx, g, admitScript, keys, orphan, args...)
+	v, err := s.run(ctx, g, true, admitScript, keys, orphan, args...)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -624,6 +443,11 @@ func (s *Store) Admit(ctx context.Context, a *ratelimit.Admission) (ratelimit.De
 	}
 	return d, nil
 }
+
+// whoMemory is at least how long a replica that called an upstream is remembered by the
+// store, so that a hand-over keeps its share while it may still be on it (see admit.lua):
+// longer than an idle spell before an outage and the outage itself.
+const whoMemory = 10 * time.Minute
 
 // replicas is how many replicas the fallback share stands for, ceil(1/share): a hand-over
 // shares the window's remainder between at least that many, since the replicas that
@@ -694,10 +518,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.c.ZRem(cctx, s.key(upstream, "lease"), lease).Err(); err != nil {
-		if ctx.Err() == nil {
-			s.fail(upstream, err)
-		}
-		return err
+		return s.failed(ctx, upstream, false, err)
 	}
 	return nil
 }
@@ -705,7 +526,7 @@ func (s *Store) Release(ctx context.Context, upstream, lease string) error {
 // Settle corrects a call's token charge.
 func (s *Store) Settle(ctx context.Context, upstream string, bucket, delta int64, span time.Duration) error {
 	sp := micros(span)
-	_, err := s.run(ctx, upstream, settleScript, []string{s.key(upstream, "tok")}, nil,
+	_, err := s.run(ctx, upstream, false, settleScript, []string{s.key(upstream, "tok")}, nil,
 		delta, bucket, bucketWidth(sp), sp)
 	return err
 }
@@ -715,14 +536,14 @@ func (s *Store) Block(ctx context.Context, upstream, resource string, d time.Dur
 	if d <= 0 {
 		return nil
 	}
-	_, err := s.run(ctx, upstream, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
+	_, err := s.run(ctx, upstream, false, blockScript, []string{s.key(upstream, "blk:"+resource)}, nil, micros(d), source)
 	return err
 }
 
 // CountEvent counts one event of a Window's key.
 func (s *Store) CountEvent(ctx context.Context, e ratelimit.Event) (ratelimit.EventCount, error) {
 	uid := s.id + ":" + strconv.FormatUint(s.seq.Add(1), 36)
-	v, err := s.run(ctx, e.Key, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
+	v, err := s.run(ctx, e.Key, true, countScript, []string{s.key(e.Key, "w:"+e.Window)}, nil, e.Limit, micros(e.Span), uid)
 	if err != nil {
 		return ratelimit.EventCount{}, err
 	}
