@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
+	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 )
@@ -54,25 +52,15 @@ func releaseImage() (int64, error) {
 // imageRanges returns the [start, end) address ranges of the read-only
 // mappings of the file with inode ino in maps, a /proc/PID/maps listing.
 func imageRanges(maps []byte, ino uint64) [][2]uintptr {
-	inode := strconv.FormatUint(ino, 10)
 	var out [][2]uintptr
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
+	for _, line := range strings.Split(string(maps), "\n") {
+		var start, end, inode uint64
+		var perms, offset, dev string
 		// address perms offset dev inode path
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || len(f[1]) < 2 || f[1][1] != '-' || f[4] != inode {
-			continue
+		n, _ := fmt.Sscanf(line, "%x-%x %s %s %s %d", &start, &end, &perms, &offset, &dev, &inode)
+		if n == 6 && inode == ino && len(perms) > 1 && perms[1] == '-' && end > start {
+			out = append(out, [2]uintptr{uintptr(start), uintptr(end)})
 		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		out = append(out, [2]uintptr{uintptr(start), uintptr(end)})
 	}
 	return out
 }
