@@ -10,11 +10,12 @@ import (
 // operation's JSON into one byte slice, the components' JSON compressed
 // into another. Loading leaves these scattered among its garbage in
 // thousands of small objects, and the memory pages holding one of them
-// each stay in use; packed, the loader's pages are freed whole. Components are read far less
-// often than they are held (an inspect or a call rebuilds its operation
-// once, then from the hydrator's cache), and compressed they take 1.3 MB
-// of github-full's 4.1 MB. Values are unchanged, byte for byte: Component
-// returns them.
+// each stay in use; packed, the loader's pages are freed whole.
+//
+// Components are read far less often than they are held (an inspect or a
+// call rebuilds its operation once, then from the hydrator's cache), and
+// compressed they take 1.3 MB of github-full's 4.1 MB. Values are
+// unchanged, byte for byte: Component returns them.
 func (s *Spec) pack() {
 	n := 0
 	for _, e := range s.Endpoints {
