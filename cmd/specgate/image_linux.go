@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"syscall"
 )
@@ -26,20 +26,13 @@ const madvPageout = 21
 //
 // A kernel without MADV_PAGEOUT answers EINVAL and nothing changes.
 func releaseImage() (int64, error) {
-	exe, err := os.Stat("/proc/self/exe")
-	if err != nil {
-		return 0, err
-	}
-	st, ok := exe.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, errors.New("no inode for /proc/self/exe")
-	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	for _, r := range imageRanges(maps, st.Ino) {
+	// this function's own code is in the executable's mapping
+	for _, r := range imageRanges(maps, reflect.ValueOf(releaseImage).Pointer()) {
 		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r[0], r[1]-r[0], madvPageout)
 		if errno != 0 {
 			return total, errno
@@ -50,16 +43,29 @@ func releaseImage() (int64, error) {
 }
 
 // imageRanges returns the [start, end) address ranges of the read-only
-// mappings of the file with inode ino in maps, a /proc/PID/maps listing.
-func imageRanges(maps []byte, ino uint64) [][2]uintptr {
+// mappings in maps, a /proc/PID/maps listing, of the file whose mapping
+// holds the address pc: the executable, for code of its own. The file is
+// told by the device and inode the listing gives, not by path or stat(2),
+// which can differ from them (on overlayfs, say).
+func imageRanges(maps []byte, pc uintptr) [][2]uintptr {
+	var image string
 	var out [][2]uintptr
-	for _, line := range strings.Split(string(maps), "\n") {
-		var start, end, inode uint64
-		var perms, offset, dev string
-		// address perms offset dev inode path
-		n, _ := fmt.Sscanf(line, "%x-%x %s %s %s %d", &start, &end, &perms, &offset, &dev, &inode)
-		if n == 6 && inode == ino && len(perms) > 1 && perms[1] == '-' && end > start {
-			out = append(out, [2]uintptr{uintptr(start), uintptr(end)})
+	lines := strings.Split(string(maps), "\n")
+	for pass := range 2 { // find the file, then its mappings
+		for _, line := range lines {
+			var start, end uintptr
+			var perms, offset, dev, inode string
+			// address perms offset dev inode path
+			if n, _ := fmt.Sscanf(line, "%x-%x %s %s %s %s", &start, &end, &perms, &offset, &dev, &inode); n < 6 || inode == "0" {
+				continue
+			}
+			file := dev + " " + inode
+			if pass == 0 && start <= pc && pc < end {
+				image = file
+			}
+			if pass == 1 && file == image && len(perms) > 1 && perms[1] == '-' && end > start {
+				out = append(out, [2]uintptr{start, end})
+			}
 		}
 	}
 	return out

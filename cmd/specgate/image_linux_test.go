@@ -16,9 +16,10 @@ func TestImageRangesReadOnlyMappingsOfTheFile(t *testing.T) {
 02c0c000-02e40000 rw-p 0280c000 fe:00 77 /usr/bin/specgate
 02e40000-04e90000 rw-p 00000000 00:00 0
 7f0000000000-7f0000001000 r--p 00000000 fe:00 770 /usr/lib/libc.so.6
+7f0000001000-7f0000002000 r--p 00000000 fe:01 77 /other/fs/same/inode
 7f0000002000-7f0000003000 r--p 00000000 fe:00 77 /usr/bin/specgate (deleted)
 `)
-	got := imageRanges(maps, 77)
+	got := imageRanges(maps, 0x401234)
 	want := [][2]uintptr{{0x400000, 0x1809000}, {0x1809000, 0x2c0c000}, {0x7f0000002000, 0x7f0000003000}}
 	if len(got) != len(want) {
 		t.Fatalf("ranges = %x, want %x", got, want)
@@ -27,6 +28,9 @@ func TestImageRangesReadOnlyMappingsOfTheFile(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("range %d = %x, want %x", i, got[i], want[i])
 		}
+	}
+	if got := imageRanges(maps, 0x10); len(got) != 0 {
+		t.Errorf("an address in no file's mapping gave %x", got)
 	}
 }
 

@@ -128,10 +128,13 @@ func dedupeAlternatives(s *Schema) {
 // Cleared texts are kept so that shrink can give back what later, bigger
 // cuts made room for.
 func (d *describer) dropLongest(texts []*string, excess int) bool {
-	texts = slices.DeleteFunc(texts, func(t *string) bool { return *t == "" })
+	// empty texts sort last and are skipped: no slices.DeleteFunc instance
 	sort.SliceStable(texts, func(i, j int) bool { return len(*texts[i]) > len(*texts[j]) })
 	saved := 0
 	for _, t := range texts {
+		if *t == "" {
+			break
+		}
 		if saved >= excess {
 			break
 		}
