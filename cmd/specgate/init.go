@@ -259,12 +259,15 @@ func writeAuth(b *strings.Builder, s *spec.Spec, api string) {
 		}
 	}
 	// Fewest variables first, then those with no token to get through an
-	// OAuth flow; the sort is stable, so ties keep the spec's order.
-	slices.SortStableFunc(usable, func(a, b []credential) int {
+	// OAuth flow; the sort is stable, so ties keep the spec's order. (sort,
+	// not slices: a generic stable sort of this type alone costs the binary
+	// 5 KB.)
+	sort.SliceStable(usable, func(i, j int) bool {
+		a, b := usable[i], usable[j]
 		if d := countVars(a) - countVars(b); d != 0 {
-			return d
+			return d < 0
 		}
-		return issuedCount(a) - issuedCount(b)
+		return issuedCount(a) < issuedCount(b)
 	})
 	fmt.Fprintf(b, "    # Credentials, read from the environment: export them before serving (an\n")
 	fmt.Fprintf(b, "    # unset one is a warning, then auth_error on a call).\n")

@@ -149,10 +149,7 @@ func (op pagingOp) addTypes(set pageSet) {
 	if json.Unmarshal(op.e.RawOperation(), &raw) != nil {
 		return
 	}
-	var comps map[string]map[string]json.RawMessage
-	if s := op.e.Owner(); s != nil {
-		comps = s.Components
-	}
+	owner := op.e.Owner()
 	for _, pr := range raw.Parameters {
 		var p struct {
 			Name   string          `json:"name"`
@@ -160,7 +157,7 @@ func (op pagingOp) addTypes(set pageSet) {
 			Schema json.RawMessage `json:"schema"`
 			Type   any             `json:"type"` // a Swagger 2.0 leftover
 		}
-		if json.Unmarshal(componentRef(pr, comps, "parameters"), &p) != nil {
+		if json.Unmarshal(componentRef(pr, owner, "parameters"), &p) != nil {
 			continue
 		}
 		cur, ok := op.params[p.Name]
@@ -172,13 +169,13 @@ func (op pagingOp) addTypes(set pageSet) {
 			Items json.RawMessage `json:"items"`
 		}
 		s := schema{Type: p.Type}
-		if len(p.Schema) > 0 && json.Unmarshal(componentRef(p.Schema, comps, "schemas"), &s) != nil {
+		if len(p.Schema) > 0 && json.Unmarshal(componentRef(p.Schema, owner, "schemas"), &s) != nil {
 			continue
 		}
 		if cur.array = schemaHasType(s.Type, "array"); cur.array {
 			// The items' type is what each value takes.
 			var items schema
-			if json.Unmarshal(componentRef(s.Items, comps, "schemas"), &items) != nil {
+			if json.Unmarshal(componentRef(s.Items, owner, "schemas"), &items) != nil {
 				items = schema{}
 			}
 			s.Type = items.Type
@@ -188,8 +185,9 @@ func (op pagingOp) addTypes(set pageSet) {
 	}
 }
 
-// componentRef follows local "#/components/<section>/<name>" references.
-func componentRef(raw json.RawMessage, comps map[string]map[string]json.RawMessage, section string) json.RawMessage {
+// componentRef follows local "#/components/<section>/<name>" references
+// into the components of owner, which may be nil.
+func componentRef(raw json.RawMessage, owner *spec.Spec, section string) json.RawMessage {
 	for range maxRefHops {
 		var probe struct {
 			Ref string `json:"$ref"`
@@ -202,7 +200,10 @@ func componentRef(raw json.RawMessage, comps map[string]map[string]json.RawMessa
 			return nil
 		}
 		name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
-		if raw, ok = comps[section][name]; !ok {
+		if owner == nil {
+			return nil
+		}
+		if raw, ok = owner.Component(section, name); !ok {
 			return nil
 		}
 	}

@@ -44,8 +44,13 @@ type Spec struct {
 	// StatedLimit is the rate limit the document itself states, if any.
 	StatedLimit *StatedLimit
 	// Components holds each components section ("schemas", "parameters",
-	// ...) as compact JSON by name.
+	// ...) as compact JSON by name while the spec loads. A spec in a
+	// catalog keeps them compressed and this is nil: read them with
+	// Component.
 	Components map[string]map[string]json.RawMessage
+	// packed holds the components compressed, by section and name (see
+	// pack).
+	packed map[string]map[string][]byte
 
 	hydr hydrator
 	// deep names the first operation left out at load because its schemas
@@ -339,7 +344,7 @@ func hydrate(ctx context.Context, e *Endpoint, responses bool) (*Operation, erro
 			if _, done := needed[section][name]; done {
 				continue
 			}
-			body, ok := s.Components[section][name]
+			body, ok := s.Component(section, name)
 			if !ok {
 				return nil, fmt.Errorf("endpoint %s refers to missing component %s/%s", e.ID, section, name)
 			}
@@ -347,7 +352,11 @@ func hydrate(ctx context.Context, e *Endpoint, responses bool) (*Operation, erro
 			queue = append(queue, body)
 		}
 	}
-	if ss, ok := s.Components["securitySchemes"]; ok {
+	if names, ok := s.componentNames("securitySchemes"); ok {
+		ss := make(map[string]json.RawMessage, len(names))
+		for _, name := range names {
+			ss[name], _ = s.Component("securitySchemes", name)
+		}
 		needed["securitySchemes"] = ss
 	}
 	var buf bytes.Buffer

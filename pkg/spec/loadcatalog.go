@@ -170,6 +170,7 @@ func loadSource(ctx context.Context, src Source, cacheDir string, slowAfter time
 		warn = append(warn, cur.Warnings...)
 		excluded = cur.Excluded()
 	}
+	res.Spec.pack()
 	log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints), "excluded", excluded,
 		"cached", res.FromCache, "took", time.Since(start).Round(time.Millisecond))
 	return res.Spec, warn, nil

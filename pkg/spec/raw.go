@@ -224,7 +224,7 @@ func (s *Spec) resolve(ref, wantSection string) (json.RawMessage, bool) {
 		if !ok || (wantSection != "" && section != wantSection) {
 			return nil, false
 		}
-		raw, ok := s.Components[section][name]
+		raw, ok := s.Component(section, name)
 		if !ok {
 			return nil, false
 		}

@@ -137,7 +137,7 @@ func (s *Spec) lookupRef(ref string) (json.RawMessage, string, bool) {
 		}
 		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
 	}
-	raw, ok := s.Components[parts[0]][parts[1]]
+	raw, ok := s.Component(parts[0], parts[1])
 	if !ok {
 		return nil, "", false
 	}

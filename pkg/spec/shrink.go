@@ -128,10 +128,13 @@ func dedupeAlternatives(s *Schema) {
 // Cleared texts are kept so that shrink can give back what later, bigger
 // cuts made room for.
 func (d *describer) dropLongest(texts []*string, excess int) bool {
-	texts = slices.DeleteFunc(texts, func(t *string) bool { return *t == "" })
+	// empty texts sort last and are skipped: no slices.DeleteFunc instance
 	sort.SliceStable(texts, func(i, j int) bool { return len(*texts[i]) > len(*texts[j]) })
 	saved := 0
 	for _, t := range texts {
+		if *t == "" {
+			break
+		}
 		if saved >= excess {
 			break
 		}
@@ -173,11 +176,15 @@ func (d *describer) restore(c *Contract, n, target int) int {
 		return n
 	}
 	saved := slices.Clone(d.notes)
-	for g, k := range left {
-		if k == 0 {
-			d.notes = slices.DeleteFunc(d.notes, func(e elision) bool { return e.group == g })
+	// a loop, not slices.DeleteFunc: its instance for elision alone costs
+	// the binary a kilobyte
+	kept := d.notes[:0]
+	for _, e := range d.notes {
+		if k, ok := left[e.group]; !ok || k != 0 {
+			kept = append(kept, e)
 		}
 	}
+	d.notes = kept
 	c.Elided = d.elided()
 	b, _ := json.Marshal(c)
 	if len(b) > target {
