@@ -48,12 +48,13 @@ const (
 	binEnv = "SPECGATE_BENCH_BIN"
 )
 
-// Targets from the README (issue 2, "Benchmarks").
+// Targets: the README's (issue 2, "Benchmarks"), tightened for start-up
+// and memory by issue 35.
 const (
-	targetFirstSearchCold = 1.2  // × bare load time
-	targetFirstSearchWarm = 0.25 // × bare load time
-	targetPeakWarmMB      = 150
-	targetSettledMB       = 150
+	targetFirstSearchCold = 0.25 // × bare load time
+	targetFirstSearchWarm = 0.06 // × bare load time
+	targetPeakWarmMB      = 80
+	targetSettledMB       = 40
 	targetListBytes       = 6 * 1024
 	targetFindCallBytes   = 11 * 1024
 )
