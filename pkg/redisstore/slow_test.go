@@ -133,3 +133,62 @@ func TestCallerLeavingWhileTheStoreIsProbedGetsItsContextError(t *testing.T) {
 		t.Errorf("degraded %v (%s), want degraded naming the timeout and the probe after it", down, reason)
 	}
 }
+
+// TestCallersOfAnUpstreamWaitNoLongerThanOneStoreCallForTheProbe: Redis hangs (every
+// command swallowed). The limiter holds an upstream's lock around each admission, and a
+// caller whose admission timed out used to wait there for the probe after it (its longer
+// deadline, 1 s) and then ask again: every other caller of the upstream waited behind it
+// on a lock that does not watch their deadlines, 1.25 s or more for callers whose deadline
+// was 150 ms. The probe runs behind the call now: the caller is held at once, and the
+// others wait for one store call at most.
+func TestCallersOfAnUpstreamWaitNoLongerThanOneStoreCallForTheProbe(t *testing.T) {
+	srv := redistest.Start(t)
+	px := newProxy(t, srv.Addr())
+	const timeout = 250 * time.Millisecond
+	st, err := New(t.Context(), Options{URL: px.URL(), KeyPrefix: testPrefix(t), Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	l := newLimiter(t, ratelimit.Options{Store: st, Endpoints: []ratelimit.Endpoint{{ID: "s.a", Upstream: "up"}, {ID: "s.b", Upstream: "up"}},
+		Budgets: []ratelimit.Budget{{Match: "up", Requests: 100, Window: time.Minute}}})
+	if _, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); err != nil {
+		t.Fatal(err)
+	}
+	px.setMute(true)
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_, err := l.Acquire(ctx, ratelimit.Request{Endpoint: "s.b", Retry: true})
+		first <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the first caller's admission is under way
+	start := time.Now()
+	took := make(chan time.Duration, 5)
+	for range 5 {
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+			defer cancel()
+			_, err := l.Acquire(ctx, ratelimit.Request{Endpoint: "s.b", Retry: true})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a caller whose deadline passed: %v, want context.DeadlineExceeded", err)
+			}
+			took <- time.Since(start)
+		}()
+	}
+	for range 5 {
+		// one store call (timeout) of the caller ahead, and slack for a loaded machine;
+		// waiting for the probe behind it took at least timeout + ConfirmTimeout
+		if d := <-took; d > timeout+450*time.Millisecond {
+			t.Errorf("a caller with a 150ms deadline returned after %v: it waited behind another's probe", d)
+		}
+	}
+	// the probe gets no answer either: the first caller goes on, on the fallback share
+	if err := <-first; err != nil {
+		t.Errorf("the first caller: %v, want admitted on the fallback share once the probe found Redis gone", err)
+	}
+	if down, _, _ := st.Degraded(); !down {
+		t.Error("the store is not degraded after a probe that got no answer")
+	}
+}
