@@ -58,10 +58,16 @@ func progressOf(rec *runs.Record, now time.Time) RunProgress {
 }
 
 // soonestEnd is the seconds (at least 1) until principal's first run here ends by its ETA; 0 without one.
+// A run ends by scripts.timeout at the latest, whatever its ETA (a script's own api.progress) says.
 func (s *Server) soonestEnd(principal string, now time.Time) (soonest float64) {
 	for _, rec := range s.runs.Running(principal) {
-		if p := progressOf(&rec, now); p.ETASeconds != nil && (soonest == 0 || *p.ETASeconds < soonest) {
-			soonest = max(*p.ETASeconds, 1)
+		p := progressOf(&rec, now)
+		if p.ETASeconds == nil {
+			continue
+		}
+		eta := min(*p.ETASeconds, rec.Started.Add(s.opts.Scripts.timeout()).Sub(now).Seconds())
+		if soonest == 0 || eta < soonest {
+			soonest = max(eta, 1)
 		}
 	}
 	return soonest

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -336,5 +338,33 @@ func TestABackgroundRunsApprovalIsRefusedNotHeld(t *testing.T) {
 		if q := user.questions(); len(q) != 0 {
 			t.Errorf("the user was asked %d questions after run_script answered", len(q))
 		}
+	})
+}
+
+// TestPerPrincipalRetryAfterIsWithinTheRunsDeadline: a run ends by
+// scripts.timeout at the latest, whatever its ETA says. A script that
+// reported api.progress(1, 1e9) ten seconds in had an ETA of 1e10 s: the
+// refusal of another run said retryAfterSeconds 1e10, and a retryAt
+// centuries in the past (the wait overflowed a time.Duration).
+func TestPerPrincipalRetryAfterIsWithinTheRunsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := runs.NewManager(runs.Options{})
+		s := &Server{runs: m, opts: Options{Scripts: ScriptOptions{Timeout: time.Minute}}}
+		release := make(chan struct{})
+		r, err := m.Start(t.Context(), "ada", time.Minute, func(context.Context, *runs.Run) runs.Outcome {
+			<-release
+			return runs.Outcome{Answer: json.RawMessage(`1`)}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		now := time.Now()
+		r.Update(json.RawMessage(fmt.Sprintf(`{"calls":{"total":1},"done":1,"total":1000000000,"etaSeconds":1e10,"etaFrom":%d}`, now.UnixMilli())), nil)
+		if got := s.soonestEnd("ada", now); got < 1 || got > 50 {
+			t.Errorf("soonestEnd = %v s, want at most the 50 s left of the run's minute", got)
+		}
+		close(release)
+		m.Drain(context.Background())
 	})
 }

@@ -67,10 +67,22 @@ func readStat(file string, st fileStat) (string, bool) {
 		return "", false
 	}
 	rec := body[len(statMagic):]
-	if !bytes.Equal(rec[:40], st.bytes()) {
+	if !bytes.Equal(rec[:40], st.bytes()) || !isKey(rec[40:]) {
 		return "", false
 	}
 	return string(rec[40:]), true
+}
+
+// isKey reports whether b is a content key as Cache.key writes it: 32
+// lowercase hex digits, so that a record cannot name a file outside the
+// cache directory.
+func isKey(b []byte) bool {
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return len(b) == 32
 }
 
 // writeStat records key for a file of stat st, unless the file changed

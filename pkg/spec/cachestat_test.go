@@ -97,3 +97,34 @@ func readAll(t *testing.T, file string) []byte {
 	}
 	return b
 }
+
+// TestCacheStatRecordKeyNotAPath: a record whose key is not a content key
+// (32 hex digits) is ignored, so a record written into the cache directory
+// cannot name a catalog file outside it ("../" in Load's file name).
+func TestCacheStatRecordKeyNotAPath(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pets.yaml")
+	if err := os.WriteFile(file, readAll(t, filepath.Join("../../testdata", "petstore-v3.yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := statOf(fi)
+	if !ok {
+		t.Skip("no inode and status-change time here: every start hashes the file")
+	}
+	c := Cache{Dir: t.TempDir()}
+	opts := Options{Name: "pets"}
+	rec, _ := statFile(c.Dir, file, opts)
+	later := time.Now().Add(settleTime + time.Second)
+	for _, key := range []string{"../../../../../../../../tmp/evil", "0123456789ABCDEF0123456789abcdef", "0123456789abcdef0123456789abcde\x00"} {
+		writeStat(rec, st, key, later)
+		if got, ok := readStat(rec, st); ok {
+			t.Errorf("record naming %q was read as %q", key, got)
+		}
+		if got, ok := c.fileKey(file, opts, later); !ok || got == key {
+			t.Errorf("fileKey = %q, %v; want the content's key", got, ok)
+		}
+	}
+}
