@@ -56,41 +56,75 @@ type LoadResult struct {
 // Load reads the spec at location and returns its catalog, from the cache
 // when the content is unchanged since it was cached.
 func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadResult, error) {
+	res, write, err := c.load(ctx, location, opts)
+	if write != nil {
+		res.noteWrite(write())
+	}
+	return res, err
+}
+
+// noteWrite records a failure to write the cache file, unless a cache
+// problem is recorded already.
+func (res *LoadResult) noteWrite(err error) {
+	if err != nil && res.CacheError == nil {
+		res.CacheError = fmt.Errorf("cache not written: %w", err)
+	}
+}
+
+// load is Load that leaves writing the cache file to the caller: write is
+// nil on a hit, and otherwise writes a snapshot of the parsed catalog taken
+// before load returned, so the caller may pack or curate the spec while it
+// runs.
+func (c Cache) load(ctx context.Context, location string, opts Options) (res LoadResult, write func() error, err error) {
+	key, rerr := "", error(nil)
 	if c.Dir != "" && !isURL(location) {
 		// A file is hashed as it is read: on a hit, its bytes (13 MB for
 		// GitHub's spec) are never held at once.
-		if key, ok := c.fileKey(location, opts, time.Now()); ok {
-			if s, err := readCache(filepath.Join(c.Dir, key+".gob")); err == nil {
-				return c.hit(s, location, opts), nil
+		if k, ok := c.fileKey(location, opts, time.Now()); ok {
+			s, err := readCache(filepath.Join(c.Dir, k+".gob"))
+			if err == nil {
+				return c.hit(s, location, opts), nil, nil
 			}
+			key, rerr = k, err
 		}
 	}
 	data, err := Read(ctx, location, opts)
 	if err != nil {
-		return LoadResult{}, err
+		return LoadResult{}, nil, err
 	}
 	if c.Dir == "" {
 		s, err := Parse(ctx, location, data, opts)
-		return LoadResult{Spec: s}, err
+		return LoadResult{Spec: s}, nil, err
 	}
-	file := filepath.Join(c.Dir, c.key(location, data, opts)+".gob")
-	var res LoadResult
-	s, err := readCache(file)
-	if err == nil {
-		return c.hit(s, location, opts), nil
+	var keyc chan string
+	if key == "" {
+		key = c.key(location, data, opts)
+		s, err := readCache(filepath.Join(c.Dir, key+".gob"))
+		if err == nil {
+			return c.hit(s, location, opts), nil, nil
+		}
+		rerr = err
+	} else {
+		// A miss on the key of the file as it was hashed: the bytes read
+		// since (the same, unless the file changed in between) are hashed
+		// for the file to write on another core, beside the parse.
+		keyc = make(chan string, 1)
+		go func() { keyc <- c.key(location, data, opts) }()
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		res.CacheError = fmt.Errorf("cache %s ignored: %w", filepath.Base(file), err)
+	if !errors.Is(rerr, os.ErrNotExist) {
+		res.CacheError = fmt.Errorf("cache %s ignored: %w", key+".gob", rerr)
 	}
-	s, err = Parse(ctx, location, data, opts)
+	s, err := Parse(ctx, location, data, opts)
+	if keyc != nil {
+		key = <-keyc
+	}
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.Spec = s
-	if werr := writeCache(file, s); werr != nil && res.CacheError == nil {
-		res.CacheError = fmt.Errorf("cache not written: %w", werr)
-	}
-	return res, nil
+	cs := cacheForm(s)
+	file := filepath.Join(c.Dir, key+".gob")
+	return res, func() error { return writeCache(file, cs) }, nil
 }
 
 // hit is the result of a catalog read from the cache.
@@ -218,8 +252,11 @@ func readCache(file string) (*Spec, error) {
 	return s, nil
 }
 
-func writeCache(file string, s *Spec) error {
-	cs := cachedSpec{
+// cacheForm is the gob form of s. It shares no memory that loading s
+// further writes: packing s replaces its operations' JSON and drops its
+// components map, and leaves the values it held as they were.
+func cacheForm(s *Spec) *cachedSpec {
+	cs := &cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
 		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
 		Warnings: s.Warnings, Unusable: s.Unusable, StatedLimit: s.StatedLimit, Components: s.Components,
@@ -229,8 +266,12 @@ func writeCache(file string, s *Spec) error {
 		cs.Endpoints[i] = cachedEndpoint{E: *e, Raw: e.raw}
 		cs.Endpoints[i].E.raw, cs.Endpoints[i].E.spec = nil, nil
 	}
+	return cs
+}
+
+func writeCache(file string, cs *cachedSpec) error {
 	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(&cs); err != nil {
+	if err := gob.NewEncoder(&payload).Encode(cs); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {

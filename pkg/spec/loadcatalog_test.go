@@ -134,3 +134,63 @@ func TestCacheLoadsASpecFromAPipe(t *testing.T) {
 		t.Errorf("%d endpoints, want 19", got)
 	}
 }
+
+// A catalog written behind the load is the catalog parsed: read back from
+// the cache, every endpoint and component is what a load without a cache
+// gives, while the spec was curated, packed and read as it was written.
+func TestLoadCatalogWritesBehind(t *testing.T) {
+	dir := t.TempDir()
+	deletes, err := NewFilter(Curation{Key: "specs[pets]", Exclude: []string{"DELETE /**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []Source{{Location: filepath.Join("../../testdata", "petstore-v3.yaml"), Filter: deletes}}
+	fresh, err := LoadCatalog(t.Context(), src, CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snapshot(t, fresh.Catalog.Specs()[0])
+	behind, err := LoadCatalog(t.Context(), src, CatalogOptions{CacheDir: dir, WriteBehind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read while the cache file may still be written.
+	if got := snapshot(t, behind.Catalog.Specs()[0]); got != want {
+		t.Errorf("the catalog written behind differs from the one parsed:\n%s\nwant:\n%s", got, want)
+	}
+	if late := behind.Wait(); len(late) > 0 {
+		t.Fatalf("cache not written: %v", late)
+	}
+	var logs bytes.Buffer
+	cached, err := LoadCatalog(t.Context(), src, CatalogOptions{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "cached=true") {
+		t.Fatalf("the catalog written behind was not read back:\n%s", logs.String())
+	}
+	if got := snapshot(t, cached.Catalog.Specs()[0]); got != want {
+		t.Errorf("the catalog read back differs from the one parsed:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A cache that cannot be written is a warning of Wait, once every write
+// has ended.
+func TestLoadCatalogWriteBehindFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := []Source{{Location: filepath.Join("../../testdata", "petstore-v3.yaml")}}
+	l, err := LoadCatalog(t.Context(), src, CatalogOptions{CacheDir: dir, WriteBehind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := l.Wait()
+	if len(late) != 1 || !strings.HasPrefix(late[0], "petstore-v3: cache not written: ") {
+		t.Errorf("Wait = %q, want one cache warning", late)
+	}
+	if again := l.Wait(); len(again) != len(late) {
+		t.Errorf("a second Wait = %q, want %q", again, late)
+	}
+}
