@@ -121,17 +121,7 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	if err != nil {
 		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
 	}
-	s.readPaths(paths, docSecurity, specURL, opts, depth)
-	// What each success answer is, once at load (and then from the
-	// catalog cache): many operations answer with the same schema.
-	memo := map[string]string{}
-	fields := map[string]string{}
-	tags := tagDescriptions(top)
-	for _, e := range s.Endpoints {
-		success := e.successSchema()
-		e.About = e.responseAbout(success, memo)
-		e.Glossary = e.glossary(success, fields, tags)
-	}
+	s.readPaths(paths, pathContext{docSecurity: docSecurity, specURL: specURL, opts: opts, tags: tagDescriptions(top)}, depth)
 	return s, nil
 }
 
@@ -153,65 +143,6 @@ func (s *Spec) readComponents(top map[string]json.RawMessage) {
 					}
 				}
 			}
-		}
-	}
-}
-
-// readPaths builds the endpoints of every path item, in document order:
-// path-level $refs followed, operations too deep for validation left out
-// (Unusable), and a repeated operationId given a numeric suffix.
-func (s *Spec) readPaths(paths []entry, docSecurity []map[string][]string, specURL *url.URL, opts Options, depth *depthChecker) {
-	seen := map[string]int{}
-	for _, p := range paths {
-		item, ok := rawObject(p.Value)
-		if !ok {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("path %s is not an object: skipped", p.Key))
-			continue
-		}
-		if ref, ok := field[string](item, "$ref"); ok {
-			target, ok := s.resolve(ref, "pathItems")
-			if !ok || json.Unmarshal(target, &item) != nil {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("path %s: $ref %s not found: skipped", p.Key, ref))
-				continue
-			}
-		}
-		itemParams, _ := field[[]json.RawMessage](item, "parameters")
-		itemServers, _ := field[[]rawServer](item, "servers")
-		for _, m := range methodOrder {
-			opRaw, ok := item[m]
-			if !ok {
-				continue
-			}
-			e, warn := s.buildEndpoint(p.Key, m, opRaw, itemParams, itemServers, docSecurity, specURL, opts)
-			if warn != "" {
-				s.Warnings = append(s.Warnings, warn)
-			}
-			if e == nil {
-				continue
-			}
-			if why := depth.problem(e.raw); why != "" {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s: %s: left out", e.Method, p.Key, why))
-				if s.Unusable == nil {
-					s.Unusable = map[string]string{}
-				}
-				s.Unusable[e.ID] = why
-				if s.deep == "" {
-					s.deep = e.Method + " " + p.Key
-				}
-				continue
-			}
-			if n := seen[e.ID]; n > 0 {
-				// A repeated operationId keeps its first id; later ones get a
-				// numeric suffix in document order, so ids stay stable.
-				base := e.ID
-				for seen[e.ID] > 0 {
-					n++
-					e.ID = fmt.Sprintf("%s_%d", base, n)
-				}
-				seen[base] = n
-			}
-			seen[e.ID]++
-			s.Endpoints = append(s.Endpoints, e)
 		}
 	}
 }
