@@ -92,7 +92,7 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 	if err != nil {
 		return nil, err
 	}
-	l, err := spec.LoadCatalog(ctx, sources, spec.CatalogOptions{CacheDir: cacheDir, Logger: log, SlowAfter: slowLoadAfter, WriteBehind: true})
+	l, err := spec.LoadCatalog(ctx, sources, spec.CatalogOptions{CacheDir: cacheDir, Logger: log, SlowAfter: slowLoadAfter})
 	if err != nil {
 		return nil, err
 	}
@@ -109,12 +109,8 @@ func loadSpecs(ctx context.Context, cfg *config.Config, cacheDir string, log *sl
 		o := semanticOptions(e, cacheDir, log, gate)
 		sem = &o
 	}
-	// The index is cached beside the catalogs it is built from, while
-	// those are written: every cache file is complete when loadSpecs
-	// returns, whatever the caller does next.
-	out.ix, err = search.Build(ctx, out.cat, search.Options{CacheDir: cacheDir}, sem)
-	out.warnings = append(out.warnings, l.Wait()...)
-	if err != nil {
+	// The index is cached beside the catalogs it is built from.
+	if out.ix, err = search.Build(ctx, out.cat, search.Options{CacheDir: cacheDir}, sem); err != nil {
 		return nil, err
 	}
 	if cached, err := out.ix.FromCache(); err != nil {

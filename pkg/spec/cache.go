@@ -55,27 +55,7 @@ type LoadResult struct {
 
 // Load reads the spec at location and returns its catalog, from the cache
 // when the content is unchanged since it was cached.
-func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadResult, error) {
-	res, write, err := c.load(ctx, location, opts)
-	if write != nil {
-		res.noteWrite(write())
-	}
-	return res, err
-}
-
-// noteWrite records a failure to write the cache file, unless a cache
-// problem is recorded already.
-func (res *LoadResult) noteWrite(err error) {
-	if err != nil && res.CacheError == nil {
-		res.CacheError = fmt.Errorf("cache not written: %w", err)
-	}
-}
-
-// load is Load that leaves writing the cache file to the caller: write is
-// nil on a hit, and otherwise writes a snapshot of the parsed catalog taken
-// before load returned, so the caller may pack or curate the spec while it
-// runs.
-func (c Cache) load(ctx context.Context, location string, opts Options) (res LoadResult, write func() error, err error) {
+func (c Cache) Load(ctx context.Context, location string, opts Options) (res LoadResult, err error) {
 	key, rerr := "", error(nil)
 	if c.Dir != "" && !isURL(location) {
 		// A file is hashed as it is read: on a hit, its bytes (13 MB for
@@ -83,25 +63,25 @@ func (c Cache) load(ctx context.Context, location string, opts Options) (res Loa
 		if k, ok := c.fileKey(location, opts, time.Now()); ok {
 			s, err := readCache(filepath.Join(c.Dir, k+".gob"))
 			if err == nil {
-				return c.hit(s, location, opts), nil, nil
+				return c.hit(s, location, opts), nil
 			}
 			key, rerr = k, err
 		}
 	}
 	data, err := Read(ctx, location, opts)
 	if err != nil {
-		return LoadResult{}, nil, err
+		return LoadResult{}, err
 	}
 	if c.Dir == "" {
 		s, err := Parse(ctx, location, data, opts)
-		return LoadResult{Spec: s}, nil, err
+		return LoadResult{Spec: s}, err
 	}
 	var keyc chan string
 	if key == "" {
 		key = c.key(location, data, opts)
 		s, err := readCache(filepath.Join(c.Dir, key+".gob"))
 		if err == nil {
-			return c.hit(s, location, opts), nil, nil
+			return c.hit(s, location, opts), nil
 		}
 		rerr = err
 	} else {
@@ -119,12 +99,13 @@ func (c Cache) load(ctx context.Context, location string, opts Options) (res Loa
 		key = <-keyc
 	}
 	if err != nil {
-		return res, nil, err
+		return res, err
 	}
 	res.Spec = s
-	cs := cacheForm(s)
-	file := filepath.Join(c.Dir, key+".gob")
-	return res, func() error { return writeCache(file, cs) }, nil
+	if werr := writeCache(filepath.Join(c.Dir, key+".gob"), cacheForm(s)); werr != nil && res.CacheError == nil {
+		res.CacheError = fmt.Errorf("cache not written: %w", werr)
+	}
+	return res, nil
 }
 
 // hit is the result of a catalog read from the cache.
@@ -252,9 +233,7 @@ func readCache(file string) (*Spec, error) {
 	return s, nil
 }
 
-// cacheForm is the gob form of s. It shares no memory that loading s
-// further writes: packing s replaces its operations' JSON and drops its
-// components map, and leaves the values it held as they were.
+// cacheForm is the gob form of s.
 func cacheForm(s *Spec) *cachedSpec {
 	cs := &cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
@@ -269,11 +248,11 @@ func cacheForm(s *Spec) *cachedSpec {
 	return cs
 }
 
+// writeCache writes cs to file: the payload streams into the file as gob
+// encodes it, its checksum written in the room left for it at the end.
+// Encoded into a buffer first, the payload was held twice (gob's own
+// buffer and its copy) at the load's peak.
 func writeCache(file string, cs *cachedSpec) error {
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(cs); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
@@ -281,14 +260,7 @@ func writeCache(file string, cs *cachedSpec) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload.Bytes())
-	_, err = tmp.Write(cacheMagic)
-	if err == nil {
-		_, err = tmp.Write(sum[:])
-	}
-	if err == nil {
-		_, err = tmp.Write(payload.Bytes())
-	}
+	err = encodeCache(tmp, cs)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -297,4 +269,16 @@ func writeCache(file string, cs *cachedSpec) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+func encodeCache(f *os.File, cs *cachedSpec) error {
+	if _, err := f.Write(append(append([]byte(nil), cacheMagic...), make([]byte, sha256.Size)...)); err != nil {
+		return err
+	}
+	h := sha256.New()
+	if err := gob.NewEncoder(io.MultiWriter(f, h)).Encode(cs); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(h.Sum(nil), int64(len(cacheMagic)))
+	return err
 }

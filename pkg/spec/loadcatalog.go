@@ -46,11 +46,6 @@ type CatalogOptions struct {
 	SlowAfter time.Duration
 	// Parallel bounds how many specs load at once. If zero, GOMAXPROCS.
 	Parallel int
-	// WriteBehind writes the catalogs parsed afresh to the cache in the
-	// background, beside what the caller does next (building the search
-	// index): the caller must then call Loaded.Wait before it exits or
-	// removes CacheDir.
-	WriteBehind bool
 }
 
 // SourceFailure is a spec that did not load, and why.
@@ -67,33 +62,6 @@ type Loaded struct {
 	// Warnings are each served spec's warnings, cache and curation ones
 	// included, as "<spec>: <warning>".
 	Warnings []string
-
-	writes   []pendingWrite
-	waitOnce sync.Once
-	late     []string
-	log      *slog.Logger
-}
-
-// pendingWrite is a cache file being written behind the load.
-type pendingWrite struct {
-	spec string
-	done chan error
-}
-
-// Wait returns once the cache files a load with WriteBehind parsed afresh
-// are written (at once without WriteBehind), with a warning, as in
-// Warnings, for each that could not be. It may be called more than once.
-func (l *Loaded) Wait() []string {
-	l.waitOnce.Do(func() {
-		for _, w := range l.writes {
-			if err := <-w.done; err != nil {
-				warn := "cache not written: " + err.Error()
-				l.late = append(l.late, w.spec+": "+warn)
-				l.log.Warn("spec warning", "spec", w.spec, "warning", warn)
-			}
-		}
-	})
-	return l.late
 }
 
 // sourceName is the name a source's spec is reported by.
@@ -122,10 +90,9 @@ func LoadCatalog(ctx context.Context, sources []Source, opts CatalogOptions) (*L
 		par = runtime.GOMAXPROCS(0)
 	}
 	type result struct {
-		spec  *Spec
-		err   error
-		warn  []string
-		write chan error
+		spec *Spec
+		err  error
+		warn []string
 	}
 	results := make([]result, len(sources))
 	sem := make(chan struct{}, par)
@@ -134,21 +101,17 @@ func LoadCatalog(ctx context.Context, sources []Source, opts CatalogOptions) (*L
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s, warn, write, err := loadSource(ctx, src, opts, log)
-			results[i] = result{spec: s, warn: warn, write: write, err: err}
+			s, warn, err := loadSource(ctx, src, opts.CacheDir, opts.SlowAfter, log)
+			results[i] = result{spec: s, warn: warn, err: err}
 		})
 	}
 	wg.Wait()
-	out := &Loaded{log: log}
+	out := &Loaded{}
 	var specs []*Spec
 	for i, r := range results {
 		name := sourceName(sources[i])
-		if r.write != nil {
-			out.writes = append(out.writes, pendingWrite{spec: name, done: r.write})
-		}
 		if r.err != nil {
 			if sources[i].Required {
-				out.Wait()
 				return nil, fmt.Errorf("required spec %s: %w", name, r.err)
 			}
 			out.Failures = append(out.Failures, SourceFailure{Spec: name, Reason: r.err.Error()})
@@ -170,7 +133,6 @@ func LoadCatalog(ctx context.Context, sources []Source, opts CatalogOptions) (*L
 	}
 	cat, err := NewCatalog(specs...)
 	if err != nil {
-		out.Wait()
 		return nil, err
 	}
 	out.Catalog = cat
@@ -178,31 +140,22 @@ func LoadCatalog(ctx context.Context, sources []Source, opts CatalogOptions) (*L
 }
 
 // loadSource loads and curates one source, returning the warnings of the
-// cache and of curation. With opts.WriteBehind, a catalog parsed afresh is
-// written to the cache in the background, and write says when it is.
-func loadSource(ctx context.Context, src Source, opts CatalogOptions, log *slog.Logger) (*Spec, []string, chan error, error) {
+// cache and of curation.
+func loadSource(ctx context.Context, src Source, cacheDir string, slowAfter time.Duration, log *slog.Logger) (*Spec, []string, error) {
 	start := time.Now()
-	cache := Cache{Dir: opts.CacheDir}
+	cache := Cache{Dir: cacheDir}
 	if src.NoCache {
 		cache = Cache{}
 	}
 	name := sourceName(src)
 	// A log line, so a stop racing the timer at worst logs it late.
-	slow := time.AfterFunc(opts.SlowAfter, func() {
-		log.Info("spec still loading", "spec", name, "location", src.Location, "after", opts.SlowAfter)
+	slow := time.AfterFunc(slowAfter, func() {
+		log.Info("spec still loading", "spec", name, "location", src.Location, "after", slowAfter)
 	})
-	res, write, err := cache.load(ctx, src.Location, src.Options)
+	res, err := cache.Load(ctx, src.Location, src.Options)
 	slow.Stop()
-	var done chan error
-	switch {
-	case write != nil && opts.WriteBehind:
-		done = make(chan error, 1)
-		go func() { done <- write() }()
-	case write != nil:
-		res.noteWrite(write())
-	}
 	if err != nil {
-		return nil, nil, done, err
+		return nil, nil, err
 	}
 	var warn []string
 	if res.CacheError != nil {
@@ -212,7 +165,7 @@ func loadSource(ctx context.Context, src Source, opts CatalogOptions, log *slog.
 	if src.Filter != nil {
 		cur, err := src.Filter.Apply(res.Spec)
 		if err != nil {
-			return nil, nil, done, err
+			return nil, nil, err
 		}
 		warn = append(warn, cur.Warnings...)
 		excluded = cur.Excluded()
@@ -220,5 +173,5 @@ func loadSource(ctx context.Context, src Source, opts CatalogOptions, log *slog.
 	res.Spec.pack()
 	log.Info("spec loaded", "spec", res.Spec.Name, "endpoints", len(res.Spec.Endpoints), "excluded", excluded,
 		"cached", res.FromCache, "took", time.Since(start).Round(time.Millisecond))
-	return res.Spec, warn, done, nil
+	return res.Spec, warn, nil
 }
