@@ -117,7 +117,11 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	if !ok || string(pathsRaw) == "null" {
 		return s, nil
 	}
-	paths, err := objectEntries(pathsRaw)
+	paths, ok := rawEntries(pathsRaw)
+	var err error
+	if !ok {
+		paths, err = objectEntries(pathsRaw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
 	}
@@ -129,6 +133,10 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 // shape are dropped one by one, with a warning each.
 func (s *Spec) readComponents(top map[string]json.RawMessage) {
 	if comps, ok := top["components"]; ok {
+		if m, ok := rawComponents(comps); ok {
+			s.Components = m
+			return
+		}
 		if err := json.Unmarshal(comps, &s.Components); err != nil {
 			// Sections of the wrong shape are dropped one by one.
 			var loose map[string]json.RawMessage
@@ -145,6 +153,34 @@ func (s *Spec) readComponents(top map[string]json.RawMessage) {
 			}
 		}
 	}
+}
+
+// rawComponents is the components object comps, of valid JSON, read as
+// json.Unmarshal reads it into a map of sections, without checking and
+// decoding 4 MB of GitHub's spec once more: each value a slice of one copy
+// of comps, so the document's bytes are not held for them. ok is false
+// when a section is not an object or null (readComponents then drops it
+// with a warning).
+func rawComponents(comps []byte) (map[string]map[string]json.RawMessage, bool) {
+	if string(comps) == "null" {
+		return nil, true
+	}
+	comps = bytes.Clone(comps)
+	secs, ok := rawObject(comps)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]map[string]json.RawMessage, len(secs))
+	for sec, raw := range secs {
+		if string(raw) == "null" {
+			out[sec] = nil
+			continue
+		}
+		if out[sec], ok = rawObject(raw); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // resolve follows a local "#/components/<section>/<name>" reference, and
@@ -545,6 +581,40 @@ func rawObject(raw []byte) (map[string]json.RawMessage, bool) {
 		}
 	}
 	return m, i < len(raw)
+}
+
+// rawEntries is objectEntries of valid JSON, as rawObject reads it: the
+// members in document order, repeated keys kept, each value a slice of
+// raw. ok is false when raw is not an object (objectEntries then says
+// why).
+func rawEntries(raw []byte) (out []entry, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end := jsonStringEnd(raw, i)
+		if end-i < 2 {
+			return nil, false
+		}
+		key := keyText(raw[i:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		v := skipSpace(raw, i+1)
+		end = skipValue(raw, v)
+		out = append(out, entry{Key: key, Value: raw[v:end:end]})
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return out, i < len(raw)
 }
 
 // keyText is the text of a quoted object key, as json.Unmarshal reads it.

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"encoding/json"
+	"reflect"
 	"sync/atomic"
 	"testing"
 )
@@ -37,6 +39,37 @@ func TestEachParallelRaisesTheFirstPanic(t *testing.T) {
 		}()
 		if got != 20 {
 			t.Errorf("%d workers: recovered %v, want 20", workers, got)
+		}
+	}
+}
+
+// rawComponents and rawEntries read valid JSON as json.Unmarshal and
+// objectEntries do: repeated keys, escaped keys, null sections.
+func TestRawReadersAgreeWithEncodingJSON(t *testing.T) {
+	for _, doc := range []string{
+		`null`,
+		`{}`,
+		`{"schemas":{"A":{"type":"string"},"A":{"type":"integer"}},"schemas":{"B":{}}}`,
+		`{"schemas":null,"responses":{"ok":null,"caf\u00e9":{"description":"x"}}}`,
+		`{ "schemas" : { "A" : [1, {"b": "}"}] , "C\"D" : "e" } }`,
+		`{"schemas":[]}`,
+		`{"schemas":{"A":{}},"x":"y"}`,
+		`[]`,
+	} {
+		var want map[string]map[string]json.RawMessage
+		wantErr := json.Unmarshal([]byte(doc), &want)
+		got, ok := rawComponents([]byte(doc))
+		if ok != (wantErr == nil) {
+			t.Errorf("%s: rawComponents ok %t, json.Unmarshal err %v", doc, ok, wantErr)
+			continue
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: rawComponents = %q, want %q", doc, got, want)
+		}
+		wantEntries, entErr := objectEntries([]byte(doc))
+		gotEntries, ok := rawEntries([]byte(doc))
+		if ok != (entErr == nil) || (ok && !reflect.DeepEqual(gotEntries, wantEntries)) {
+			t.Errorf("%s: rawEntries = %q, %t; objectEntries = %q, %v", doc, gotEntries, ok, wantEntries, entErr)
 		}
 	}
 }
