@@ -151,8 +151,9 @@ func (e *Endpoint) successSchema() json.RawMessage {
 	if json.Unmarshal(e.raw, &op) != nil || len(op.Responses) == 0 {
 		return nil
 	}
-	entries, err := objectEntries(op.Responses)
-	if err != nil {
+	// e.raw is JSON that json.Marshal wrote.
+	entries, ok := rawEntries(op.Responses)
+	if !ok {
 		return nil
 	}
 	pick := -1

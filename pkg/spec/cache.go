@@ -55,14 +55,17 @@ type LoadResult struct {
 
 // Load reads the spec at location and returns its catalog, from the cache
 // when the content is unchanged since it was cached.
-func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadResult, error) {
+func (c Cache) Load(ctx context.Context, location string, opts Options) (res LoadResult, err error) {
+	key, rerr := "", error(nil)
 	if c.Dir != "" && !isURL(location) {
 		// A file is hashed as it is read: on a hit, its bytes (13 MB for
 		// GitHub's spec) are never held at once.
-		if key, ok := c.fileKey(location, opts, time.Now()); ok {
-			if s, err := readCache(filepath.Join(c.Dir, key+".gob")); err == nil {
+		if k, ok := c.fileKey(location, opts, time.Now()); ok {
+			s, err := readCache(filepath.Join(c.Dir, k+".gob"))
+			if err == nil {
 				return c.hit(s, location, opts), nil
 			}
+			key, rerr = k, err
 		}
 	}
 	data, err := Read(ctx, location, opts)
@@ -73,21 +76,33 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (LoadRes
 		s, err := Parse(ctx, location, data, opts)
 		return LoadResult{Spec: s}, err
 	}
-	file := filepath.Join(c.Dir, c.key(location, data, opts)+".gob")
-	var res LoadResult
-	s, err := readCache(file)
-	if err == nil {
-		return c.hit(s, location, opts), nil
+	var keyc chan string
+	if key == "" {
+		key = c.key(location, data, opts)
+		s, err := readCache(filepath.Join(c.Dir, key+".gob"))
+		if err == nil {
+			return c.hit(s, location, opts), nil
+		}
+		rerr = err
+	} else {
+		// A miss on the key of the file as it was hashed: the bytes read
+		// since (the same, unless the file changed in between) are hashed
+		// for the file to write on another core, beside the parse.
+		keyc = make(chan string, 1)
+		go func() { keyc <- c.key(location, data, opts) }()
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		res.CacheError = fmt.Errorf("cache %s ignored: %w", filepath.Base(file), err)
+	if !errors.Is(rerr, os.ErrNotExist) {
+		res.CacheError = fmt.Errorf("cache %s ignored: %w", key+".gob", rerr)
 	}
-	s, err = Parse(ctx, location, data, opts)
+	s, err := Parse(ctx, location, data, opts)
+	if keyc != nil {
+		key = <-keyc
+	}
 	if err != nil {
 		return res, err
 	}
 	res.Spec = s
-	if werr := writeCache(file, s); werr != nil && res.CacheError == nil {
+	if werr := writeCache(filepath.Join(c.Dir, key+".gob"), cacheForm(s)); werr != nil && res.CacheError == nil {
 		res.CacheError = fmt.Errorf("cache not written: %w", werr)
 	}
 	return res, nil
@@ -218,8 +233,9 @@ func readCache(file string) (*Spec, error) {
 	return s, nil
 }
 
-func writeCache(file string, s *Spec) error {
-	cs := cachedSpec{
+// cacheForm is the gob form of s.
+func cacheForm(s *Spec) *cachedSpec {
+	cs := &cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
 		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
 		Warnings: s.Warnings, Unusable: s.Unusable, StatedLimit: s.StatedLimit, Components: s.Components,
@@ -229,10 +245,14 @@ func writeCache(file string, s *Spec) error {
 		cs.Endpoints[i] = cachedEndpoint{E: *e, Raw: e.raw}
 		cs.Endpoints[i].E.raw, cs.Endpoints[i].E.spec = nil, nil
 	}
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(&cs); err != nil {
-		return err
-	}
+	return cs
+}
+
+// writeCache writes cs to file: the payload streams into the file as gob
+// encodes it, its checksum written in the room left for it at the end.
+// Encoded into a buffer first, the payload was held twice (gob's own
+// buffer and its copy) at the load's peak.
+func writeCache(file string, cs *cachedSpec) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
@@ -240,14 +260,7 @@ func writeCache(file string, s *Spec) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload.Bytes())
-	_, err = tmp.Write(cacheMagic)
-	if err == nil {
-		_, err = tmp.Write(sum[:])
-	}
-	if err == nil {
-		_, err = tmp.Write(payload.Bytes())
-	}
+	err = encodeCache(tmp, cs)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -256,4 +269,16 @@ func writeCache(file string, s *Spec) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+func encodeCache(f *os.File, cs *cachedSpec) error {
+	if _, err := f.Write(append(append([]byte(nil), cacheMagic...), make([]byte, sha256.Size)...)); err != nil {
+		return err
+	}
+	h := sha256.New()
+	if err := gob.NewEncoder(io.MultiWriter(f, h)).Encode(cs); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(h.Sum(nil), int64(len(cacheMagic)))
+	return err
 }

@@ -117,21 +117,15 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 	if !ok || string(pathsRaw) == "null" {
 		return s, nil
 	}
-	paths, err := objectEntries(pathsRaw)
+	paths, ok := rawEntries(pathsRaw)
+	var err error
+	if !ok {
+		paths, err = objectEntries(pathsRaw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("paths: %s", jsonErrorText(err))
 	}
-	s.readPaths(paths, docSecurity, specURL, opts, depth)
-	// What each success answer is, once at load (and then from the
-	// catalog cache): many operations answer with the same schema.
-	memo := map[string]string{}
-	fields := map[string]string{}
-	tags := tagDescriptions(top)
-	for _, e := range s.Endpoints {
-		success := e.successSchema()
-		e.About = e.responseAbout(success, memo)
-		e.Glossary = e.glossary(success, fields, tags)
-	}
+	s.readPaths(paths, pathContext{docSecurity: docSecurity, specURL: specURL, opts: opts, tags: tagDescriptions(top)}, depth)
 	return s, nil
 }
 
@@ -139,6 +133,10 @@ func buildRaw(name, location, version string, doc []byte, opts Options) (*Spec, 
 // shape are dropped one by one, with a warning each.
 func (s *Spec) readComponents(top map[string]json.RawMessage) {
 	if comps, ok := top["components"]; ok {
+		if m, ok := rawComponents(comps); ok {
+			s.Components = m
+			return
+		}
 		if err := json.Unmarshal(comps, &s.Components); err != nil {
 			// Sections of the wrong shape are dropped one by one.
 			var loose map[string]json.RawMessage
@@ -157,63 +155,32 @@ func (s *Spec) readComponents(top map[string]json.RawMessage) {
 	}
 }
 
-// readPaths builds the endpoints of every path item, in document order:
-// path-level $refs followed, operations too deep for validation left out
-// (Unusable), and a repeated operationId given a numeric suffix.
-func (s *Spec) readPaths(paths []entry, docSecurity []map[string][]string, specURL *url.URL, opts Options, depth *depthChecker) {
-	seen := map[string]int{}
-	for _, p := range paths {
-		item, ok := rawObject(p.Value)
-		if !ok {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("path %s is not an object: skipped", p.Key))
+// rawComponents is the components object comps, of valid JSON, read as
+// json.Unmarshal reads it into a map of sections, without checking and
+// decoding 4 MB of GitHub's spec once more: each value a slice of one copy
+// of comps, so the document's bytes are not held for them. ok is false
+// when a section is not an object or null (readComponents then drops it
+// with a warning).
+func rawComponents(comps []byte) (map[string]map[string]json.RawMessage, bool) {
+	if string(comps) == "null" {
+		return nil, true
+	}
+	comps = bytes.Clone(comps)
+	secs, ok := rawObject(comps)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]map[string]json.RawMessage, len(secs))
+	for sec, raw := range secs {
+		if string(raw) == "null" {
+			out[sec] = nil
 			continue
 		}
-		if ref, ok := field[string](item, "$ref"); ok {
-			target, ok := s.resolve(ref, "pathItems")
-			if !ok || json.Unmarshal(target, &item) != nil {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("path %s: $ref %s not found: skipped", p.Key, ref))
-				continue
-			}
-		}
-		itemParams, _ := field[[]json.RawMessage](item, "parameters")
-		itemServers, _ := field[[]rawServer](item, "servers")
-		for _, m := range methodOrder {
-			opRaw, ok := item[m]
-			if !ok {
-				continue
-			}
-			e, warn := s.buildEndpoint(p.Key, m, opRaw, itemParams, itemServers, docSecurity, specURL, opts)
-			if warn != "" {
-				s.Warnings = append(s.Warnings, warn)
-			}
-			if e == nil {
-				continue
-			}
-			if why := depth.problem(e.raw); why != "" {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s: %s: left out", e.Method, p.Key, why))
-				if s.Unusable == nil {
-					s.Unusable = map[string]string{}
-				}
-				s.Unusable[e.ID] = why
-				if s.deep == "" {
-					s.deep = e.Method + " " + p.Key
-				}
-				continue
-			}
-			if n := seen[e.ID]; n > 0 {
-				// A repeated operationId keeps its first id; later ones get a
-				// numeric suffix in document order, so ids stay stable.
-				base := e.ID
-				for seen[e.ID] > 0 {
-					n++
-					e.ID = fmt.Sprintf("%s_%d", base, n)
-				}
-				seen[base] = n
-			}
-			seen[e.ID]++
-			s.Endpoints = append(s.Endpoints, e)
+		if out[sec], ok = rawObject(raw); !ok {
+			return nil, false
 		}
 	}
+	return out, true
 }
 
 // resolve follows a local "#/components/<section>/<name>" reference, and
@@ -614,6 +581,40 @@ func rawObject(raw []byte) (map[string]json.RawMessage, bool) {
 		}
 	}
 	return m, i < len(raw)
+}
+
+// rawEntries is objectEntries of valid JSON, as rawObject reads it: the
+// members in document order, repeated keys kept, each value a slice of
+// raw. ok is false when raw is not an object (objectEntries then says
+// why).
+func rawEntries(raw []byte) (out []entry, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end := jsonStringEnd(raw, i)
+		if end-i < 2 {
+			return nil, false
+		}
+		key := keyText(raw[i:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		v := skipSpace(raw, i+1)
+		end = skipValue(raw, v)
+		out = append(out, entry{Key: key, Value: raw[v:end:end]})
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return out, i < len(raw)
 }
 
 // keyText is the text of a quoted object key, as json.Unmarshal reads it.
