@@ -87,10 +87,6 @@ func jsonResult(v any) *mcp.CallToolResult {
 	return mcp.NewToolResultStructured(json.RawMessage(text), string(text))
 }
 
-// retrySeconds turns a wait into the seconds the model reads: waiting
-// exactly that long must succeed (ratelimit.WaitSeconds, the one rounding).
-func retrySeconds(d time.Duration) float64 { return ratelimit.WaitSeconds(d) }
-
 // limitCode is the code of a refusal by a limit of scope: rate_limit for
 // specgate's own limits, upstream_rate_limit for what the upstream said.
 func limitCode(s ratelimit.Scope) string {

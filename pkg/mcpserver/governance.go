@@ -67,7 +67,7 @@ func (s *Server) limitsOf(e *spec.Endpoint) *EndpointNow {
 	now := s.now()
 	if w := s.call.Limiter.ReadyAt(e.ID, now); w > 0 {
 		out.Ready = false
-		out.RetryAfterSeconds = retrySeconds(w)
+		out.RetryAfterSeconds = ratelimit.WaitSeconds(w)
 	}
 	st := s.call.Limiter.StatusAt(now, func(id string) bool { return id == e.ID })
 	if len(st.Endpoints) == 1 && st.Endpoints[0].Interval > 0 {

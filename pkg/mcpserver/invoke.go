@@ -179,7 +179,7 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 	for _, a := range out.Trace.Attempts {
 		at := Attempt{Status: a.Status, Source: a.Source}
 		if a.Wait > 0 {
-			at.WaitSeconds = retrySeconds(a.Wait)
+			at.WaitSeconds = ratelimit.WaitSeconds(a.Wait)
 		}
 		if a.Err != nil {
 			at.Error = codeOf(a.Err)
@@ -187,7 +187,7 @@ func (s *Server) snapshot(out *invoke.Outcome) *CallRateLimit {
 		snap.Attempts = append(snap.Attempts, at)
 	}
 	if out.Trace.NextCall > 0 {
-		snap.NextCallInSeconds = retrySeconds(out.Trace.NextCall)
+		snap.NextCallInSeconds = ratelimit.WaitSeconds(out.Trace.NextCall)
 	}
 	return snap
 }

@@ -57,17 +57,14 @@ func progressOf(rec *runs.Record, now time.Time) RunProgress {
 	return p.sinceReckoned(now)
 }
 
-// soonestEnd is the seconds (at least 1) until principal's first run here ends by its ETA; 0 without one.
-// A run ends by scripts.timeout at the latest, whatever its ETA (a script's own api.progress) says.
+// soonestEnd is the seconds (≥ 1) until principal's first running run here ends by its ETA, capped by scripts.timeout.
 func (s *Server) soonestEnd(principal string, now time.Time) (soonest float64) {
 	for _, rec := range s.runs.Running(principal) {
-		p := progressOf(&rec, now)
-		if p.ETASeconds == nil {
-			continue
-		}
-		eta := min(*p.ETASeconds, rec.Started.Add(s.opts.Scripts.timeout()).Sub(now).Seconds())
-		if soonest == 0 || eta < soonest {
-			soonest = max(eta, 1)
+		if p := progressOf(&rec, now); p.ETASeconds != nil && rec.Status == runs.Running {
+			eta := max(min(*p.ETASeconds, rec.Started.Add(s.opts.Scripts.timeout()).Sub(now).Seconds()), 1)
+			if soonest == 0 || eta < soonest {
+				soonest = eta
+			}
 		}
 	}
 	return soonest

@@ -606,8 +606,8 @@ func TestRetrySecondsNeverZeroNorRoundedDown(t *testing.T) {
 		{8200*time.Millisecond + 1, 8.201},
 	}
 	for _, tt := range tests {
-		if got := retrySeconds(tt.in); got != tt.want {
-			t.Errorf("retrySeconds(%v) = %v, want %v", tt.in, got, tt.want)
+		if got := ratelimit.WaitSeconds(tt.in); got != tt.want {
+			t.Errorf("ratelimit.WaitSeconds(%v) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest, a *S
 				es.Cooldown = e.Interval.String()
 			}
 			if e.Wait > 0 {
-				es.RetryAfterSeconds = retrySeconds(e.Wait)
+				es.RetryAfterSeconds = ratelimit.WaitSeconds(e.Wait)
 			}
 			out.Endpoints = append(out.Endpoints, es)
 		}
@@ -218,7 +218,7 @@ func newUpstreamStatus(u ratelimit.UpstreamStatus, now time.Time, lat *latency) 
 		}
 	}
 	if d := u.NextAllowed.Sub(now); d > 0 {
-		us.NextAllowedSeconds = retrySeconds(d)
+		us.NextAllowedSeconds = ratelimit.WaitSeconds(d)
 	}
 	for _, l := range u.Learned {
 		us.Learned = append(us.Learned, learnedLimit(l, now))
@@ -251,7 +251,7 @@ func newUpstreamStatus(u ratelimit.UpstreamStatus, now time.Time, lat *latency) 
 func learnedLimit(l ratelimit.LearnedStatus, now time.Time) LearnedLimit {
 	out := LearnedLimit{Resource: l.Resource}
 	if d := l.BlockedUntil.Sub(now); d > 0 {
-		out.BlockedForSeconds = retrySeconds(d)
+		out.BlockedForSeconds = ratelimit.WaitSeconds(d)
 		out.BlockSource = &l.BlockSource
 	}
 	out.Requests = learnedQuota(l.Requests, now)
@@ -259,10 +259,10 @@ func learnedLimit(l ratelimit.LearnedStatus, now time.Time) LearnedLimit {
 	out.Probing = l.Probing
 	if inf := l.Inferred; inf.Limit > 0 && inf.Until.After(now) {
 		out.Inferred = &InferredLimit{Limit: inf.Limit, Window: inf.Window.String(), Source: inf.Source,
-			ForSeconds: retrySeconds(inf.Until.Sub(now))}
+			ForSeconds: ratelimit.WaitSeconds(inf.Until.Sub(now))}
 	}
 	if l.InFlight > 0 && l.InFlightUntil.After(now) {
-		out.InFlight = &InferredLimit{Limit: int64(l.InFlight), ForSeconds: retrySeconds(l.InFlightUntil.Sub(now))}
+		out.InFlight = &InferredLimit{Limit: int64(l.InFlight), ForSeconds: ratelimit.WaitSeconds(l.InFlightUntil.Sub(now))}
 	}
 	return out
 }
@@ -281,7 +281,7 @@ func learnedQuota(q ratelimit.LearnedQuota, now time.Time) *LearnedQuota {
 		out.Window = q.Window.String()
 	}
 	if d := q.Reset.Sub(now); d > 0 {
-		out.ResetInSeconds = retrySeconds(d)
+		out.ResetInSeconds = ratelimit.WaitSeconds(d)
 	}
 	return out
 }

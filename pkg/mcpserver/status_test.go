@@ -50,7 +50,7 @@ func legacyRender(u ratelimit.UpstreamStatus, now time.Time, lat *latency) legac
 		}
 	}
 	if d := u.NextAllowed.Sub(now); d > 0 {
-		us.NextAllowedSeconds = retrySeconds(d)
+		us.NextAllowedSeconds = ratelimit.WaitSeconds(d)
 	}
 	for _, l := range u.Learned {
 		m := map[string]any{}
@@ -58,7 +58,7 @@ func legacyRender(u ratelimit.UpstreamStatus, now time.Time, lat *latency) legac
 			m["resource"] = l.Resource
 		}
 		if d := l.BlockedUntil.Sub(now); d > 0 {
-			m["blockedForSeconds"] = retrySeconds(d)
+			m["blockedForSeconds"] = ratelimit.WaitSeconds(d)
 			m["blockSource"] = l.BlockSource
 		}
 		for name, q := range map[string]ratelimit.LearnedQuota{"requests": l.Requests, "tokens": l.Tokens} {
@@ -73,7 +73,7 @@ func legacyRender(u ratelimit.UpstreamStatus, now time.Time, lat *latency) legac
 				qm["window"] = q.Window.String()
 			}
 			if d := q.Reset.Sub(now); d > 0 {
-				qm["resetInSeconds"] = retrySeconds(d)
+				qm["resetInSeconds"] = ratelimit.WaitSeconds(d)
 			}
 			m[name] = qm
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/specgate/specgate/pkg/codes"
+	"github.com/specgate/specgate/pkg/ratelimit"
 	"github.com/specgate/specgate/pkg/search"
 	"github.com/specgate/specgate/pkg/spec"
 )
@@ -107,7 +108,7 @@ func (s *Server) searchEndpoints(ctx context.Context, st *state, query string, a
 		sh := SearchHit{ID: h.ID, Method: h.Method, Path: h.Path, Summary: h.Summary, Spec: h.Spec, Tags: h.Tags, Ready: true}
 		if wait := s.readyIn(h.ID, now); wait > 0 {
 			sh.Ready = false
-			sh.RetryAfterSeconds = retrySeconds(wait)
+			sh.RetryAfterSeconds = ratelimit.WaitSeconds(wait)
 		}
 		out.Endpoints = append(out.Endpoints, sh)
 	}

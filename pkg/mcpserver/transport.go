@@ -129,7 +129,7 @@ func (s *Server) chargeToolCall(ctx context.Context) *mcp.CallToolResult {
 	if r == nil {
 		return nil
 	}
-	secs := retrySeconds(r.RetryAfter)
+	secs := ratelimit.WaitSeconds(r.RetryAfter)
 	return errorResult(&ErrorObject{
 		Code:              codes.RateLimit,
 		Message:           r.Message,
