@@ -41,7 +41,7 @@ echo "## MCP over HTTP with auth and inbound limits, memory and Redis (./pkg/mcp
 $GO test -run '^$' -bench 'BenchmarkHTTP' -benchtime=2s -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT"
 
 echo "## inbound JWTs (issue targets)" | tee -a "$OUT"
-$GO test -run '^$' -bench 'BenchmarkJWTVerifyCachedKeys|BenchmarkRefuse1MBToken' -benchmem -benchtime=2s -timeout 10m ./pkg/mcpserver/ 2>&1 | tee -a "$OUT.jwt"
+$GO test -run '^$' -bench 'BenchmarkJWTVerifyCachedKeys|BenchmarkRefuse1MBToken' -benchmem -benchtime=2s -timeout 10m ./pkg/inauth/ ./pkg/serve/ 2>&1 | tee -a "$OUT.jwt"
 cat "$OUT.jwt" >>"$OUT"
 awk '/^BenchmarkJWTVerifyCachedKeys\// { split($1, n, "/"); sub(/-[0-9]+$/, "", n[2]); printf "verify a %s JWT, keys cached: %.0f us (target <= 100 us)\n", n[2], $3 / 1e3 }
      /^BenchmarkRefuse1MBToken/ { printf "refuse a 1 MB bearer token: %d B allocated (target <= 65536 B)\n", $5 }' \
