@@ -24,6 +24,7 @@ import (
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zapv17 "github.com/blevesearch/zapx/v17"
 
+	"github.com/specgate/specgate/internal/sumfile"
 	"github.com/specgate/specgate/pkg/spec"
 )
 
@@ -198,43 +199,12 @@ func writeIndex(file string, ix *Index, seg segment.Segment) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".index-*")
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(payload)
-	_, err = tmp.Write(indexMagic)
-	if err == nil {
-		_, err = tmp.Write(sum[:])
-	}
-	if err == nil {
-		_, err = tmp.Write(payload)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	return sumfile.Write(file, indexMagic, payload, ".index-*")
 }
 
 // readIndexFile returns the payload of file once its checksum holds.
 func readIndexFile(file string) ([]byte, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(data, indexMagic) || len(data) < len(indexMagic)+sha256.Size {
-		return nil, errors.New("not an index cache file")
-	}
-	data = data[len(indexMagic):]
-	sum, payload := data[:sha256.Size], data[sha256.Size:]
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
-		return nil, errors.New("checksum mismatch")
-	}
-	return payload, nil
+	return sumfile.Read(file, indexMagic, "an index cache file")
 }
 
 // encodeIndex is the payload of an index cache file named name: the name

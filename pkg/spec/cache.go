@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/specgate/specgate/internal/sumfile"
 )
 
 // cacheFormat changes whenever the cached layout or the way a catalog is
@@ -201,17 +203,9 @@ type cachedEndpoint struct {
 }
 
 func readCache(file string) (*Spec, error) {
-	data, err := os.ReadFile(file) // sized once from the file's length
+	payload, err := sumfile.Read(file, cacheMagic, "a catalog cache file")
 	if err != nil {
 		return nil, err
-	}
-	if !bytes.HasPrefix(data, cacheMagic) || len(data) < len(cacheMagic)+sha256.Size {
-		return nil, errors.New("not a catalog cache file")
-	}
-	data = data[len(cacheMagic):]
-	sum, payload := data[:sha256.Size], data[sha256.Size:]
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
-		return nil, errors.New("checksum mismatch")
 	}
 	var cs cachedSpec
 	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&cs); err != nil {

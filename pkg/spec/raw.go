@@ -553,34 +553,15 @@ func pureSchemaRef(raw json.RawMessage) (string, bool) {
 // check and copy each of them once more. A value that is not an object
 // reports false; a repeated key keeps its last value, as json.Unmarshal.
 func rawObject(raw []byte) (map[string]json.RawMessage, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	es, ok := rawEntries(raw)
+	if !ok {
 		return nil, false
 	}
-	m := map[string]json.RawMessage{}
-	i = skipSpace(raw, i+1)
-	for i < len(raw) && raw[i] != '}' {
-		if raw[i] != '"' {
-			return nil, false
-		}
-		end := jsonStringEnd(raw, i)
-		if end-i < 2 {
-			return nil, false
-		}
-		key := keyText(raw[i:end])
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
-		}
-		v := skipSpace(raw, i+1)
-		end = skipValue(raw, v)
-		m[key] = raw[v:end:end]
-		i = skipSpace(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+	m := make(map[string]json.RawMessage, len(es))
+	for _, e := range es {
+		m[e.Key] = e.Value // a repeated key: the last one, as json.Unmarshal keeps
 	}
-	return m, i < len(raw)
+	return m, true
 }
 
 // rawEntries is objectEntries of valid JSON, as rawObject reads it: the
