@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -32,21 +33,20 @@ func Read(file string, magic []byte, what string) ([]byte, error) {
 	return payload, nil
 }
 
-// Write writes magic, the sum of payload and payload to file, through a
-// temporary file named by pattern (os.CreateTemp) in file's directory.
-func Write(file string, magic, payload []byte, pattern string) error {
+// Write writes magic, the sum of the payload and the payload to file,
+// through a temporary file named by pattern (os.CreateTemp) in file's
+// directory, which it makes if need be. payload writes the payload to w as
+// it is made, so it is never held whole for the file's sake: the sum is
+// written in the room left for it once the payload is.
+func Write(file string, magic []byte, pattern string, payload func(w io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), pattern)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload)
-	_, err = tmp.Write(magic)
-	if err == nil {
-		_, err = tmp.Write(sum[:])
-	}
-	if err == nil {
-		_, err = tmp.Write(payload)
-	}
+	err = write(tmp, magic, payload)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -55,4 +55,16 @@ func Write(file string, magic, payload []byte, pattern string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+func write(f *os.File, magic []byte, payload func(w io.Writer) error) error {
+	if _, err := f.Write(append(append([]byte(nil), magic...), make([]byte, sha256.Size)...)); err != nil {
+		return err
+	}
+	h := sha256.New()
+	if err := payload(io.MultiWriter(f, h)); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(h.Sum(nil), int64(len(magic)))
+	return err
 }

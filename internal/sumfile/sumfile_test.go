@@ -1,6 +1,8 @@
 package sumfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +13,7 @@ func TestReadWhatWriteWrote(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a.cache")
 	magic := []byte("SGTEST1\n")
-	if err := Write(file, magic, []byte("payload"), ".a-*"); err != nil {
+	if err := Write(file, magic, ".a-*", func(w io.Writer) error { _, err := io.WriteString(w, "payload"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Read(file, magic, "a test file")
@@ -41,7 +43,14 @@ func TestReadWhatWriteWrote(t *testing.T) {
 	if _, err := Read(filepath.Join(dir, "missing"), magic, "a test file"); !os.IsNotExist(err) {
 		t.Errorf("a missing file: %v, want not-exist", err)
 	}
-	if err := Write(filepath.Join(dir, "no", "such", "dir"), magic, nil, ".a-*"); err == nil {
-		t.Error("Write into a missing directory succeeded")
+	if err := Write(filepath.Join(dir, "sub", "b.cache"), magic, ".a-*", func(io.Writer) error { return nil }); err != nil {
+		t.Errorf("Write into a directory to make: %v", err)
+	}
+	boom := errors.New("encoding failed")
+	if err := Write(filepath.Join(dir, "c.cache"), magic, ".a-*", func(io.Writer) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("a payload that failed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.cache")); !os.IsNotExist(err) {
+		t.Errorf("a payload that failed left its file: %v", err)
 	}
 }

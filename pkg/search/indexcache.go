@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -196,10 +195,10 @@ func writeIndex(file string, ix *Index, seg segment.Segment) error {
 		return err
 	}
 	payload := encodeIndex(ix, filepath.Base(file), zap)
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+	return sumfile.Write(file, indexMagic, ".index-*", func(w io.Writer) error {
+		_, err := w.Write(payload)
 		return err
-	}
-	return sumfile.Write(file, indexMagic, payload, ".index-*")
+	})
 }
 
 // readIndexFile returns the payload of file once its checksum holds.

@@ -247,32 +247,5 @@ func cacheForm(s *Spec) *cachedSpec {
 // Encoded into a buffer first, the payload was held twice (gob's own
 // buffer and its copy) at the load's peak.
 func writeCache(file string, cs *cachedSpec) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".catalog-*")
-	if err != nil {
-		return err
-	}
-	err = encodeCache(tmp, cs)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
-}
-
-func encodeCache(f *os.File, cs *cachedSpec) error {
-	if _, err := f.Write(append(append([]byte(nil), cacheMagic...), make([]byte, sha256.Size)...)); err != nil {
-		return err
-	}
-	h := sha256.New()
-	if err := gob.NewEncoder(io.MultiWriter(f, h)).Encode(cs); err != nil {
-		return err
-	}
-	_, err := f.WriteAt(h.Sum(nil), int64(len(cacheMagic)))
-	return err
+	return sumfile.Write(file, cacheMagic, ".catalog-*", func(w io.Writer) error { return gob.NewEncoder(w).Encode(cs) })
 }
