@@ -104,32 +104,6 @@ func TestReplicaBackLaterThanTheOthersIsLeftItsShare(t *testing.T) {
 		late.Round(time.Millisecond), fallback, len(times), mostInWindow(times, window-jitter), limit)
 }
 
-// runOne runs replica i's calls to ep in a loop until stop closes, as run does for all.
-func (r *replicas) runOne(i int, stop <-chan struct{}, ep string) {
-	l := r.ls[i]
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			var at time.Time
-			tk, err := l.Acquire(atStore(context.Background(), &at), ratelimit.Request{Endpoint: ep})
-			if err == nil {
-				a := admission{replica: i, endpoint: ep, local: tk.Admitted(), server: at}
-				tk.ReleaseAt(time.Now())
-				r.mu.Lock()
-				r.got = append(r.got, a)
-				r.mu.Unlock()
-			}
-			time.Sleep(200 * time.Microsecond) // an agent's pace, not a wait for time
-		}
-	}()
-}
-
 // TestHandOverKeepsTheShareOfEachReplicaNotBack: after a replica comes back from its
 // fallback share, the requests window keeps the share of each other replica that called
 // the upstream and has not called since, at most ceil(1/share) - 1 of them: floor(0.34 ×

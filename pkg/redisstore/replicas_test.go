@@ -43,41 +43,47 @@ func newReplicas(t *testing.T, b backend, n int, share float64, opts ratelimit.O
 }
 
 func (r *replicas) run(stop <-chan struct{}, endpoints ...string) {
-	for i, l := range r.ls {
+	for i := range r.ls {
 		for _, ep := range endpoints {
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					now := time.Now()
-					var at time.Time
-					// Acquire, for its context to reach the store; every budget here
-					// rejects, so it decides at once as AdmitAt would
-					tk, err := l.Acquire(atStore(context.Background(), &at), ratelimit.Request{Endpoint: ep})
-					if err == nil {
-						// The replica's windows count the now it decided with,
-						// which can be later than the one taken before the call
-						// (a goroutine waits for a core, a store call times out):
-						// windows are measured on it, not on the caller's clock.
-						if d := tk.Admitted(); !d.IsZero() {
-							now = d
-						}
-						a := admission{replica: i, endpoint: ep, local: now, server: at}
-						tk.ReleaseAt(time.Now())
-						r.mu.Lock()
-						r.got = append(r.got, a)
-						r.mu.Unlock()
-					}
-					time.Sleep(200 * time.Microsecond) // an agent's pace, not a wait for time
-				}
-			}()
+			r.runOne(i, stop, ep)
 		}
 	}
+}
+
+// runOne runs replica i's calls to ep in a loop until stop closes, as run does for all.
+func (r *replicas) runOne(i int, stop <-chan struct{}, ep string) {
+	l := r.ls[i]
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			now := time.Now()
+			var at time.Time
+			// Acquire, for its context to reach the store; every budget here
+			// rejects, so it decides at once as AdmitAt would
+			tk, err := l.Acquire(atStore(context.Background(), &at), ratelimit.Request{Endpoint: ep})
+			if err == nil {
+				// The replica's windows count the now it decided with, which can
+				// be later than the one taken before the call (a goroutine waits
+				// for a core, a store call times out): windows are measured on
+				// it, not on the caller's clock.
+				if d := tk.Admitted(); !d.IsZero() {
+					now = d
+				}
+				a := admission{replica: i, endpoint: ep, local: now, server: at}
+				tk.ReleaseAt(time.Now())
+				r.mu.Lock()
+				r.got = append(r.got, a)
+				r.mu.Unlock()
+			}
+			time.Sleep(200 * time.Microsecond) // an agent's pace, not a wait for time
+		}
+	}()
 }
 
 // overAdmissions counts the times, sorted, where more than n fall within a window d:
