@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -20,7 +19,7 @@ import (
 
 // cacheFormat changes whenever the cached layout or the way a catalog is
 // derived changes, so an old cache is rebuilt rather than misread.
-const cacheFormat = "specgate-catalog-v10"
+const cacheFormat = "specgate-catalog-v11"
 
 var cacheMagic = []byte("SGCATv1\n")
 
@@ -104,6 +103,9 @@ func (c Cache) Load(ctx context.Context, location string, opts Options) (res Loa
 		return res, err
 	}
 	res.Spec = s
+	// compressed once, here: the cache keeps them so (smaller to write and to
+	// read back), and a warm start need not compress them again
+	s.packComponents()
 	if werr := writeCache(filepath.Join(c.Dir, key+".gob"), cacheForm(s)); werr != nil && res.CacheError == nil {
 		res.CacheError = fmt.Errorf("cache not written: %w", werr)
 	}
@@ -193,7 +195,7 @@ type cachedSpec struct {
 	Warnings                                                        []string
 	Unusable                                                        map[string]string
 	StatedLimit                                                     *StatedLimit
-	Components                                                      map[string]map[string]json.RawMessage
+	Packed                                                          map[string]map[string][]byte // see Spec.packComponents
 	Endpoints                                                       []cachedEndpoint
 }
 
@@ -216,7 +218,7 @@ func readCache(file string) (*Spec, error) {
 		Version: cs.Version, OpenAPI: cs.OpenAPI, BaseURL: cs.BaseURL, Schemes: cs.Schemes,
 		Warnings: cs.Warnings, Unusable: cs.Unusable, StatedLimit: cs.StatedLimit,
 	}
-	s.Components = cs.Components
+	s.packed = cs.Packed
 	s.Endpoints = make([]*Endpoint, len(cs.Endpoints))
 	for i := range cs.Endpoints {
 		e := cs.Endpoints[i].E
@@ -232,7 +234,7 @@ func cacheForm(s *Spec) *cachedSpec {
 	cs := &cachedSpec{
 		Name: s.Name, Title: s.Title, APIVersion: s.APIVersion, Description: s.Description,
 		Version: s.Version, OpenAPI: s.OpenAPI, BaseURL: s.BaseURL, Schemes: s.Schemes,
-		Warnings: s.Warnings, Unusable: s.Unusable, StatedLimit: s.StatedLimit, Components: s.Components,
+		Warnings: s.Warnings, Unusable: s.Unusable, StatedLimit: s.StatedLimit, Packed: s.packed,
 	}
 	cs.Endpoints = make([]cachedEndpoint, len(s.Endpoints))
 	for i, e := range s.Endpoints {

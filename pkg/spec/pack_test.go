@@ -129,3 +129,38 @@ func TestPackKeepsEveryValueOfTheSharedCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheKeepsComponentsPacked: the cache keeps the components as
+// compressed once on the cold load; a warm load reads them back as they
+// were, with the same values and rebuilt operations as a spec loaded
+// without a cache.
+func TestCacheKeepsComponentsPacked(t *testing.T) {
+	for _, f := range []string{"petstore-v3.yaml", "auth-kinds.yaml", "paging.yaml", "uber-v2.json"} {
+		t.Run(f, func(t *testing.T) {
+			file := filepath.Join("../../testdata", f)
+			plain, err := Load(t.Context(), file, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantOps := snapshot(t, plain), operations(t, plain, 1)
+			c := Cache{Dir: t.TempDir()}
+			for _, warm := range []bool{false, true} {
+				res, err := c.Load(t.Context(), file, Options{})
+				if err != nil || res.FromCache != warm {
+					t.Fatalf("load (warm %v): from cache %v, %v", warm, res.FromCache, err)
+				}
+				if res.Spec.Components != nil {
+					t.Errorf("warm %v: the components are held uncompressed", warm)
+				}
+				if got := snapshot(t, res.Spec); got != want {
+					t.Fatalf("warm %v: the catalog differs from one loaded without a cache", warm)
+				}
+				for i, op := range operations(t, res.Spec, 1) {
+					if op != wantOps[i] {
+						t.Fatalf("warm %v: rebuilt operation %s differs:\nwant %.300s\ngot  %.300s", warm, plain.Endpoints[i].ID, wantOps[i], op)
+					}
+				}
+			}
+		})
+	}
+}
