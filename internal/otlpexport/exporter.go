@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -330,9 +331,14 @@ func gzipped(b []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// shorten cuts s to about n bytes on a rune boundary: a receiver's answer
+// may be any text, and a cut inside a rune would log an invalid one.
 func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

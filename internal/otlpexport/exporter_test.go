@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -372,4 +373,15 @@ func FuzzPartialSuccess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = partialSuccess(b)
 	})
+}
+
+func TestShortenCutsOnARuneBoundary(t *testing.T) {
+	s := strings.Repeat("é", 150) // 2 bytes each
+	got := shorten(s, 201)
+	if !utf8.ValidString(got) || got != strings.Repeat("é", 100)+"…" {
+		t.Errorf("shorten cut %q", got[len(got)-8:])
+	}
+	if got := shorten("short", 200); got != "short" {
+		t.Errorf("a short text: %q", got)
+	}
 }
