@@ -60,7 +60,7 @@ type Store interface {
 // after all counts twice there, on the safe side). Only a store that does not answer at
 // all (a refused or reset connection, a probe that times out too: an outage every
 // replica sees) puts the Limiter on its share.
-var ErrStoreSlow = errors.New("store slow: no answer within its timeout (a probe tells slow from gone)")
+var ErrStoreSlow = errors.New("store slow: no answer within its timeout, though it answers a probe")
 
 // slowStoreWait is the estimated wait of a call held because the store was slow.
 const slowStoreWait = 250 * time.Millisecond

@@ -26,6 +26,13 @@ import (
 // timeout: a slow answer is not an outage.
 func ConfirmTimeout(timeout time.Duration) time.Duration { return max(2*timeout, time.Second) }
 
+// probeCall is one probe of a part of the store after a call to it timed out, shared by
+// every call that timed out meanwhile; err is set before done closes.
+type probeCall struct {
+	done chan struct{}
+	err  error
+}
+
 // outage is one part of the store that did not answer: since when, why, and a key of
 // its slot to probe it by.
 type outage struct {
@@ -255,21 +262,21 @@ func timedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// probeAfter starts the probe of group's part of the store after a call to it timed out
-// with cause, unless one is under way: one at a time per part, for every call that times
-// out meanwhile. A probe with no answer marks the part unreachable, as cause and the probe
-// say.
-func (s *Store) probeAfter(group string, cause error) {
+// probeAfter is the probe of group's part of the store after a call to it timed out with
+// cause: one at a time per part, shared by the calls that time out meanwhile. A probe
+// with no answer marks the part unreachable, as cause and the probe say.
+func (s *Store) probeAfter(group string, cause error) *probeCall {
 	part := -1
 	if s.cluster != nil && group != "" {
 		part = s.slot(group)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.probing[part] {
-		return
+	if p := s.probing[part]; p != nil {
+		return p
 	}
-	s.probing[part] = true
+	p := &probeCall{done: make(chan struct{})}
+	s.probing[part] = p
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
@@ -285,5 +292,8 @@ func (s *Store) probeAfter(group string, cause error) {
 		s.mu.Lock()
 		delete(s.probing, part)
 		s.mu.Unlock()
+		p.err = err
+		close(p.done)
 	}()
+	return p
 }

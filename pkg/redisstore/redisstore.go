@@ -128,7 +128,7 @@ type Store struct {
 	mu      sync.Mutex // guards whole, down and probing
 	whole   *outage
 	down    map[int]*outage
-	probing map[int]bool // by slot (-1: the whole store): a probe after a timeout under way
+	probing map[int]*probeCall // by slot (-1: the whole store), the probe after a timeout
 
 	calls sync.WaitGroup // scripts running, see run
 	stop  chan struct{}
@@ -154,7 +154,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		log:      opts.Logger,
 		id:       strconv.FormatUint(rand.Uint64(), 36),
 		down:     map[int]*outage{},
-		probing:  map[int]bool{},
+		probing:  map[int]*probeCall{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		leases:   map[string]map[string]bool{},
