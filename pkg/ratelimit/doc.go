@@ -73,12 +73,11 @@
 // the window was full (at least 1 only when it was empty), and a replica that saw nothing
 // of a window in the window before the switch allows none of it until a window after the
 // switch. A store that never answered leaves no switch: the replica starts on its share.
-// Limiter.Degraded and Status report it. A store call that only timed out (ErrStoreSlow)
-// is not an outage until a probe with a longer deadline gets no answer either: the other
-// replicas may still spend the shared windows through it, so the call is held (KindStore),
-// within its caller's context and queue timeout, rather than admitted on a share that
-// would come on top of theirs; its next attempt asks the store again, or runs on the
-// share once the probe found the store gone. Limiter.ReadyAt never asks the store: it is a
+// Limiter.Degraded and Status report it. A store call that only timed out, while the store
+// answers a probe right after (ErrStoreSlow), is not an outage: the other replicas still
+// spend the shared windows through it, so the call is asked again and then held
+// (KindStore), within its caller's context and queue timeout, rather than admitted on a
+// share that would come on top of theirs. Limiter.ReadyAt never asks the store: it is a
 // hint from this replica's state and what the store last said.
 //
 // Window is the same idea for inbound budgets: at most Limit events per key (a principal,

@@ -29,8 +29,8 @@ const (
 	KindInterval    Kind = "interval"    // minimum interval between calls to an upstream
 	KindConcurrency Kind = "concurrency" // calls in flight to an upstream
 	KindLearned     Kind = "learned"     // learned from the upstream's answers
-	// KindStore is a call held because the shared Store did not answer it within its
-	// timeout and is not known unreachable (a probe finds out): the call is neither
+	// KindStore is a call held because the shared Store answered a probe but not the
+	// call within its timeout: it is slow, not unreachable, so the call is neither
 	// admitted on the fallback share nor refused by a limit. RetryAfter is an estimate.
 	KindStore Kind = "store"
 )

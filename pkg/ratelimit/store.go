@@ -17,7 +17,7 @@ import (
 // A Store answers with its own clock, so waits are relative. A method that fails because
 // the store is unreachable makes it unavailable until it answers again; meanwhile the
 // Limiter runs on its local state with FallbackShare of each budget, never failing open.
-// A call that only timed out is not an outage until a probe finds the store gone: the
+// A call that only timed out while the store still answers a probe is not an outage: the
 // method's error wraps ErrStoreSlow and the store stays available (see ErrStoreSlow).
 //
 // Implementations must be safe for concurrent use.
@@ -51,15 +51,14 @@ type Store interface {
 }
 
 // ErrStoreSlow is wrapped by the error of a Store method whose call got no answer within
-// the store's timeout: the store is slow, not (yet) known unreachable, and stays
-// Available while a probe with a longer deadline finds out. The other replicas most
-// likely still reach it and spend the shared budgets through it, so the Limiter does not
-// run on its fallback share for a slow answer (its share would come on top of what they
-// spend): it holds the call (KindStore, an estimated wait), within the caller's context
-// and queue timeout, and its next attempt asks the store again (a call the store ran
-// after all counts twice there, on the safe side). Only a store that does not answer at
-// all (a refused or reset connection, a probe that times out too: an outage every
-// replica sees) puts the Limiter on its share.
+// the store's timeout while the part of the store it went to answered a probe right
+// after: the store is slow, not unreachable, and stays Available. The other replicas
+// most likely still reach it and spend the shared budgets through it, so the Limiter
+// does not run on its fallback share for a slow answer (its share would come on top of
+// what they spend): it asks the store once more, then holds the call (KindStore, an
+// estimated wait), within the caller's context and queue timeout. Only a store that does
+// not answer at all (a refused or reset connection, a probe that times out too: an
+// outage every replica sees) puts the Limiter on its share.
 var ErrStoreSlow = errors.New("store slow: no answer within its timeout, though it answers a probe")
 
 // slowStoreWait is the estimated wait of a call held because the store was slow.
@@ -232,6 +231,11 @@ func (l *Limiter) admitShared(ctx context.Context, ep *endpoint, up *upstream, r
 		a.Epoch, a.Rejoin = up.epoch, up.sw.switched() > 0
 	}
 	d, err := st.Admit(ctx, &a)
+	if errors.Is(err, ErrStoreSlow) && ctx.Err() == nil {
+		// slow, not down: once more (a call the store ran after all counts twice there,
+		// on the safe side)
+		d, err = st.Admit(ctx, &a)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

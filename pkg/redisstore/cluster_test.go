@@ -370,23 +370,14 @@ func TestSlowRedisFallsBackWithinTheTimeoutAndCancelReachesTheStore(t *testing.T
 		t.Error("a cancelled call marked the store down")
 	}
 
-	// not cancelled: the timeout ends the call, which is held (a rejecting budget
-	// answers at once) while the probe after it runs; the probe gets no answer within its
-	// deadline either, and the fallback decides the calls after it
+	// not cancelled: the timeout ends the call, the probe after it gets no answer within
+	// its deadline either, and the fallback decides
 	start = time.Now()
-	var le *ratelimit.LimitError
-	if _, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); !errors.As(err, &le) || le.Kind != ratelimit.KindStore {
-		t.Errorf("Acquire whose store call timed out: %v, want held (kind store) while the probe runs", err)
-	}
-	if d := time.Since(start); d > timeout+150*time.Millisecond {
-		t.Errorf("Acquire whose store call timed out took %v, want about the timeout %v, not the probe's deadline too", d, timeout)
-	}
-	waitUntil(t, 2*ConfirmTimeout(timeout), func() bool { return !st.Available("up") })
-	if d, want := time.Since(start), timeout+ConfirmTimeout(timeout); d > want+150*time.Millisecond {
-		t.Errorf("the store was found unreachable after %v, want about the timeout and the probe's deadline %v", d, want)
-	}
 	if _, err := l.Acquire(t.Context(), ratelimit.Request{Endpoint: "s.a"}); err != nil {
 		t.Errorf("Acquire with Redis slow: %v, want admitted on the fallback share", err)
+	}
+	if d, want := time.Since(start), timeout+ConfirmTimeout(timeout); d > want+150*time.Millisecond {
+		t.Errorf("Acquire with Redis slow took %v, want about the timeout and the probe's deadline %v", d, want)
 	}
 	if st.Available("up") || !strings.Contains(logs.String(), "no answer within the store timeout") {
 		t.Errorf("store available %v, log:\n%s\nwant degraded with a line naming the timeout", st.Available("up"), logs)

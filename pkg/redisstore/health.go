@@ -234,13 +234,11 @@ func (s *Store) probeOnce(ctx context.Context) {
 // failed is the error of a call to group's part of the store that ended with err, and
 // marks that part unreachable when it is. A caller whose ctx ended says nothing of
 // Redis. A timeout is not an outage by itself: the part is probed with the longer
-// deadline of ConfirmTimeout, and it stays available until the probe gets no answer
-// either. The caller does not wait for the probe (the limiter holds its upstream's lock
-// around an admission, so every other call to that upstream would wait too): a call that
-// decides an admission gets an error wrapping ratelimit.ErrStoreSlow at once, and the
-// limiter holds it; its next attempt goes to Redis again, or, once the probe found no
-// answer, runs on the fallback share. Any other error (refused, reset) makes the part
-// unreachable at once.
+// deadline of ConfirmTimeout (the caller waits for it, within ctx); when the probe
+// answers, the error wraps ratelimit.ErrStoreSlow and the part stays available, else it
+// is unreachable. Any other error (refused, reset) makes it unreachable at once. A call
+// that does not decide an admission (a release, a settle, a block: what was sent is
+// over) does not wait for the probe.
 func (s *Store) failed(ctx context.Context, group string, decides bool, err error) error {
 	if ctx.Err() != nil {
 		return err
@@ -249,8 +247,16 @@ func (s *Store) failed(ctx context.Context, group string, decides bool, err erro
 		s.fail(group, err)
 		return err
 	}
-	s.probeAfter(group, err)
+	p := s.probeAfter(group, err)
 	if !decides {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.done:
+	}
+	if p.err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ratelimit.ErrStoreSlow, err)

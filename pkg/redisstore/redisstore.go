@@ -61,11 +61,11 @@ type Options struct {
 	FallbackShare float64
 	// Timeout bounds each call to Redis (the caller's context may end it sooner). A call
 	// that gets no answer within it is not yet an outage (a loaded Redis or machine is
-	// slow, and the other replicas may still reach it): its error wraps
-	// ratelimit.ErrStoreSlow, the limiter holds the call, and the store pings the part the
-	// call went to, with ConfirmTimeout; only when that gets no answer either is the part
-	// unreachable (the fallback share) until a probe answers. A refused or reset
-	// connection makes the part unreachable at once. Zero: 250ms.
+	// slow, and the other replicas may still reach it): the store pings the part the call
+	// went to, with ConfirmTimeout, and only when that gets no answer either is the part
+	// unreachable (the fallback share) until a probe answers; when it answers, the call's
+	// error wraps ratelimit.ErrStoreSlow and the limiter holds the call instead. A refused
+	// or reset connection makes the part unreachable at once. Zero: 250ms.
 	Timeout time.Duration
 	// ProbeInterval is how often an unreachable part of the store is pinged. Zero: 500ms.
 	ProbeInterval time.Duration
