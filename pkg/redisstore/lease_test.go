@@ -70,12 +70,19 @@ func TestLeaseOfACallerThatLeftDuringAdmissionIsGivenBack(t *testing.T) {
 			t.Fatalf("call %d: %v, want context.Canceled", i, err)
 		}
 	}
-	// the scripts run on after their callers left; what they took must come back
+	// the scripts run on after their callers left; what they took must come back by the
+	// time they end (a look before they ran would find nothing taken yet)
+	ended := make(chan struct{})
+	go func() { st.calls.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the scripts of the callers that left did not end")
+	}
 	lease := st.key("up", "lease")
-	waitUntil(t, 3*time.Second, func() bool {
-		n, err := rdb.ZCard(t.Context(), lease).Result()
-		return err == nil && n == 0
-	})
+	if n, _ := rdb.ZCard(t.Context(), lease).Result(); n != 0 {
+		t.Errorf("%d leases left by calls nobody sent, want 0", n)
+	}
 	if n, _ := rdb.ZCard(t.Context(), st.key("up", "req")).Result(); n != 0 {
 		t.Errorf("%d units left in the requests window by calls nobody sent, want 0", n)
 	}
